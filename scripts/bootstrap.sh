@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Bootstrap the project's virtual environment (.venv) on a fresh machine.
+# Idempotent: when nothing changed since the last run it exits in about a second.
+# Installs: missing system libraries via apt (libusb-1.0-0 for pyrealsense2), the
+# pinned Python stack (CPU PyTorch 2.13.0, never a CUDA build unless asked), ROS 2
+# rclpy + messages as ros-kilted-* wheels when no system ROS 2 is sourced, and the
+# three project packages in editable mode.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="${GAZE4HRI_VENV:-$ROOT/.venv}"
+PYTHON="${PYTHON:-python3}"
+TORCH_SPEC="${GAZE4HRI_TORCH:-torch==2.13.0}"
+say() { printf '[bootstrap] %s\n' "$*"; }
+
+STAMP_INPUTS=(requirements/*.txt src/gaze4hri_core/setup.py src/gaze4hri_acq/setup.py src/gaze4hri_bench/pyproject.toml scripts/bootstrap.sh)
+STAMP="$(cat "${STAMP_INPUTS[@]}" | sha256sum | cut -d' ' -f1)-${TORCH_SPEC}"
+if [[ -f "$VENV/.bootstrap-stamp" && "$(cat "$VENV/.bootstrap-stamp")" == "$STAMP" ]] \
+   && "$VENV/bin/python" -c "import gaze4hri_core, gaze4hri_bench, gaze4hri_acq" 2>/dev/null; then
+  say "environment up to date ($VENV)"
+  exit 0
+fi
+
+# 1. System libraries -------------------------------------------------------------
+missing=()
+ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing+=(libusb-1.0-0)
+if ((${#missing[@]})); then
+  if [[ $(id -u) == 0 ]]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else
+    echo "bootstrap: error: missing system packages (${missing[*]}): run 'sudo apt-get install -y ${missing[*]}' and retry" >&2
+    exit 1
+  fi
+  say "installing system packages: ${missing[*]}"
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# 2. Virtual environment ----------------------------------------------------------
+ROS_FROM_SYSTEM=0
+if [[ -n "${ROS_DISTRO:-}" ]] && "$PYTHON" -c "import rclpy" 2>/dev/null; then
+  ROS_FROM_SYSTEM=1
+fi
+if [[ ! -x "$VENV/bin/python" ]]; then
+  say "creating $VENV"
+  if ((ROS_FROM_SYSTEM)); then "$PYTHON" -m venv --system-site-packages "$VENV"; else "$PYTHON" -m venv "$VENV"; fi
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+"${PIP[@]}" install -U "pip>=24"
+say "installing the pinned Python stack (requirements/base.txt, $TORCH_SPEC)"
+"${PIP[@]}" install -r requirements/base.txt "$TORCH_SPEC"
+say "installing mediapipe, ultralytics (BYTETracker) and torchvision metadata with --no-deps"
+"${PIP[@]}" install --no-deps -r requirements/nodeps.txt
+if ((ROS_FROM_SYSTEM)); then
+  say "using the system ROS 2 ($ROS_DISTRO) rclpy"
+else
+  say "installing ROS 2 Kilted rclpy and messages from PyPI wheels (requirements/ros.txt)"
+  "${PIP[@]}" install -r requirements/ros.txt
+fi
+say "installing gaze4hri_core, gaze4hri_bench, gaze4hri_acq (editable)"
+"${PIP[@]}" install --no-deps --no-build-isolation -e src/gaze4hri_core -e src/gaze4hri_bench -e src/gaze4hri_acq
+"$VENV/bin/python" -c "import gaze4hri_core, gaze4hri_bench, gaze4hri_acq"
+echo "$STAMP" > "$VENV/.bootstrap-stamp"
+say "done"

@@ -1,0 +1,1 @@
+"""gaze4hri_bench.pipeline"""

@@ -1,0 +1,159 @@
+"""UR5 / UR5e forward and analytic inverse kinematics from the published DH tables.
+
+DH parameters (Universal Robots, "DH parameters for calculations of kinematics and
+dynamics"): a = (0, a2, a3, 0, 0, 0), d = (d1, 0, 0, d4, d5, d6),
+alpha = (pi/2, 0, 0, pi/2, -pi/2, 0); A_i = Rz(q_i) Tz(d_i) Tx(a_i) Rx(alpha_i).
+The chain gives the controller's *Base* frame -> tool flange (``tool0``): this is the
+frame of ``getActualTCPPose()`` (zero TCP offset) and of the ROS ``base`` frame.
+ROS ``base_link`` is ``base`` rotated by pi about z (ur_description), see
+``T_BASE_LINK_BASE``. Inverse kinematics: K. P. Hawkins, "Analytic Inverse Kinematics
+for the Universal Robots UR-5/UR-10 Arms", Georgia Tech, 2013.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DH", "MODELS", "forward", "inverse", "T_BASE_LINK_BASE", "joint_frames"]
+
+
+@dataclass(frozen=True)
+class DH:
+    d: tuple[float, ...]
+    a: tuple[float, ...]
+    alpha: tuple[float, ...]
+
+
+_HALF_PI = np.pi / 2
+MODELS: dict[str, DH] = {
+    "ur5": DH(
+        d=(0.089159, 0.0, 0.0, 0.10915, 0.09465, 0.0823),
+        a=(0.0, -0.425, -0.39225, 0.0, 0.0, 0.0),
+        alpha=(_HALF_PI, 0.0, 0.0, _HALF_PI, -_HALF_PI, 0.0),
+    ),
+    "ur5e": DH(
+        d=(0.1625, 0.0, 0.0, 0.1333, 0.0997, 0.0996),
+        a=(0.0, -0.425, -0.3922, 0.0, 0.0, 0.0),
+        alpha=(_HALF_PI, 0.0, 0.0, _HALF_PI, -_HALF_PI, 0.0),
+    ),
+}
+
+# base_link -> base: rotation of pi about z (ur_description urdf, "base" joint).
+T_BASE_LINK_BASE = np.array(
+    [[-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+)
+
+
+def _model(model: str) -> DH:
+    try:
+        return MODELS[model]
+    except KeyError:
+        raise ValueError(f"unknown robot model {model!r}; expected one of {sorted(MODELS)}") from None
+
+
+def _dh(theta: float, d: float, a: float, alpha: float) -> np.ndarray:
+    ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
+    return np.array(
+        [
+            [ct, -st * ca, st * sa, a * ct],
+            [st, ct * ca, -ct * sa, a * st],
+            [0.0, sa, ca, d],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
+
+
+def joint_frames(q, model: str = "ur5") -> list[np.ndarray]:
+    """Base -> frame i for i = 1..6 (for collision and workspace checks)."""
+    p = _model(model)
+    q = np.asarray(q, dtype=float).reshape(6)
+    T = np.eye(4)
+    out = []
+    for i in range(6):
+        T = T @ _dh(q[i], p.d[i], p.a[i], p.alpha[i])
+        out.append(T.copy())
+    return out
+
+
+def forward(q, model: str = "ur5", frame: str = "base") -> np.ndarray:
+    """Joint angles (6, rad) -> 4x4 pose of tool0 in ``base`` (controller Base,
+    default) or ``base_link`` (ROS)."""
+    T = joint_frames(q, model)[-1]
+    if frame == "base_link":
+        return T_BASE_LINK_BASE @ T
+    if frame != "base":
+        raise ValueError(f"frame must be 'base' or 'base_link', got {frame!r}")
+    return T
+
+
+def _wrap(a):
+    return (np.asarray(a) + np.pi) % (2 * np.pi) - np.pi
+
+
+def inverse(T, model: str = "ur5", q_near=None, frame: str = "base", tol: float = 1e-6) -> list[np.ndarray]:
+    """All analytic IK solutions (up to 8) for a 4x4 tool0 pose, angles in (-pi, pi].
+
+    Sorted by distance to ``q_near`` (each joint moved to the 2*pi-equivalent nearest
+    to q_near) when given. Solutions are verified by forward kinematics; an
+    unreachable pose returns an empty list. Hawkins 2013, Sec. 2.
+    """
+    p = _model(model)
+    T = np.asarray(T, dtype=float)
+    if frame == "base_link":
+        T = np.linalg.inv(T_BASE_LINK_BASE) @ T
+    elif frame != "base":
+        raise ValueError(f"frame must be 'base' or 'base_link', got {frame!r}")
+    d1, _, _, d4, d5, d6 = p.d
+    a2, a3 = p.a[1], p.a[2]
+    sols: list[np.ndarray] = []
+    # theta1 from the wrist-centre (frame 5 origin) position
+    p05 = T @ np.array([0.0, 0.0, -d6, 1.0])
+    r = np.hypot(p05[0], p05[1])
+    if r < abs(d4) - 1e-12:
+        return []
+    psi = np.arctan2(p05[1], p05[0])
+    phi = np.arccos(np.clip(d4 / r, -1.0, 1.0))
+    for s1 in (1.0, -1.0):
+        t1 = psi + s1 * phi + np.pi / 2
+        c1, sn1 = np.cos(t1), np.sin(t1)
+        # theta5 from the flange position along the joint-1 normal
+        num = T[0, 3] * sn1 - T[1, 3] * c1 - d4
+        if abs(num) > abs(d6) + 1e-9:
+            continue
+        a5 = np.arccos(np.clip(num / d6, -1.0, 1.0))
+        for s5 in (1.0, -1.0):
+            t5 = s5 * a5
+            s5v = np.sin(t5)
+            Ti = np.linalg.inv(T)  # T60
+            if abs(s5v) < 1e-10:
+                t6 = 0.0  # wrist singularity: theta6 free, choose 0
+            else:
+                t6 = np.arctan2((-Ti[1, 0] * sn1 + Ti[1, 1] * c1) / s5v, (Ti[0, 0] * sn1 - Ti[0, 1] * c1) / s5v)
+            T01 = _dh(t1, d1, 0.0, p.alpha[0])
+            T45 = _dh(t5, d5, 0.0, p.alpha[4])
+            T56 = _dh(t6, d6, 0.0, p.alpha[5])
+            T14 = np.linalg.inv(T01) @ T @ np.linalg.inv(T45 @ T56)
+            p13 = T14 @ np.array([0.0, -d4, 0.0, 1.0]) - np.array([0, 0, 0, 1.0])
+            n13 = np.linalg.norm(p13[:3])
+            c3 = (n13**2 - a2**2 - a3**2) / (2 * a2 * a3)
+            if abs(c3) > 1 + 1e-9:
+                continue
+            a3ang = np.arccos(np.clip(c3, -1.0, 1.0))
+            for s3 in (1.0, -1.0):
+                t3 = s3 * a3ang
+                t2 = -np.arctan2(p13[1], -p13[0]) + np.arcsin(np.clip(a3 * np.sin(t3) / n13, -1.0, 1.0))
+                T12 = _dh(t2, 0.0, a2, p.alpha[1])
+                T23 = _dh(t3, 0.0, a3, p.alpha[2])
+                T34 = np.linalg.inv(T12 @ T23) @ T14
+                t4 = np.arctan2(T34[1, 0], T34[0, 0])
+                q = _wrap(np.array([t1, t2, t3, t4, t5, t6]))
+                Tf = forward(q, model)
+                if np.linalg.norm(Tf[:3, 3] - T[:3, 3]) < 1e-5 and np.allclose(Tf[:3, :3], T[:3, :3], atol=1e-5):
+                    if not any(np.allclose(q, s, atol=tol) for s in sols):
+                        sols.append(q)
+    if q_near is not None:
+        qn = np.asarray(q_near, float).reshape(6)
+        sols = [qn + _wrap(s - qn) for s in sols]
+        sols.sort(key=lambda s: float(np.linalg.norm(s - qn)))
+    return sols
