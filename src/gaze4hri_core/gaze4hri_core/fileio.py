@@ -1,0 +1,71 @@
+"""Crash-safe small-file I/O: YAML read with one-line errors, atomic write
+(temporary file, fsync, rename, directory fsync) so that a crash, a kill or a full
+disk never leaves a half-written manifest or calibration behind."""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import Gaze4HRIError
+
+__all__ = ["read_yaml", "write_yaml_atomic", "write_bytes_atomic", "sha256_file"]
+
+
+def read_yaml(path: Path | str, kind: str = "file") -> Any:
+    p = Path(path)
+    if not p.is_file():
+        raise Gaze4HRIError(f"{kind} not found", str(p), "check the path or create it (see docs/calibration.md)")
+    try:
+        with p.open("r", encoding="utf-8") as f:
+            return yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}" if mark else str(p)
+        raise Gaze4HRIError(f"{kind} is not valid YAML ({getattr(e, 'problem', e)})", where, "fix the YAML syntax") from None
+
+
+def write_bytes_atomic(path: Path | str, data: bytes) -> None:
+    """Write ``data`` so that ``path`` holds either the old or the new content, never a mix."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dfd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def write_yaml_atomic(path: Path | str, data: Any, header: str | None = None) -> None:
+    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, allow_unicode=True)
+    if header:
+        text = "".join(f"# {line}\n" for line in header.splitlines()) + text
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def sha256_file(path: Path | str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
