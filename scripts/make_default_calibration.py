@@ -16,11 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial.transform import Rotation
-
 from gaze4hri_core.calibration import CameraIntrinsics, save_camera_info, save_eye_head, save_targets, save_transform
 from gaze4hri_core.fileio import write_yaml_atomic
 from gaze4hri_core.transforms import SE3
+from scipy.spatial.transform import Rotation
 
 OUT = Path(__file__).resolve().parents[1] / "calibration"
 EYE = np.array([-0.45, 0.01, 0.32])

@@ -1,14 +1,14 @@
 """The default calibration is loadable, plausible and reproduces the study's Table S11."""
 import numpy as np
 import pytest
-
-from gaze4hri_core import kinematics
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.gaze import vector_to_pitchyaw
 from gaze4hri_core.groundtruth import gaze_in_camera
 from gaze4hri_core.protocol import ARC_RADIUS_M, ARC_YAW_DEG
 from gaze4hri_core.rig import camera_on_arc
 from gaze4hri_core.transforms import SE3
+
+from gaze4hri_core import kinematics
 
 pytestmark = pytest.mark.unit
 

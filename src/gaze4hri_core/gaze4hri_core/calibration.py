@@ -136,7 +136,7 @@ class TargetsFile(_Strict):
         missing = [n for n in P_TARGETS + H_TARGETS if n not in v]
         if missing:
             raise ValueError(f"missing targets {missing}; need P1..P9 and H1..H6")
-        for name, p in v.items():
+        for p in v.values():
             _vec(3)(p)
         return v
 
@@ -194,7 +194,7 @@ class CameraIntrinsics:
     def cy(self) -> float:
         return float(self.K[1, 2])
 
-    def scaled(self, width: int, height: int) -> "CameraIntrinsics":
+    def scaled(self, width: int, height: int) -> CameraIntrinsics:
         """The same lens at another resolution of the same aspect (the RealSense
         scales its colour intrinsics this way across 16:9 modes)."""
         sx, sy = width / self.width, height / self.height
@@ -261,7 +261,7 @@ def _fail(path: Path, err: ValidationError) -> CalibrationError:
 
 
 def _parse(model, path: Path, kind: str):
-    raw = read_yaml(path, kind)
+    raw = read_yaml(path, kind, CalibrationError, "check the path, or copy calibration/ from the repository (docs/calibration.md)")
     if not isinstance(raw, dict):
         raise CalibrationError(f"{kind} must be a YAML mapping", str(path), "see docs/calibration.md for the layout")
     try:

@@ -16,17 +16,19 @@ from .errors import Gaze4HRIError
 __all__ = ["read_yaml", "write_yaml_atomic", "write_bytes_atomic", "sha256_file"]
 
 
-def read_yaml(path: Path | str, kind: str = "file") -> Any:
+def read_yaml(path: Path | str, kind: str = "file", error: type[Gaze4HRIError] = Gaze4HRIError,
+              fix: str = "check the path or create it") -> Any:
+    """Parse a YAML file; a missing or unparsable file raises ``error`` in one line."""
     p = Path(path)
     if not p.is_file():
-        raise Gaze4HRIError(f"{kind} not found", str(p), "check the path or create it (see docs/calibration.md)")
+        raise error(f"{kind} not found", str(p), fix)
     try:
         with p.open("r", encoding="utf-8") as f:
             return yaml.safe_load(f)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{p}:{mark.line + 1}" if mark else str(p)
-        raise Gaze4HRIError(f"{kind} is not valid YAML ({getattr(e, 'problem', e)})", where, "fix the YAML syntax") from None
+        raise error(f"{kind} is not valid YAML ({getattr(e, 'problem', e)})", where, "fix the YAML syntax") from None
 
 
 def write_bytes_atomic(path: Path | str, data: bytes) -> None:

@@ -100,9 +100,10 @@ def angular_error_deg(a, b) -> np.ndarray:
     """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
-    cross = np.linalg.norm(np.cross(a, b), axis=-1)
-    dot = np.sum(a * b, axis=-1)
-    ang = np.degrees(np.arctan2(cross, dot))
+    with np.errstate(invalid="ignore", over="ignore"):
+        cross = np.linalg.norm(np.cross(a, b), axis=-1)
+        dot = np.sum(a * b, axis=-1)
+        ang = np.degrees(np.arctan2(cross, dot))
     bad = (
         ~np.isfinite(a).all(axis=-1)
         | ~np.isfinite(b).all(axis=-1)

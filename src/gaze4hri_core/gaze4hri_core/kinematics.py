@@ -112,6 +112,32 @@ def inverse(T, model: str = "ur5", q_near=None, frame: str = "base", tol: float 
     r = np.hypot(p05[0], p05[1])
     if r < abs(d4) - 1e-12:
         return []
+    def self_solve(t1: float, t5: float, t6: float) -> list[np.ndarray]:
+        """theta2..4 for fixed theta1, theta5, theta6 (planar 3R part), FK-verified."""
+        out = []
+        T01 = _dh(t1, d1, 0.0, p.alpha[0])
+        T45 = _dh(t5, d5, 0.0, p.alpha[4])
+        T56 = _dh(t6, d6, 0.0, p.alpha[5])
+        T14 = np.linalg.inv(T01) @ T @ np.linalg.inv(T45 @ T56)
+        p13 = T14 @ np.array([0.0, -d4, 0.0, 1.0]) - np.array([0, 0, 0, 1.0])
+        n13 = np.linalg.norm(p13[:3])
+        c3 = (n13**2 - a2**2 - a3**2) / (2 * a2 * a3)
+        if abs(c3) > 1 + 1e-9:
+            return out
+        a3ang = np.arccos(np.clip(c3, -1.0, 1.0))
+        for s3 in (1.0, -1.0):
+            t3 = s3 * a3ang
+            t2 = -np.arctan2(p13[1], -p13[0]) + np.arcsin(np.clip(a3 * np.sin(t3) / n13, -1.0, 1.0))
+            T12 = _dh(t2, 0.0, a2, p.alpha[1])
+            T23 = _dh(t3, 0.0, a3, p.alpha[2])
+            T34 = np.linalg.inv(T12 @ T23) @ T14
+            t4 = np.arctan2(T34[1, 0], T34[0, 0])
+            q = _wrap(np.array([t1, t2, t3, t4, t5, t6]))
+            Tf = forward(q, model)
+            if np.linalg.norm(Tf[:3, 3] - T[:3, 3]) < 1e-6 and np.allclose(Tf[:3, :3], T[:3, :3], atol=1e-6):
+                out.append(q)
+        return out
+
     psi = np.arctan2(p05[1], p05[0])
     phi = np.arccos(np.clip(d4 / r, -1.0, 1.0))
     for s1 in (1.0, -1.0):
@@ -124,34 +150,23 @@ def inverse(T, model: str = "ur5", q_near=None, frame: str = "base", tol: float 
         a5 = np.arccos(np.clip(num / d6, -1.0, 1.0))
         for s5 in (1.0, -1.0):
             t5 = s5 * a5
-            s5v = np.sin(t5)
             Ti = np.linalg.inv(T)  # T60
-            if abs(s5v) < 1e-10:
-                t6 = 0.0  # wrist singularity: theta6 free, choose 0
+            if abs(np.sin(t5)) < 1e-6:
+                # Wrist singularity (sin q5 = 0; Hawkins 2013): axes 2, 3, 4 and 6 are parallel,
+                # so theta6 is not determined by the pose; snap theta5 and try theta6
+                # candidates (the current joint first) until the planar 3R part solves.
+                t5 = 0.0 if np.cos(t5) > 0 else np.pi
+                t6_candidates = ([float(q_near[5])] if q_near is not None else []) + list(np.linspace(-np.pi, np.pi, 24, endpoint=False))
             else:
-                t6 = np.arctan2((-Ti[1, 0] * sn1 + Ti[1, 1] * c1) / s5v, (Ti[0, 0] * sn1 - Ti[0, 1] * c1) / s5v)
-            T01 = _dh(t1, d1, 0.0, p.alpha[0])
-            T45 = _dh(t5, d5, 0.0, p.alpha[4])
-            T56 = _dh(t6, d6, 0.0, p.alpha[5])
-            T14 = np.linalg.inv(T01) @ T @ np.linalg.inv(T45 @ T56)
-            p13 = T14 @ np.array([0.0, -d4, 0.0, 1.0]) - np.array([0, 0, 0, 1.0])
-            n13 = np.linalg.norm(p13[:3])
-            c3 = (n13**2 - a2**2 - a3**2) / (2 * a2 * a3)
-            if abs(c3) > 1 + 1e-9:
-                continue
-            a3ang = np.arccos(np.clip(c3, -1.0, 1.0))
-            for s3 in (1.0, -1.0):
-                t3 = s3 * a3ang
-                t2 = -np.arctan2(p13[1], -p13[0]) + np.arcsin(np.clip(a3 * np.sin(t3) / n13, -1.0, 1.0))
-                T12 = _dh(t2, 0.0, a2, p.alpha[1])
-                T23 = _dh(t3, 0.0, a3, p.alpha[2])
-                T34 = np.linalg.inv(T12 @ T23) @ T14
-                t4 = np.arctan2(T34[1, 0], T34[0, 0])
-                q = _wrap(np.array([t1, t2, t3, t4, t5, t6]))
-                Tf = forward(q, model)
-                if np.linalg.norm(Tf[:3, 3] - T[:3, 3]) < 1e-5 and np.allclose(Tf[:3, :3], T[:3, :3], atol=1e-5):
-                    if not any(np.allclose(q, s, atol=tol) for s in sols):
-                        sols.append(q)
+                s5v = np.sin(t5)
+                t6_candidates = [np.arctan2((-Ti[1, 0] * sn1 + Ti[1, 1] * c1) / s5v, (Ti[0, 0] * sn1 - Ti[0, 1] * c1) / s5v)]
+            for t6 in t6_candidates:
+                found = self_solve(t1, t5, t6)
+                if found:
+                    for q in found:
+                        if not any(np.allclose(q, s, atol=tol) for s in sols):
+                            sols.append(q)
+                    break
     if q_near is not None:
         qn = np.asarray(q_near, float).reshape(6)
         sols = [qn + _wrap(s - qn) for s in sols]

@@ -97,7 +97,7 @@ def eye_head_calibration(T_world_head: list[SE3], T_world_tool: list[SE3], outli
         raise ValueError("eye_head_calibration: head and tool sample counts differ")
     if len(T_world_head) < 3:
         raise ValueError("eye_head_calibration: need at least 3 samples")
-    rel = [h.inv() @ t for h, t in zip(T_world_head, T_world_tool)]
+    rel = [h.inv() @ t for h, t in zip(T_world_head, T_world_tool, strict=True)]
     pos = np.array([r.t for r in rel])
     rots = Rotation.from_matrix(np.array([r.R for r in rel]))
     dev = np.linalg.norm(pos - np.median(pos, axis=0), axis=1)

@@ -6,8 +6,8 @@ Trial ids are stable and readable: ``illum025_P3``, ``arc_P5``,
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 __all__ = [
     "PROTOCOL_VERSION",

@@ -186,7 +186,7 @@ def new_manifest(subject: str, backend: str, trial_ids: list[str] | None = None,
 
 def load_manifest(session: Path | str) -> SessionManifest:
     p = manifest_path(session)
-    raw = read_yaml(p, "session manifest")
+    raw = read_yaml(p, "session manifest", SessionError, "pass a session directory written by 'gaze4hri-acq session' (docs/session_layout.md)")
     if not isinstance(raw, dict):
         raise SessionError("session manifest must be a YAML mapping", str(p), "restore session.yaml or re-run the session with --resume")
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.transform import Rotation, Slerp
+from scipy.spatial.transform import Rotation
 
 __all__ = [
     "SE3",
@@ -42,23 +42,23 @@ class SE3:
 
     # construction -------------------------------------------------------------
     @classmethod
-    def identity(cls) -> "SE3":
+    def identity(cls) -> SE3:
         return cls(np.eye(3), np.zeros(3))
 
     @classmethod
-    def from_matrix(cls, T: np.ndarray) -> "SE3":
+    def from_matrix(cls, T: np.ndarray) -> SE3:
         T = np.asarray(T, dtype=float)
         if T.shape != (4, 4) or not np.allclose(T[3], [0, 0, 0, 1]):
             raise ValueError("SE3.from_matrix: expected a 4x4 homogeneous matrix")
         return cls(T[:3, :3], T[:3, 3])
 
     @classmethod
-    def from_quat(cls, translation, quat_xyzw) -> "SE3":
+    def from_quat(cls, translation, quat_xyzw) -> SE3:
         """From a translation and a ROS-order quaternion (x, y, z, w); normalised."""
         return cls(quat_xyzw_to_matrix(quat_xyzw), translation)
 
     @classmethod
-    def from_rotvec(cls, translation, rotvec) -> "SE3":
+    def from_rotvec(cls, translation, rotvec) -> SE3:
         return cls(Rotation.from_rotvec(np.asarray(rotvec, float)).as_matrix(), translation)
 
     # conversion ---------------------------------------------------------------
@@ -83,7 +83,7 @@ class SE3:
             return SE3(self.R @ other.R, self.R @ other.t + self.t)
         return self.apply(other)
 
-    def inv(self) -> "SE3":
+    def inv(self) -> SE3:
         return SE3(self.R.T, -self.R.T @ self.t)
 
     def apply(self, points) -> np.ndarray:
@@ -95,7 +95,7 @@ class SE3:
         """Rotate direction vectors of shape (3,) or (N, 3) (no translation)."""
         return np.asarray(vectors, dtype=float) @ self.R.T
 
-    def almost_equal(self, other: "SE3", tol_m: float = 1e-9, tol_rad: float = 1e-9) -> bool:
+    def almost_equal(self, other: SE3, tol_m: float = 1e-9, tol_rad: float = 1e-9) -> bool:
         dR = Rotation.from_matrix(self.R.T @ other.R).magnitude()
         return bool(np.linalg.norm(self.t - other.t) <= tol_m and dR <= tol_rad)
 
