@@ -44,19 +44,22 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   if ((ROS_FROM_SYSTEM)); then "$PYTHON" -m venv --system-site-packages "$VENV"; else "$PYTHON" -m venv "$VENV"; fi
 fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
-"${PIP[@]}" install -U "pip>=24"
+# pip() keeps pip's exit status (pipefail) but drops the harmless warnings some
+# machines' pip.conf produce for index folders that do not exist.
+pip_() { "${PIP[@]}" "$@" 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }; }
+pip_ install -U "pip>=24"
 say "installing the pinned Python stack (requirements/base.txt, $TORCH_SPEC)"
-"${PIP[@]}" install -r requirements/base.txt "$TORCH_SPEC"
+pip_ install -r requirements/base.txt "$TORCH_SPEC"
 say "installing mediapipe, ultralytics (BYTETracker) and torchvision metadata with --no-deps"
-"${PIP[@]}" install --no-deps -r requirements/nodeps.txt
+pip_ install --no-deps -r requirements/nodeps.txt
 if ((ROS_FROM_SYSTEM)); then
   say "using the system ROS 2 ($ROS_DISTRO) rclpy"
 else
   say "installing ROS 2 Kilted rclpy and messages from PyPI wheels (requirements/ros.txt)"
-  "${PIP[@]}" install -r requirements/ros.txt
+  pip_ install -r requirements/ros.txt
 fi
 say "installing gaze4hri_core, gaze4hri_bench, gaze4hri_acq (editable)"
-"${PIP[@]}" install --no-deps --no-build-isolation -e src/gaze4hri_core -e src/gaze4hri_bench -e src/gaze4hri_acq
+pip_ install --no-deps --no-build-isolation -e src/gaze4hri_core -e src/gaze4hri_bench -e src/gaze4hri_acq
 "$VENV/bin/python" -c "import gaze4hri_core, gaze4hri_bench, gaze4hri_acq"
 echo "$STAMP" > "$VENV/.bootstrap-stamp"
 say "done"
