@@ -1,0 +1,218 @@
+"""Read per-frame results (schema.py) and reduce them to video (trial) level at once.
+
+The study aggregates valid frames -> video mean -> subject mean (Sezer et al., arXiv
+2605.04770, Sec. IV-A "Evaluation protocol"). Only the video means and the frames of
+the mutual-gaze videos (for the eccentricity regression, Sec. V-E) are kept, so the
+memory used does not grow with the number of frames: each file is read (only the
+columns needed), reduced with Arrow's hash aggregation and dropped.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from gaze4hri_core.errors import Gaze4HRIError
+
+from ..schema import METADATA_KEY, REQUIRED, SCHEMA_VERSION
+
+__all__ = ["LoadedResults", "FileInfo", "find_parquet", "load_results", "CORE_COLUMNS", "OPTIONAL_COLUMNS"]
+
+#: Columns without which a file cannot be analysed at all.
+CORE_COLUMNS = ("subject", "experiment", "condition", "target", "trial", "method", "input", "valid", "error_deg")
+#: Columns needed only by some analyses: column -> analyses that need it.
+OPTIONAL_COLUMNS = {
+    "head_gaze_conflict_deg": ("conflict",),
+    "gt_pitch_deg": ("mutual",),
+    "gt_yaw_deg": ("mutual",),
+}
+_KEYS = ["subject", "method", "input", "experiment", "condition", "target", "trial"]
+
+
+@dataclass
+class FileInfo:
+    """One input file: where it is, its hash and what its metadata says."""
+
+    path: str
+    sha256: str
+    rows: int
+    schema: str | None
+    methods: list[str]
+    inputs: list[str]
+    metadata: dict | None
+    missing_columns: list[str] = field(default_factory=list)
+    status: str = "used"  # used | excluded
+    reason: str = ""
+
+
+@dataclass
+class LoadedResults:
+    """Video-level table, mutual-gaze frames and provenance of the inputs.
+
+    videos: one row per (subject, method, input, trial) with ``error_mean`` (mean of
+    the valid frames' errors, deg), ``conflict_mean`` (mean head-gaze conflict over the
+    same frames, deg), ``n_valid``, ``n_frames``; categorical keys.
+    mutual_frames: valid frames of the mutual-gaze videos: subject, method, input,
+    condition, error_deg, abs_pitch_deg, abs_yaw_deg.
+    missing: (method, input) -> columns absent from its files.
+    """
+
+    videos: pd.DataFrame
+    mutual_frames: pd.DataFrame
+    files: list[FileInfo]
+    missing: dict[tuple[str, str], set[str]]
+    no_valid: list[tuple[str, str]]
+
+
+def find_parquet(inputs: list[Path]) -> list[Path]:
+    """Expand files and directories (searched recursively) into Parquet paths."""
+    out: list[Path] = []
+    for p in map(Path, inputs):
+        if p.is_dir():
+            found = sorted(p.rglob("*.parquet"))
+            if not found:
+                raise Gaze4HRIError(f"no .parquet files in directory {p}", "analyze RESULTS", "pass per-frame results files or folders holding them")
+            out.extend(found)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise Gaze4HRIError(f"results path {p} does not exist", "analyze RESULTS", "check the path")
+    seen: set[Path] = set()
+    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _metadata(pf: pq.ParquetFile) -> dict | None:
+    kv = pf.schema_arrow.metadata or {}
+    raw = kv.get(METADATA_KEY)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return {"_unreadable": True}
+
+
+def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Video means of the valid frames and the mutual-gaze frames of one file."""
+    err = table["error_deg"]
+    valid = pc.and_(pc.fill_null(table["valid"], False), pc.is_finite(pc.fill_null(err, float("nan"))))
+    counts = table.select(_KEYS).group_by(_KEYS, use_threads=True).aggregate([([], "count_all")])
+    counts = counts.rename_columns(_KEYS + ["n_frames"])
+    vt = table.filter(valid)
+    aggs = [("error_deg", "mean"), ("error_deg", "count")]
+    if "head_gaze_conflict_deg" in has:
+        aggs.append(("head_gaze_conflict_deg", "mean"))
+    means = vt.group_by(_KEYS, use_threads=True).aggregate(aggs)
+    names = {"error_deg_mean": "error_mean", "error_deg_count": "n_valid", "head_gaze_conflict_deg_mean": "conflict_mean"}
+    means = means.rename_columns([names.get(c, c) for c in means.column_names])
+    vid = counts.join(means, _KEYS, join_type="left outer").to_pandas()
+    if "conflict_mean" not in vid:
+        vid["conflict_mean"] = np.nan
+    vid["n_valid"] = vid["n_valid"].fillna(0).astype("int64")
+    mutual = pa.table({})
+    if {"gt_pitch_deg", "gt_yaw_deg"} <= has:
+        m = vt.filter(pc.equal(vt["experiment"], "mutual"))
+        mutual = pa.table(
+            {
+                "subject": m["subject"],
+                "method": m["method"],
+                "input": m["input"],
+                "condition": m["condition"],
+                "error_deg": m["error_deg"],
+                "abs_pitch_deg": pc.abs(m["gt_pitch_deg"]),
+                "abs_yaw_deg": pc.abs(m["gt_yaw_deg"]),
+            }
+        )
+    return vid, mutual.to_pandas()
+
+
+def load_results(paths: list[Path]) -> LoadedResults:
+    """Read per-frame Parquet files (or folders of them) into video-level means.
+
+    Files missing a core column or carrying another schema version are refused with
+    a one-line error naming them (mixed versions cannot be analysed together);
+    files missing an analysis-specific column are used and that analysis skips them.
+    """
+    files = find_parquet(paths)
+    if not files:
+        raise Gaze4HRIError("no results files given", "analyze RESULTS", "pass per-frame Parquet files or folders")
+    infos: list[FileInfo] = []
+    handles: list[pq.ParquetFile] = []
+    for p in files:
+        try:
+            pf = pq.ParquetFile(p)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise Gaze4HRIError(f"{p} is not a readable Parquet file ({str(e).splitlines()[0]})", "analyze RESULTS", "pass per-frame results written by gaze4hri-bench run") from None
+        meta = _metadata(pf)
+        cols = set(pf.schema_arrow.names)
+        info = FileInfo(
+            path=str(p), sha256=_sha256(p), rows=pf.metadata.num_rows,
+            schema=(meta or {}).get("schema"), methods=[], inputs=[], metadata=meta,
+            missing_columns=[c for c in REQUIRED if c not in cols],
+        )
+        infos.append(info)
+        handles.append(pf)
+    versions = {i.schema for i in infos if i.schema is not None}
+    if len(versions) > 1:
+        by = {v: [Path(i.path).name for i in infos if i.schema == v] for v in sorted(versions)}
+        desc = "; ".join(f"{v}: {', '.join(n[:3])}{' ...' if len(n) > 3 else ''}" for v, n in by.items())
+        raise Gaze4HRIError(f"results mix schema versions ({desc})", "analyze RESULTS", f"analyse files of one version ({SCHEMA_VERSION}) or re-run the pipeline")
+    if versions and versions != {SCHEMA_VERSION}:
+        raise Gaze4HRIError(f"results have schema {versions.pop()}, this version reads {SCHEMA_VERSION}", "analyze RESULTS", "use the gaze4hri-bench version that wrote them or re-run the pipeline")
+    vids, mutuals = [], []
+    missing: dict[tuple[str, str], set[str]] = {}
+    for info, pf in zip(infos, handles):
+        lacking = [c for c in CORE_COLUMNS if c in info.missing_columns]
+        if lacking:
+            info.status, info.reason = "excluded", f"missing required column(s) {', '.join(lacking)}"
+            continue
+        has = set(pf.schema_arrow.names)
+        want = list(CORE_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in has]
+        table = pf.read(columns=want)
+        for c in _KEYS:
+            if not pa.types.is_string(table[c].type) and not pa.types.is_dictionary(table[c].type):
+                table = table.set_column(table.schema.get_field_index(c), c, pc.cast(table[c], pa.string()))
+        table = table.set_column(table.schema.get_field_index("error_deg"), "error_deg", pc.cast(table["error_deg"], pa.float64()))
+        vid, mut = _reduce(table, has)
+        del table
+        pairs = vid[["method", "input"]].drop_duplicates().itertuples(index=False)
+        for m, i in pairs:
+            missing.setdefault((str(m), str(i)), set()).update(c for c in OPTIONAL_COLUMNS if c not in has)
+        info.methods = sorted(vid["method"].astype(str).unique())
+        info.inputs = sorted(vid["input"].astype(str).unique())
+        vids.append(vid)
+        if len(mut):
+            mutuals.append(mut)
+    used = [i for i in infos if i.status == "used"]
+    if not used:
+        reasons = "; ".join(f"{Path(i.path).name}: {i.reason}" for i in infos)
+        raise Gaze4HRIError(f"no usable results file ({reasons})", "analyze RESULTS", f"results need the columns {', '.join(CORE_COLUMNS)} (docs/results_schema.md)")
+    videos = pd.concat(vids, ignore_index=True)
+    for c in _KEYS:
+        videos[c] = videos[c].astype(str).astype("category")
+    # the same (subject, method, input, trial) in two files: keep one, count it
+    dup = videos.duplicated(["subject", "method", "input", "trial"], keep="first")
+    if dup.any():
+        videos = videos[~dup].reset_index(drop=True)
+    nv = videos.groupby(["method", "input"], observed=True)["n_valid"].sum()
+    no_valid = [(str(m), str(i)) for (m, i), n in nv.items() if n == 0]
+    cols = ["subject", "method", "input", "condition", "error_deg", "abs_pitch_deg", "abs_yaw_deg"]
+    mutual = pd.concat(mutuals, ignore_index=True) if mutuals else pd.DataFrame({c: [] for c in cols})
+    for c in ["subject", "method", "input", "condition"]:
+        mutual[c] = mutual[c].astype(str).astype("category")
+    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid)

@@ -1,0 +1,488 @@
+"""``analyze``: per-frame results -> every analysis of the study -> tables, figures and
+a report (Markdown and self-contained HTML) with provenance.
+
+Layout of the output folder::
+
+    REPORT/tables/<name>.csv|.md|.tex   tidy tables (docs/statistics.md) and renders
+    REPORT/figures/<name>.png|.svg
+    REPORT/report.md, report.html       results section, N, exclusions, provenance
+    REPORT/summary.json                 what ran, what was skipped and why
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..schema import SCHEMA_VERSION
+from . import analyses as A
+from . import figures as F
+from .load import OPTIONAL_COLUMNS, load_results
+from .tables import to_html, to_latex, to_markdown
+
+__all__ = ["analyze"]
+
+CAPTIONS = {
+    "coverage": "Results per method and input: subjects, videos, frames, valid frames; whole-dataset mean error (deg, mean of subject means).",
+    "input_choice": "Input used per method in the main analyses.",
+    "illumination": "Experiment 1: subject-level mean angular error (deg) and SD (ddof 1) per method and illumination level.",
+    "illumination_cv": "Experiment 1: coefficient of variation CV = 100 sigma/mu of the four level means (sigma with ddof 1, as in the study's Table III).",
+    "illumination_pairwise": "Experiment 1: paired t-tests between methods per level; Holm over the pairs of a level; effect size Cohen's d_z (also d_av).",
+    "viewpoint": "Experiment 2: fixed camera (illumination 100) vs arc, two-sided paired t-test per method; p uncorrected, p (Holm) across methods; effect size Cohen's d_z (also d_av), arc - fixed.",
+    "conflict": "Experiment 3: subject mean error (deg) and per-subject slopes of video error on video conflict (deg/deg); one-sided t-test of slopes > 0, Holm across methods.",
+    "conflict_slopes": "Experiment 3: per-subject OLS fits error = a + b conflict.",
+    "conflict_pairwise": "Experiment 3: paired two-sided t-tests between methods, Holm over all pairs; effect size Cohen's d_z (also d_av).",
+    "target": "Experiment 4.1: subject-level mean error (deg) and SD per target point (fixed camera, illumination 100).",
+    "target_best": "Experiment 4.1: the method with the lowest mean error per point.",
+    "target_tests": "Experiment 4.1: paired tests between rows and between left and right columns per method, Holm per method and factor; effect size Cohen's d_z (also d_av).",
+    "mutual": "Experiment 4.2: subject-level mean error (deg) and SD per mutual-gaze condition.",
+    "mutual_pairwise": "Experiment 4.2: paired two-sided t-tests between conditions per method, Holm per method; effect size Cohen's d_z (also d_av).",
+    "mutual_eccentricity": "Experiment 4.2: per-subject regression E = a + b_pitch |pitch| + b_yaw |yaw| over frames; slopes (deg/deg), mean and SD over subjects.",
+    "mutual_eccentricity_subjects": "Experiment 4.2: per-subject eccentricity regressions.",
+    "crop_vs_rectified": "Table S9: whole-dataset subject-level error, cropped vs rectified input; two-sided paired t-test, Holm across methods; effect size Cohen's d_z (also d_av), crop - rectified.",
+    "efficiency": "Table S10: pipeline timings per results file.",
+    "excluded": "Subjects excluded per analysis and why.",
+}
+# rendered (md/tex/html) columns per table; CSV keeps all
+SHOW = {
+    "illumination_pairwise": ["level", "display_a", "display_b", "n", "mean_diff", "t", "dof", "p_unc", "p_holm", "cohen_dz", "cohen_dav", "significant"],
+    "conflict": ["display", "n", "mean", "sd", "slope_mean", "slope_sd", "t", "p_holm", "pct_positive", "significant"],
+    "conflict_pairwise": ["display_a", "display_b", "n", "mean_diff", "t", "dof", "p_unc", "p_holm", "cohen_dz", "cohen_dav", "significant"],
+    "target": ["display", "target", "row", "column", "mean", "sd", "n"],
+    "target_tests": ["display", "factor", "a", "b", "n", "mean_a", "mean_b", "t", "p_holm", "cohen_dz", "cohen_dav", "significant"],
+    "mutual_pairwise": ["display", "condition_a", "condition_b", "n", "mean_diff", "t", "p_holm", "cohen_dz", "cohen_dav", "significant"],
+    "efficiency": ["display", "input", "device", "batch", "frames", "infer_ms_per_frame", "fps", "peak_rss_mb", "peak_vram_mb"],
+    "viewpoint": ["display", "n", "fixed_mean", "fixed_sd", "arc_mean", "arc_sd", "t", "dof", "p", "p_holm", "cohen_dz", "cohen_dav", "significant"],
+    "crop_vs_rectified": ["display", "n", "crop_mean", "crop_sd", "rectified_mean", "rectified_sd", "t", "p_holm", "cohen_dz", "cohen_dav", "better"],
+}
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in ("gaze4hri-bench", "gaze4hri-core", "numpy", "scipy", "pandas", "pyarrow", "matplotlib"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _git() -> str | None:
+    import subprocess
+
+    try:
+        r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5)
+        return r.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _f(x, nd=2) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.{nd}f}"
+
+
+def _p(x) -> str:
+    return "n/a" if not np.isfinite(x) else ("p < .001" if x < 0.001 else f"p = {x:.3f}")
+
+
+# ---------------------------------------------------------------- narrative text
+def _text_illumination(a: A.Analysis, alpha: float) -> list[str]:
+    t = a.tables.get("illumination")
+    if t is None:
+        return []
+    s = []
+    best = t.loc[t.groupby("level")["mean"].idxmin()]
+    s.append(f"Across N = {a.n} subjects, the lowest mean error per illumination level was: " + "; ".join(
+        f"{r.level} %: {r.display} ({_f(r.mean)} +/- {_f(r.sd)} deg)" for r in best.itertuples()) + ".")
+    cv = a.tables["illumination_cv"].sort_values("cv_percent")
+    if len(cv) and cv["cv_percent"].notna().any():
+        s.append(f"The coefficient of variation across the four levels ranged from {_f(cv['cv_percent'].iloc[0])} % ({cv['display'].iloc[0]}, the most stable) to {_f(cv['cv_percent'].iloc[-1])} % ({cv['display'].iloc[-1]}).")
+    pw = a.tables.get("illumination_pairwise")
+    if pw is not None:
+        k = int((pw["p_holm"] < alpha).sum())
+        s.append(f"Of {len(pw)} pairwise method comparisons ({len(pw) // max(1, pw['level'].nunique())} per level), {k} were significant after Holm correction (alpha = {alpha}).")
+    return s
+
+
+def _text_viewpoint(a: A.Analysis, alpha: float) -> list[str]:
+    t = a.tables.get("viewpoint")
+    if t is None:
+        return []
+    out = [f"N = {a.n} subjects."]
+    sig = t[t["p_holm"] < alpha]
+    if len(sig):
+        out.append("The moving camera changed the error significantly (Holm) for " + "; ".join(
+            f"{r.display} ({_f(r.fixed_mean)} -> {_f(r.arc_mean)} deg, t({int(r.dof)}) = {_f(r.t)}, {_p(r.p_holm)}, d_z = {_f(r.cohen_dz)})" for r in sig.itertuples()) + ".")
+    ns = t[~(t["p_holm"] < alpha)]
+    if len(ns):
+        out.append("No significant change for " + ", ".join(ns["display"]) + ".")
+    return out
+
+
+def _text_conflict(a: A.Analysis, alpha: float) -> list[str]:
+    t = a.tables.get("conflict")
+    if t is None:
+        return []
+    out = [f"N = {a.n} subjects."]
+    sig = t[t["p_holm"] < alpha]
+    out.append(("Error rose with head-gaze conflict (slope > 0, one-sided, Holm) for " + "; ".join(
+        f"{r.display} (slope {_f(r.slope_mean, 3)} +/- {_f(r.slope_sd, 3)} deg/deg, positive in {_f(r.pct_positive, 0)} % of subjects, {_p(r.p_holm)})" for r in sig.itertuples()) + ".") if len(sig)
+        else "No method showed a significant positive slope after Holm correction.")
+    ns = t[~(t["p_holm"] < alpha)]
+    if len(sig) and len(ns):
+        out.append("Not significant: " + ", ".join(f"{r.display} ({_f(r.pct_positive, 0)} % positive)" for r in ns.itertuples()) + ".")
+    best = t.loc[t["mean"].idxmin()]
+    out.append(f"Lowest mean error under conflict: {best.display} ({_f(best['mean'])} +/- {_f(best['sd'])} deg).")
+    return out
+
+
+def _text_target(a: A.Analysis, alpha: float) -> list[str]:
+    t = a.tables.get("target_best")
+    if t is None:
+        return []
+    out = [f"N = {a.n} subjects. Best method per point: " + "; ".join(f"{r.target} ({r.row}, {r.column}): {r.best_display} {_f(r.best_mean)} deg" for r in t.itertuples()) + "."]
+    tt = a.tables.get("target_tests")
+    if tt is not None:
+        cf = tt[(tt["factor"] == "row") & (tt["a"] == "closest") & (tt["b"] == "farthest")]
+        worse = cf[(cf["p_holm"] < alpha) & (cf["mean_diff"] > 0)]
+        out.append(f"The closest row (steepest downward gaze) was significantly worse than the farthest row for {len(worse)} of {len(cf)} methods.")
+        lr = tt[(tt["factor"] == "column") & (tt["p_holm"] < alpha)]
+        out.append(f"Left and right columns differed significantly for {len(lr)} of {int((tt['factor'] == 'column').sum())} methods.")
+    return out
+
+
+def _text_mutual(a: A.Analysis, alpha: float) -> list[str]:
+    t = a.tables.get("mutual")
+    if t is None:
+        return []
+    m = t.groupby(["method", "display"], sort=False)["mean"].agg(["min", "max"]).reset_index().sort_values("min")
+    r = m.iloc[0]
+    out = [f"N = {a.n} subjects. Lowest mutual-gaze error: {r.display} ({_f(r['min'])}-{_f(r['max'])} deg across the four conditions)."]
+    pw = a.tables.get("mutual_pairwise")
+    if pw is not None:
+        out.append(f"{int((pw['p_holm'] < alpha).sum())} of {len(pw)} condition comparisons were significant (Holm within method).")
+    e = a.tables.get("mutual_eccentricity")
+    if e is not None and len(e):
+        out.append("Eccentricity slopes (deg/deg, mean +/- SD over subjects): " + "; ".join(
+            f"{r.display} b_pitch {_f(r.b_pitch_mean, 3)} +/- {_f(r.b_pitch_sd, 3)}, b_yaw {_f(r.b_yaw_mean, 3)} +/- {_f(r.b_yaw_sd, 3)}" for r in e.itertuples()) + ".")
+    return out
+
+
+def _text_crop(a: A.Analysis, alpha: float) -> list[str]:
+    t = a.tables.get("crop_vs_rectified")
+    if t is None:
+        return []
+    return ["Whole dataset: " + "; ".join(f"{r.display} crop {_f(r.crop_mean)} vs rectified {_f(r.rectified_mean)} deg ({r.better}, {_p(r.p_holm)})" for r in t.itertuples()) + "."]
+
+
+def _text_eff(a: A.Analysis, alpha: float) -> list[str]:
+    t = a.tables.get("efficiency")
+    if t is None:
+        return []
+    return ["; ".join(f"{r.display} ({r.input}, {r.device}): {_f(r.infer_ms_per_frame)} ms/frame, {_f(r.fps, 1)} FPS" for r in t.itertuples()) + "."]
+
+
+TEXT = {"illumination": _text_illumination, "viewpoint": _text_viewpoint, "conflict": _text_conflict, "target": _text_target,
+        "mutual": _text_mutual, "crop_vs_rectified": _text_crop, "efficiency": _text_eff}
+
+
+# ---------------------------------------------------------------- presentation views
+def _table3(a: A.Analysis) -> pd.DataFrame | None:
+    t, cv = a.tables.get("illumination"), a.tables.get("illumination_cv")
+    if t is None:
+        return None
+    t = t.assign(cell=[f"{_f(m)} ± {_f(s)}" for m, s in zip(t["mean"], t["sd"])])
+    w = t.pivot(index="display", columns="level", values="cell").reindex(list(dict.fromkeys(t["display"])))
+    w.columns = [f"{c} %" for c in w.columns]
+    w = w.reset_index().merge(cv[["display", "cv_percent"]], on="display")
+    return w
+
+
+def _best_grid(a: A.Analysis) -> pd.DataFrame | None:
+    t = a.tables.get("target_best")
+    if t is None:
+        return None
+    g = {(r.row, r.column): f"{r.target}: {r.best_display} ({_f(r.best_mean)})" for r in t.itertuples()}
+    return pd.DataFrame([{"row": row, **{c: g.get((row, c), "") for c in A.COLUMNS}} for row in A.ROWS])
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+CSS = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}table{border-collapse:collapse;margin:1em 0;font-size:13px}caption{text-align:left;font-style:italic;padding:4px 0}th,td{border-bottom:1px solid #ccc;padding:3px 8px}td.num{text-align:right}th{border-bottom:2px solid #444}img{max-width:100%}code{background:#f4f4f4}.skip{color:#a33}"
+
+
+class _Doc:
+    """The report as blocks rendered to Markdown and HTML from one source."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple] = []
+
+    def h(self, level: int, text: str) -> None:
+        self.blocks.append(("h", level, text))
+
+    def p(self, text: str, cls: str = "") -> None:
+        self.blocks.append(("p", text, cls))
+
+    def ul(self, items: list[str]) -> None:
+        if items:
+            self.blocks.append(("ul", items))
+
+    def table(self, df: pd.DataFrame, caption: str) -> None:
+        self.blocks.append(("table", df, caption))
+
+    def fig(self, path: Path, caption: str) -> None:
+        self.blocks.append(("fig", path, caption))
+
+    def markdown(self, root: Path) -> str:
+        out = []
+        for b in self.blocks:
+            if b[0] == "h":
+                out.append("#" * b[1] + " " + b[2] + "\n")
+            elif b[0] == "p":
+                out.append(b[1] + "\n")
+            elif b[0] == "ul":
+                out.append("\n".join(f"- {x}" for x in b[1]) + "\n")
+            elif b[0] == "table":
+                out.append(to_markdown(b[1], b[2]))
+            elif b[0] == "fig":
+                out.append(f"![{b[2]}]({b[1].relative_to(root).as_posix()})\n\n*{b[2]}*\n")
+        return "\n".join(out)
+
+    def html(self, title: str) -> str:
+        out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head><body>"]
+        for b in self.blocks:
+            if b[0] == "h":
+                out.append(f"<h{b[1]}>{html.escape(b[2])}</h{b[1]}>")
+            elif b[0] == "p":
+                out.append(f"<p class='{b[2]}'>{html.escape(b[1]).replace('`', '')}</p>")
+            elif b[0] == "ul":
+                out.append("<ul>" + "".join(f"<li>{html.escape(x).replace('`', '')}</li>" for x in b[1]) + "</ul>")
+            elif b[0] == "table":
+                out.append(to_html(b[1], b[2]))
+            elif b[0] == "fig":
+                out.append(f"<figure><img alt='{html.escape(b[2])}' src='data:image/png;base64,{_b64(b[1])}'><figcaption>{html.escape(b[2])}</figcaption></figure>")
+        out.append("</body></html>")
+        return "\n".join(out)
+
+
+def _write_table(name: str, df: pd.DataFrame, tdir: Path) -> list[Path]:
+    csv = tdir / f"{name}.csv"
+    df.to_csv(csv, index=False, float_format="%.10g")
+    view = df[[c for c in SHOW[name] if c in df.columns]] if name in SHOW else df
+    cap = CAPTIONS.get(name, name)
+    (tdir / f"{name}.md").write_text(to_markdown(view, cap))
+    (tdir / f"{name}.tex").write_text(to_latex(view, cap, label=f"tab:{name}"))
+    return [csv, tdir / f"{name}.md", tdir / f"{name}.tex"]
+
+
+def _run(fn, *args, name: str, **kw) -> A.Analysis:
+    """Run one analysis so that a failure in it leaves the others standing (reported, not hidden)."""
+    try:
+        return fn(*args, **kw)
+    except Exception as e:  # noqa: BLE001 - isolation by design, the error is reported
+        a = A.Analysis(name, name)
+        a.status = "failed"
+        a.skipped = [f"{type(e).__name__}: {e}"]
+        return a
+
+
+def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool = True) -> dict:
+    """Run every analysis of the study on per-frame results and write the report.
+
+    Parameters
+    ----------
+    inputs : per-frame results Parquet files (schema.py) or folders holding them.
+    out : report folder (created); tables/, figures/, report.md, report.html,
+        summary.json.
+    alpha : significance level for the Holm-corrected tests (Sezer et al.: 0.05).
+    figures : write figures (PNG and SVG).
+
+    Returns
+    -------
+    dict: ``analyses`` (name -> status ran|partial|skipped|failed, reasons, n,
+    tables), ``report_md``, ``report_html``, ``tables``, ``figures``, ``warnings``,
+    ``seconds``.
+
+    Raises
+    ------
+    Gaze4HRIError : nothing can be analysed (no usable file, mixed schema versions).
+    """
+    t0 = time.perf_counter()
+    if not 0 < alpha < 1:
+        from gaze4hri_core.errors import Gaze4HRIError
+
+        raise Gaze4HRIError(f"alpha {alpha} out of range", "analyze --alpha", "give a significance level between 0 and 1, e.g. 0.05")
+    out = Path(out)
+    tdir, fdir = out / "tables", out / "figures"
+    tdir.mkdir(parents=True, exist_ok=True)
+    fdir.mkdir(parents=True, exist_ok=True)
+    loaded = load_results([Path(p) for p in inputs])
+    warnings: list[str] = [f"{Path(i.path).name} not used: {i.reason}" for i in loaded.files if i.status != "used"]
+    videos = loaded.videos
+    if loaded.no_valid:
+        bad = set(loaded.no_valid)
+        for m, i in sorted(bad):
+            warnings.append(f"{A.display_name(m)} ({i}) has no valid frames: left out of every analysis")
+        key = pd.MultiIndex.from_frame(videos[["method", "input"]].astype(str))
+        videos = videos[~key.isin(list(bad))]
+    if videos.empty:
+        from gaze4hri_core.errors import Gaze4HRIError
+
+        raise Gaze4HRIError("no method has valid frames", "analyze RESULTS", "check the results' valid and error_deg columns")
+    cov = A.coverage(loaded.videos)
+    main, choice = A.select_inputs(videos)
+    chosen = set(zip(choice["method"], choice["input"]))
+    lack = {c: {m: f"its results lack column {c}" for (m, i), cols in loaded.missing.items() if (m, i) in chosen and c in cols} for c in OPTIONAL_COLUMNS}
+    frames = loaded.mutual_frames
+    mutual_skip = {**lack["gt_pitch_deg"], **lack["gt_yaw_deg"]}
+    results = [
+        _run(A.illumination, main, alpha, name="illumination"),
+        _run(A.viewpoint, main, alpha, name="viewpoint"),
+        _run(A.conflict, main, alpha, skip_methods=lack["head_gaze_conflict_deg"], name="conflict"),
+        _run(A.target_position, main, alpha, name="target"),
+        _run(A.mutual_gaze, main, frames, alpha, skip_methods=mutual_skip, name="mutual"),
+        _run(A.crop_vs_rectified, videos, alpha, name="crop_vs_rectified"),
+        _run(A.efficiency, [{"file": Path(i.path).name, "method": (i.metadata or {}).get("method", ",".join(i.methods)),
+                             "input": (i.metadata or {}).get("input", ",".join(i.inputs)), "timing": (i.metadata or {}).get("timing")}
+                            for i in loaded.files if i.status == "used"], name="efficiency"),
+    ]
+    # ---- tables
+    written: list[Path] = []
+    written += _write_table("coverage", cov, tdir)
+    written += _write_table("input_choice", choice, tdir)
+    excl = []
+    for a in results:
+        for name, df in a.tables.items():
+            written += _write_table(name, df, tdir)
+        if len(a.excluded):
+            excl.append(a.excluded.assign(analysis=a.name)[["analysis", "subject", "reason"]])
+    excluded = pd.concat(excl, ignore_index=True) if excl else pd.DataFrame(columns=["analysis", "subject", "reason"])
+    written += _write_table("excluded", excluded, tdir)
+    # ---- figures
+    figs: dict[str, tuple[list[Path], str]] = {}
+    by = {a.name: a for a in results}
+    if figures:
+        def fig(key, fn, *args, caption):
+            try:
+                figs[key] = (fn(*args, fdir / key), caption)
+            except Exception as e:  # noqa: BLE001 - a figure must not cost the report
+                warnings.append(f"figure {key} failed: {type(e).__name__}: {e}")
+
+        t = by["illumination"].tables
+        if "illumination" in t:
+            fig("illumination_levels", F.illumination_levels, t["illumination"], caption="Mean error by illumination level (error bars: SEM over subjects).")
+        t = by["viewpoint"].tables
+        if "viewpoint" in t:
+            fig("viewpoint", F.paired_bars, t["viewpoint"], [("fixed_mean", "fixed_sd", "fixed camera"), ("arc_mean", "arc_sd", "arc")], "Fixed camera vs arc (experiment 2), mean +/- SD", caption="Fixed camera vs camera on the arc (mean +/- SD over subjects).")
+        t = by["conflict"].tables
+        if "conflict_slopes" in t:
+            cv = main[(main["experiment"] == "conflict") & main["subject"].astype(str).isin(set(t["conflict_slopes"]["subject"]))]
+            fig("conflict_slopes", F.conflict_slopes, cv, t["conflict_slopes"], caption="Video mean error vs video mean head-gaze conflict; thin lines: subject fits; thick: mean fit.")
+        t = by["target"].tables
+        if "target" in t:
+            fig("target_heatmap", F.target_heatmap, t["target"], caption="Mean error per target point in the study's 3x3 layout.")
+        t = by["mutual"].tables
+        if "mutual" in t:
+            w = t["mutual"].pivot(index="display", columns="condition", values="mean").reindex(list(dict.fromkeys(t["mutual"]["display"]))).reset_index()
+            sd = t["mutual"].pivot(index="display", columns="condition", values="sd").reindex(w["display"]).reset_index(drop=True)
+            conds = [c for c in t["mutual"]["condition"].unique()]
+            w2 = pd.concat([w, sd.add_suffix("_sd")], axis=1)
+            fig("mutual_conditions", F.paired_bars, w2, [(c, f"{c}_sd", c) for c in conds], "Mutual gaze per condition (experiment 4.2), mean +/- SD", caption="Mutual-gaze error per condition (mean +/- SD over subjects).")
+        if "mutual_eccentricity" in t and len(frames):
+            keep = set(zip(choice["method"], choice["input"]))
+            f = frames[pd.MultiIndex.from_arrays([frames["method"].astype(str), frames["input"].astype(str)]).isin(list(keep))]
+            f = f.assign(display=f["method"].astype(str).map(A.display_name))
+            fig("eccentricity", F.eccentricity, f, caption="Mutual gaze: mean error in 2.5 deg bins of |yaw| and |pitch| of the ground-truth gaze.")
+        t = by["crop_vs_rectified"].tables
+        if "crop_vs_rectified" in t:
+            fig("crop_vs_rectified", F.paired_bars, t["crop_vs_rectified"], [("crop_mean", "crop_sd", "crop"), ("rectified_mean", "rectified_sd", "rectified")], "Cropped vs rectified input (Table S9), mean +/- SD", caption="Whole-dataset error with cropped vs rectified input.")
+    # ---- report
+    doc = _Doc()
+    subjects = videos["subject"].nunique()
+    doc.h(1, "Gaze4HRI benchmark: results")
+    doc.p(f"Generated {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by gaze4hri-bench analyze. "
+          f"{len(loaded.files)} results file(s), {subjects} subjects, {main['method'].nunique()} methods, "
+          f"{int(loaded.videos['n_frames'].sum()):,} frame rows. Frames -> video mean over valid frames -> subject mean of video means; "
+          f"the subject is the unit of inference (Sezer et al., Sec. IV-A); alpha = {alpha}; multiple comparisons Holm-corrected; "
+          "SDs with ddof 1; angles in degrees. Effect sizes: Cohen's d_z (paired differences) is the primary effect size; d_av is given alongside.")
+    doc.ul(warnings)
+    doc.h(2, "Data")
+    doc.table(cov, CAPTIONS["coverage"])
+    doc.table(choice[["display", "input", "available", "rule", "whole_mean"]], CAPTIONS["input_choice"])
+    sections = [("illumination", ["illumination_cv"], "illumination_levels"), ("viewpoint", ["viewpoint"], "viewpoint"),
+                ("conflict", ["conflict"], "conflict_slopes"), ("target", ["target_tests"], "target_heatmap"),
+                ("mutual", ["mutual", "mutual_eccentricity"], "mutual_conditions"), ("crop_vs_rectified", ["crop_vs_rectified"], "crop_vs_rectified"),
+                ("efficiency", ["efficiency"], None)]
+    for name, tabs, figkey in sections:
+        a = by[name]
+        doc.h(2, a.title)
+        if a.status in ("skipped", "failed"):
+            doc.p(f"{a.status.capitalize()}: " + "; ".join(a.skipped) + ".", "skip")
+            continue
+        for s in TEXT[name](a, alpha):
+            doc.p(s)
+        if a.skipped:
+            doc.p("Partly skipped: " + "; ".join(a.skipped) + ".", "skip")
+        if name == "illumination":
+            t3 = _table3(a)
+            if t3 is not None:
+                doc.table(t3, "Table III layout: mean ± SD (deg) per level, CV (%).")
+        if name == "target":
+            g = _best_grid(a)
+            if g is not None:
+                doc.table(g, "Best method per point (mean deg), rows from the subject, columns from the camera.")
+        for tn in tabs:
+            if tn in a.tables:
+                df = a.tables[tn]
+                doc.table(df[[c for c in SHOW[tn] if c in df.columns]] if tn in SHOW else df, CAPTIONS[tn])
+        if figkey and figkey in figs:
+            doc.fig(figs[figkey][0][0], figs[figkey][1])
+        if name == "mutual" and "eccentricity" in figs:
+            doc.fig(figs["eccentricity"][0][0], figs["eccentricity"][1])
+        if len(a.excluded):
+            doc.p(f"Excluded subjects ({len(a.excluded)}): " + "; ".join(f"{r.subject} ({r.reason})" for r in a.excluded.itertuples()))
+        for n in a.notes:
+            doc.p(n)
+        other = [t for t in a.tables if t not in tabs]
+        if other:
+            doc.p("Further tables: " + ", ".join(f"`tables/{t}.csv`" for t in other) + ".")
+    doc.h(2, "Provenance")
+    doc.p(f"Results schema {SCHEMA_VERSION}. Analysis software: " + ", ".join(f"{k} {v}" for k, v in _versions().items()) + (f"; git {_git()}" if _git() else "") + ".")
+    prov = pd.DataFrame([
+        {"file": i.path, "sha256": i.sha256, "rows": i.rows, "schema": i.schema or "(no metadata)", "methods": ", ".join(i.methods),
+         "inputs": ", ".join(i.inputs), "written by": json.dumps((i.metadata or {}).get("software")) if (i.metadata or {}).get("software") else "",
+         "git": str((i.metadata or {}).get("git") or ""), "status": i.status + (f": {i.reason}" if i.reason else "")}
+        for i in loaded.files
+    ])
+    doc.table(prov, "Inputs and their SHA-256.")
+    seconds = time.perf_counter() - t0
+    doc.p(f"Analysis time {seconds:.1f} s.")
+    md = out / "report.md"
+    md.write_text(doc.markdown(out))
+    hp = out / "report.html"
+    hp.write_text(doc.html("Gaze4HRI results"))
+    summary = {
+        "analyses": {a.name: {"status": a.status, "reasons": a.skipped, "n": a.n, "excluded": len(a.excluded), "tables": sorted(a.tables)} for a in results},
+        "report_md": str(md), "report_html": str(hp), "tables": [str(p) for p in written if p.suffix == ".csv"],
+        "figures": [str(p) for v in figs.values() for p in v[0]], "warnings": warnings, "subjects": int(subjects),
+        "methods": sorted(main["method"].unique()), "seconds": round(time.perf_counter() - t0, 3),
+        "inputs": [{"path": i.path, "sha256": i.sha256, "status": i.status, "reason": i.reason} for i in loaded.files],
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(json.dumps(analyze([Path(p) for p in sys.argv[1:-1]], Path(sys.argv[-1])), indent=2))

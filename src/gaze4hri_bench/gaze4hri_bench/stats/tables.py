@@ -1,0 +1,116 @@
+"""One renderer for every table: tidy DataFrame -> formatted text -> Markdown, LaTeX
+(booktabs) or HTML. CSV files keep full precision; the rendered forms round for
+reading (means, SDs, slopes, t and d to 2 decimals; p to 3 significant digits).
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["format_frame", "to_markdown", "to_latex", "to_html", "HEADERS"]
+
+#: Column -> header shown in rendered tables (CSV keeps the column names).
+HEADERS = {
+    "display": "Method", "display_a": "Method A", "display_b": "Method B", "method": "method id",
+    "level": "Level (%)", "mean": "Mean", "sd": "SD", "n": "N", "cv_percent": "CV (%)", "n_levels": "Levels",
+    "mean_a": "Mean A", "mean_b": "Mean B", "mean_diff": "Diff.", "t": "t", "dof": "df", "p_unc": "p", "p": "p",
+    "p_holm": "p (Holm)", "cohen_dz": "d_z", "cohen_dav": "d_av", "significant": "Sig.",
+    "fixed_mean": "Fixed mean", "fixed_sd": "Fixed SD", "arc_mean": "Arc mean", "arc_sd": "Arc SD",
+    "slope_mean": "Slope mean", "slope_sd": "Slope SD", "pct_positive": "% slope > 0",
+    "target": "Point", "row": "Row", "column": "Column", "best_display": "Best method", "best_mean": "Best mean",
+    "factor": "Factor", "a": "A", "b": "B", "condition": "Condition", "condition_a": "Cond. A", "condition_b": "Cond. B",
+    "intercept_mean": "Intercept", "b_pitch_mean": "b_pitch mean", "b_pitch_sd": "b_pitch SD", "b_yaw_mean": "b_yaw mean",
+    "b_yaw_sd": "b_yaw SD", "crop_mean": "Crop mean", "crop_sd": "Crop SD", "rectified_mean": "Rect. mean",
+    "rectified_sd": "Rect. SD", "better": "Better", "input": "Input", "available": "Inputs", "rule": "Rule",
+    "whole_mean": "Whole-dataset mean", "subjects": "Subjects", "videos": "Videos", "frames": "Frames",
+    "valid_frames": "Valid frames", "valid_pct": "Valid (%)", "device": "Device", "batch": "Batch",
+    "infer_ms_per_frame": "ms/frame", "fps": "FPS", "peak_vram_mb": "Peak VRAM (MB)", "peak_rss_mb": "Peak RSS (MB)",
+    "subject": "Subject", "reason": "Reason",
+}
+_INT = {"n", "dof", "n_levels", "subjects", "videos", "frames", "valid_frames", "batch", "level", "n_videos", "n_frames"}
+
+
+def _fmt_p(x: float) -> str:
+    if not np.isfinite(x):
+        return ""
+    if x < 0.001:
+        return "< .001"
+    return f"{x:.3f}"
+
+
+def _fmt(col: str, x) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    if isinstance(x, (bool, np.bool_)):
+        return "*" if x else ""
+    if col in ("p", "p_unc", "p_holm"):
+        return _fmt_p(float(x))
+    if isinstance(x, (int, np.integer)) or (col in _INT and isinstance(x, (float, np.floating)) and float(x).is_integer()):
+        return f"{int(x)}"
+    if isinstance(x, (float, np.floating)):
+        return f"{x:.2f}"
+    return str(x)
+
+
+def format_frame(df: pd.DataFrame, columns: list[str] | None = None) -> pd.DataFrame:
+    """Strings ready to render; drops ``method`` when ``display`` is present unless asked for."""
+    if columns is None:
+        columns = [c for c in df.columns if not (c in ("method", "method_a", "method_b", "file") and any(d in df.columns for d in ("display", "display_a")))]
+    out = pd.DataFrame({c: [_fmt(c, x) for x in df[c].tolist()] for c in columns}, columns=columns)
+    out.columns = [HEADERS.get(c, c) for c in columns]
+    return out
+
+
+def to_markdown(df: pd.DataFrame, caption: str | None = None) -> str:
+    """GitHub-flavoured Markdown table (numeric columns right-aligned)."""
+    f = format_frame(df)
+    head = "| " + " | ".join(f.columns) + " |"
+    align = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool else "---" for c in _src_cols(df, f)) + "|"
+    body = ["| " + " | ".join(s.replace("|", "\\|") for s in row) + " |" for row in f.itertuples(index=False)]
+    text = "\n".join([head, align, *body])
+    return (f"*{caption}*\n\n" if caption else "") + text + "\n"
+
+
+def _src_cols(df: pd.DataFrame, f: pd.DataFrame) -> list[str]:
+    inv = {}
+    for c in df.columns:
+        inv.setdefault(HEADERS.get(c, c), c)
+    return [inv[h] for h in f.columns]
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+
+
+def _tex(s: str) -> str:
+    s = "".join(_TEX.get(ch, ch) for ch in s)
+    return s.replace("< .001", "$<$ .001").replace("±", r"$\pm$")
+
+
+def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None) -> str:
+    """LaTeX tabular with booktabs rules (\\toprule, \\midrule, \\bottomrule)."""
+    f = format_frame(df)
+    spec = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool else "l" for c in _src_cols(df, f))
+    lines = [r"\begin{table}[t]", r"\centering"]
+    if caption:
+        lines.append(r"\caption{" + _tex(caption) + "}")
+    if label:
+        lines.append(r"\label{" + label + "}")
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(_tex(c) for c in f.columns) + r" \\", r"\midrule"]
+    lines += [" & ".join(_tex(s) for s in row) + r" \\" for row in f.itertuples(index=False)]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_html(df: pd.DataFrame, caption: str | None = None) -> str:
+    """Plain HTML table (for the self-contained report)."""
+    f = format_frame(df)
+    num = [pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool for c in _src_cols(df, f)]
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in f.columns)
+    rows = "".join(
+        "<tr>" + "".join(f'<td class="{"num" if n else ""}">{html.escape(s)}</td>' for s, n in zip(row, num)) + "</tr>" for row in f.itertuples(index=False)
+    )
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>\n"
