@@ -1,0 +1,47 @@
+"""Gaze methods: a registry of lazy entries with aliases and did-you-mean errors.
+
+One entry per :data:`gaze4hri_bench.specs.SPECS` configuration (an ONNX network behind
+:class:`~.network.OnnxMethod`), the weight-free baselines ``head_pose`` and
+``straight``, and a hidden ``tiny_test`` method that the parametrized tests use (so a
+new method is tested the moment it is registered). Every method's prediction leaves it
+as a unit vector in the OpenCV camera frame.
+
+    >>> from gaze4hri_bench.methods import get_method, method_names
+    >>> get_method("l2cs").spec.name
+    'l2cs_gaze360'
+"""
+from __future__ import annotations
+
+from ..specs import ALIASES, SPECS
+from ._registry import Entry, Registry
+
+__all__ = ["METHODS", "get_method", "get_entry", "method_names", "Entry", "Registry"]
+
+METHODS = Registry("method")
+
+for _name, _spec in SPECS.items():
+    METHODS.register(
+        _name, "gaze4hri_bench.methods.network:OnnxMethod", "onnx",
+        summary=f"{_spec.table_name}: {_spec.family}, trained on {_spec.train_set}, {_spec.input_type} input",
+        aliases=tuple(a for a, t in ALIASES.items() if t == _name),
+    )
+METHODS.register("head_pose", "gaze4hri_bench.methods.baselines:HeadPose", "baseline",
+                 summary="baseline: head-forward direction from motion capture", aliases=("headpose", "head"))
+METHODS.register("straight", "gaze4hri_bench.methods.baselines:Straight", "baseline",
+                 summary="baseline: always looking into the camera, (0, 0, -1)", aliases=("camera", "straight_ahead"))
+METHODS.register("tiny_test", "gaze4hri_bench.methods.testing:tiny_method", "onnx",
+                 summary="tiny gradient network for tests (not a gaze estimator)", hidden=True)
+
+
+def get_entry(name: str) -> Entry:
+    """Registry entry by name or alias (did-you-mean error when unknown)."""
+    return METHODS.get(name)
+
+
+def get_method(name: str, **kwargs):
+    """Build a registered method by name or alias."""
+    return METHODS.create(name, **kwargs)
+
+
+def method_names(include_hidden: bool = False) -> list[str]:
+    return METHODS.names(include_hidden)

@@ -1,0 +1,66 @@
+"""Clip windows of the video methods (official test-time settings; methods.md).
+
+GaT (idiap/gaze3d): for frame f the window is f-3s .. f+4s (8 frames, s = stride);
+frames outside the video are black (cropped with the current box); the prediction for
+f is read at index 3. MCGaze (zgchen33/MCGaze): windows of 7 consecutive frames
+starting every 4 frames; each frame's prediction is the mean of the windows that
+cover it (edge frames repeated when the video is shorter than a window).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CentredWindow", "SlidingWindow", "policy_for"]
+
+
+@dataclass(frozen=True)
+class CentredWindow:
+    """One window per frame; out-of-video positions are ``None`` (black frames)."""
+
+    length: int
+    out_index: int
+    stride: int = 1
+    pad: str = "black"
+
+    def window(self, f: int, n: int) -> list[int | None]:
+        idx = [f + (k - self.out_index) * self.stride for k in range(self.length)]
+        return [i if 0 <= i < n else None for i in idx]
+
+    @property
+    def lookahead(self) -> int:
+        """Frames after the centre needed before its window is complete."""
+        return (self.length - 1 - self.out_index) * self.stride
+
+    @property
+    def lookbehind(self) -> int:
+        return self.out_index * self.stride
+
+
+@dataclass(frozen=True)
+class SlidingWindow:
+    """Windows of ``length`` frames every ``step`` frames, covering the whole video;
+    overlapping predictions are averaged. Short videos repeat their edge frames."""
+
+    length: int
+    step: int
+    pad: str = "edge"
+
+    def starts(self, n: int) -> list[int]:
+        if n <= self.length:
+            return [0]
+        s = list(range(0, n - self.length + 1, self.step))
+        if s[-1] + self.length < n:
+            s.append(n - self.length)  # last window ends at the last frame
+        return s
+
+    def window(self, start: int, n: int) -> list[int]:
+        return [min(max(start + k, 0), n - 1) for k in range(self.length)]
+
+
+def policy_for(spec) -> CentredWindow | SlidingWindow | None:
+    """The clip policy of a spec: None for single images."""
+    if spec.clip_len <= 1:
+        return None
+    if spec.family == "mcgaze":
+        return SlidingWindow(spec.clip_len, step=4)
+    return CentredWindow(spec.clip_len, out_index=int(spec.out_index or 0), stride=spec.clip_stride)

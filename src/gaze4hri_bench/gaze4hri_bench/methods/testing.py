@@ -1,0 +1,123 @@
+"""Tiny ONNX models with the exact I/O signature of a method spec, whose output is a
+known function of the image: yaw from the horizontal intensity gradient, pitch from the
+vertical one. Mirroring the input flips the sign of the horizontal gradient, so a flip
+test on them fails when a decoder swaps or mis-signs yaw (methods.md, "flip test").
+
+Used by tests/bench and benchmarks/ (built with ``onnx.helper``; no torch needed).
+These are not gaze estimators.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..specs import IMAGENET_MEAN, IMAGENET_STD, MethodSpec
+
+__all__ = ["TINY_SPEC", "tiny_method", "build_gradient_onnx", "gradient_angles", "GAIN", "L2CS_SIGMA_DEG"]
+
+GAIN = 1.5  # radians per unit of normalized gradient
+L2CS_SIGMA_DEG = 6.0
+
+TINY_SPEC = MethodSpec(
+    name="tiny_test", family="tiny", train_set="none", input_type="crop", size=32, colour="rgb",
+    mean=IMAGENET_MEAN, std=IMAGENET_STD, clip_len=1, clip_stride=1, out_index=None,
+    onnx_inputs={"face": ("B", 3, 32, 32)}, onnx_outputs={"gaze": ("B", 2)}, output="pitchyaw_rad",
+    gaze_frame="A", licence="Apache-2.0", source_url="(built by tests: gaze4hri_bench.methods.testing)",
+    weights_file="tiny_test.onnx", crop_rule="l2cs_face_box", table_name="tiny test",
+    notes="Gradient network for tests; build it with build_gradient_onnx(TINY_SPEC, path).",
+)
+
+
+def tiny_method(name: str = "tiny_test", spec: MethodSpec | None = None):
+    from .network import OnnxMethod
+
+    return OnnxMethod(name, spec or TINY_SPEC)
+
+
+def _weights(n: int) -> np.ndarray:
+    """Antisymmetric ramp weights summing to zero, mean-normalised: sum_j w_j x_j / n."""
+    c = (np.arange(n) - (n - 1) / 2) / ((n - 1) / 2)
+    return (c / n).astype(np.float32)
+
+
+def gradient_angles(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy reference of the tiny network: (pitch, yaw) radians for tensors
+    (..., 3, H, W). yaw = GAIN * horizontal gradient; pitch = GAIN * vertical one."""
+    gray = np.asarray(x, np.float64).mean(axis=-3)
+    h, w = gray.shape[-2:]
+    gx = (gray @ _weights(w).astype(np.float64)).mean(axis=-1)
+    gy = (np.swapaxes(gray, -1, -2) @ _weights(h).astype(np.float64)).mean(axis=-1)
+    return GAIN * gy, GAIN * gx
+
+
+def build_gradient_onnx(spec: MethodSpec, path: str | Path, opset: int = 18) -> Path:
+    """Write an ONNX model named and shaped exactly as ``spec`` whose output encodes
+    (pitch, yaw) = :func:`gradient_angles` of its input with ``spec.output``'s rule."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    (in_name, in_shape), = spec.onnx_inputs.items()
+    clip = len(in_shape) == 5
+    h, w = int(in_shape[-2]), int(in_shape[-1])
+    T = int(in_shape[1]) if clip else 1
+    nodes, inits = [], []
+
+    def const(name, arr):
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def node(op, ins, out, **kw):
+        nodes.append(helper.make_node(op, ins, [out], **kw))
+        return out
+
+    x = in_name
+    if clip:
+        x = node("Reshape", [x, const("shape_frames", np.array([-1, 3, h, w], np.int64))], "frames")
+    gray = node("ReduceMean", [x, const("ax1", np.array([1], np.int64))], "gray", keepdims=1)  # N,1,H,W
+    gx = node("MatMul", [gray, const("wx", _weights(w).reshape(w, 1))], "gx4")  # N,1,H,1
+    gyt = node("Transpose", [gray], "grayT", perm=[0, 1, 3, 2])
+    gy = node("MatMul", [gyt, const("wy", _weights(h).reshape(h, 1))], "gy4")  # N,1,W,1
+    axes = const("ax123", np.array([1, 2, 3], np.int64))
+    yaw = node("Mul", [node("ReduceMean", [gx, axes], "gx", keepdims=0), const("gain", np.float32(GAIN))], "yaw")
+    pitch = node("Mul", [node("ReduceMean", [gy, axes], "gy", keepdims=0), "gain"], "pitch")
+    ax_last = const("ax_last", np.array([1], np.int64))
+    col = {"yaw": node("Unsqueeze", [yaw, ax_last], "yaw_c"), "pitch": node("Unsqueeze", [pitch, ax_last], "pitch_c")}
+    outs: list[tuple[str, str]] = []  # (tensor, output name)
+    names = list(spec.onnx_outputs)
+    if spec.output in ("pitchyaw_rad", "yawpitch_rad"):
+        order = ["pitch", "yaw"] if spec.output == "pitchyaw_rad" else ["yaw", "pitch"]
+        outs.append((node("Concat", [col[order[0]], col[order[1]]], "pair", axis=1), names[0]))
+    elif spec.output == "l2cs_bins":
+        centres = const("centres", (np.arange(90, dtype=np.float32) * 4 - 180).reshape(1, 90))
+        k = const("k", np.float32(-0.5 / L2CS_SIGMA_DEG**2))
+        deg = const("deg", np.float32(180 / np.pi))
+        for which, out_name in zip(("yaw", "pitch"), names, strict=True):  # first head = yaw
+            d = node("Sub", [centres, node("Mul", [col[which], deg], f"{which}_deg")], f"{which}_d")
+            outs.append((node("Mul", [node("Mul", [d, d], f"{which}_d2"), k], f"{which}_logits"), out_name))
+    elif spec.output == "vector_b":
+        sp, cp = node("Sin", [col["pitch"]], "sp"), node("Cos", [col["pitch"]], "cp")
+        sy, cy = node("Sin", [col["yaw"]], "sy"), node("Cos", [col["yaw"]], "cy")
+        # Frame A (-cp sy, -sp, -cp cy) -> Frame B (cp sy, sp, -cp cy)
+        bx = node("Mul", [cp, sy], "bx")
+        bz = node("Neg", [node("Mul", [cp, cy], "cpcy")], "bz")
+        outs.append((node("Concat", [bx, sp, bz], "vec", axis=1), names[0]))
+    else:
+        raise ValueError(f"no tiny model for output rule {spec.output!r}")
+    final = []
+    for i, (t, out_name) in enumerate(outs):
+        if clip:
+            k = int(spec.onnx_outputs[out_name][-1])
+            t = node("Reshape", [t, const(f"shape_out{i}", np.array([-1, T, k], np.int64))], f"clip_out{i}")
+        nodes.append(helper.make_node("Identity", [t], [out_name]))
+        final.append(out_name)
+    inputs = [helper.make_tensor_value_info(in_name, TensorProto.FLOAT, list(in_shape))]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(spec.onnx_outputs[n])) for n in final]
+    graph = helper.make_graph(nodes, f"gradient_{spec.name}", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="gaze4hri-tests")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+    return path
