@@ -1,0 +1,106 @@
+"""``gaze4hri-bench run``: run gaze methods on recorded sessions -> per-frame Parquet."""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+__all__ = ["add_arguments", "main", "available_methods"]
+
+DEFAULT_DATA = Path("out/demo/sessions")
+DEFAULT_OUT = Path("out/results")
+
+_EPILOG = """\
+examples:
+  gaze4hri-bench run                                     # demo sessions, every method with weights + baselines
+  gaze4hri-bench run --method l2cs --method head_pose --data /data/gaze4hri --out results/
+  gaze4hri-bench run --method puregaze_eth --input crop --subjects S01 S02 --trials illum100_P5
+  gaze4hri-bench run --method gazetr_eth --input both --device cuda --batch 32 --out results/
+
+Each (method, input) gives <out>/<method>__<input>.parquet, one row per frame
+(docs/results_schema.md). Interrupted runs resume: re-run the same command and
+finished trials are skipped. Then: gaze4hri-bench analyze <out> --out report/
+Missing weights? `gaze4hri-bench methods` shows each method's status and how to import it.
+"""
+
+
+def available_methods(models_dir=None) -> list[str]:
+    """Baselines plus every network whose ONNX file is present."""
+    from ..methods import METHODS, get_method
+    from .runtime import MissingWeightsError, resolve_model
+
+    names = []
+    for e in METHODS.entries():
+        if e.kind != "onnx":
+            names.append(e.name)
+            continue
+        try:
+            resolve_model(get_method(e.name).spec, models_dir, check_hash=False)
+            names.append(e.name)
+        except MissingWeightsError:
+            pass
+    return names
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..methods import method_names
+    from .runtime import DEVICES
+
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = _EPILOG
+    p.add_argument("--method", "-m", action="append", metavar="NAME", dest="methods",
+                   help=f"method to run (repeatable; aliases allowed): {', '.join(method_names())}. "
+                        "Default: every method whose weights are present, plus the baselines")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, metavar="DIR",
+                   help=f"folder of recorded sessions, <DIR>/<subject>/session.yaml (default: {DEFAULT_DATA}, what `gaze4hri-bench demo` writes)")
+    p.add_argument("--input", choices=("best", "crop", "rectified", "both"), default="best",
+                   help="face input: 'best' = the study's choice per method (Table II; default), 'crop' = detected face "
+                        "box, 'rectified' = data normalization with motion-capture head pose, 'both' = one file each")
+    p.add_argument("--detector", default=None, metavar="NAME",
+                   help="face detector for crop inputs (default: the faces registry's default)")
+    p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects (e.g. S01 S02)")
+    p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids (e.g. illum100_P5 arc_P2)")
+    p.add_argument("--stride", type=int, default=1, metavar="N", help="use every N-th frame (default 1: all)")
+    p.add_argument("--device", choices=DEVICES, default="auto",
+                   help="auto (CUDA when onnxruntime-gpu and a GPU are present, else CPU), cpu, cuda or tensorrt; "
+                        "a device that is asked for and missing is an error")
+    p.add_argument("--batch", type=int, default=8, metavar="N", help="inference batch size (default 8)")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
+    p.add_argument("--models-dir", type=Path, default=None, metavar="DIR",
+                   help="folder of <method>.onnx + manifest.yaml (default: $GAZE4HRI_MODELS, else models/)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"results folder (default: {DEFAULT_OUT})")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def main(args: argparse.Namespace) -> int:
+    from gaze4hri_core.errors import Gaze4HRIError
+
+    from .run import RunConfig, plan_jobs, run_benchmark
+
+    if args.stride < 1 or args.batch < 1:
+        raise Gaze4HRIError("--stride and --batch must be >= 1", "gaze4hri-bench run", "e.g. --stride 1 --batch 8")
+    methods = tuple(args.methods or available_methods(args.models_dir))
+    cfg = RunConfig(
+        methods=methods, data=args.data, out=args.out, input=args.input,
+        detector=args.detector or default_detector(), subjects=tuple(args.subjects) if args.subjects else None,
+        trials=tuple(args.trials) if args.trials else None, stride=args.stride, device=args.device,
+        batch=args.batch, models_dir=args.models_dir, threads=args.threads,
+        progress=not args.no_progress and sys.stderr.isatty(),
+        command_line="gaze4hri-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+    )
+    jobs = plan_jobs(cfg)  # unknown methods and missing weights fail here, before any work
+    if not args.data.is_dir():
+        raise Gaze4HRIError(f"data folder {args.data} does not exist", "--data",
+                            "pass a folder of recorded sessions, or create the demo data with `gaze4hri-bench demo`")
+    paths = run_benchmark(cfg, jobs=jobs)
+    print(f"{len(paths)} results file(s) in {args.out}; next: gaze4hri-bench analyze {args.out} --out {args.out / 'report'}")
+    return 0
+
+
+def default_detector() -> str:
+    try:
+        from ..faces import detectors
+    except ModuleNotFoundError:
+        return "auto"
+    return getattr(detectors, "DEFAULT", getattr(detectors, "DEFAULT_DETECTOR", "auto"))

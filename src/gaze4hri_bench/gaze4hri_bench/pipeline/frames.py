@@ -1,0 +1,154 @@
+"""Per-trial frame streams for one method: decode -> detect/track -> pre-process ->
+samples ready for batched inference (images or clips), with per-stage timing.
+
+This generator runs in the prefetch thread (runtime.prefetch) so that it overlaps
+inference. Clip assembly follows methods.clips (GaT centred windows, MCGaze sliding
+windows); memory stays bounded by the window length.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..methods.base import FrameContext, Prepared
+from ..methods.clips import CentredWindow, SlidingWindow
+
+__all__ = ["Sample", "Direct", "StageTimes", "assemble"]
+
+
+@dataclass
+class StageTimes:
+    """Seconds spent per stage (summed over frames) and frames decoded."""
+
+    decode_s: float = 0.0
+    detect_s: float = 0.0
+    preprocess_s: float = 0.0
+    infer_s: float = 0.0
+    frames: int = 0
+
+    def add(self, other: StageTimes) -> None:
+        for k in ("decode_s", "detect_s", "preprocess_s", "infer_s", "frames"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+
+@dataclass
+class Sample:
+    """One network input: tensor (C,H,W) or clip (T,C,H,W); to_cam (3,3) or (T,3,3);
+    frames: the frame index each output position belongs to (None: padding, unused);
+    read: the output position to keep (centred windows) or None (use every position)."""
+
+    tensor: np.ndarray
+    to_cam: np.ndarray
+    frames: list[int | None]
+    read: int | None = None
+
+
+@dataclass
+class Direct:
+    """A frame predicted without a network (baselines): frame index and vector."""
+
+    frame: int
+    vector: np.ndarray
+
+
+@dataclass
+class _Slot:
+    frame: int
+    prepared: Prepared | None = field(default=None)
+
+
+def _clip_sample(method, slots: list[_Slot | None], frames_of: list[int | None], read: int | None) -> Sample | None:
+    ref = next((s.prepared for s in slots if s is not None and s.prepared is not None), None)
+    if ref is None:
+        return None
+    items = [s.prepared if (s is not None and s.prepared is not None) else method.black(ref) for s in slots]
+    return Sample(np.stack([p.tensor for p in items]), np.stack([p.to_cam for p in items]), frames_of, read)
+
+
+def assemble(method, prepared: Iterator[tuple[int, Prepared | None]]) -> Iterator[Sample]:
+    """Turn per-frame prepared inputs (frame index, Prepared or None) into samples
+    according to the method's clip policy."""
+    pol = getattr(method, "clip_policy", None)
+    if pol is None:
+        for f, p in prepared:
+            if p is not None:
+                yield Sample(p.tensor, p.to_cam, [f])
+        return
+    if isinstance(pol, CentredWindow):
+        # buffer of the last lookbehind + lookahead + 1 stream positions
+        buf: deque[_Slot] = deque(maxlen=pol.lookbehind + pol.lookahead + 1)
+        pos = -1
+
+        def emit(c: int, last: int) -> Sample | None:
+            first = last - len(buf) + 1  # stream position of buf[0]
+            if buf[c - first].prepared is None:
+                return None  # no input for the centre frame: no prediction
+            qs = [c + (k - pol.out_index) * pol.stride for k in range(pol.length)]
+            slots = [buf[q - first] if first <= q <= last else None for q in qs]
+            return _clip_sample(method, slots, [s.frame if s is not None else None for s in slots], pol.out_index)
+
+        for f, p in prepared:
+            pos += 1
+            buf.append(_Slot(f, p))
+            c = pos - pol.lookahead
+            if c >= 0:
+                s = emit(c, pos)
+                if s is not None:
+                    yield s
+        for c in range(max(0, pos - pol.lookahead + 1), pos + 1):
+            s = emit(c, pos)
+            if s is not None:
+                yield s
+        return
+    if isinstance(pol, SlidingWindow):
+        buf2: deque[_Slot] = deque(maxlen=pol.length)
+        pos = -1
+        last_start = None
+        for f, p in prepared:
+            pos += 1
+            buf2.append(_Slot(f, p))
+            s0 = pos - pol.length + 1
+            if s0 >= 0 and s0 % pol.step == 0:
+                last_start = s0
+                smp = _clip_sample(method, list(buf2), [sl.frame if sl.prepared is not None else None for sl in buf2], None)
+                if smp is not None:
+                    yield smp
+        n = pos + 1
+        if n == 0:
+            return
+        starts = pol.starts(n)
+        if starts[-1] != last_start:  # final window (or the only one, edge-padded)
+            s0 = starts[-1]
+            first = n - len(buf2)
+            slots = [buf2[q - first] for q in pol.window(s0, n)]
+            smp = _clip_sample(method, slots, [sl.frame if sl.prepared is not None else None for sl in slots], None)
+            if smp is not None:
+                yield smp
+        return
+    raise TypeError(f"unknown clip policy {pol!r}")
+
+
+def timed_iter(it, times: StageTimes, attr: str):
+    """Yield from ``it`` adding the time spent in next() to ``times.<attr>``."""
+    it = iter(it)
+    while True:
+        t0 = time.perf_counter()
+        try:
+            x = next(it)
+        except StopIteration:
+            setattr(times, attr, getattr(times, attr) + time.perf_counter() - t0)
+            return
+        setattr(times, attr, getattr(times, attr) + time.perf_counter() - t0)
+        yield x
+
+
+def frame_context(index: int, t_ns: int, image, box, K, gt_row: dict | None) -> FrameContext:
+    nan3 = np.full(3, np.nan)
+    g = gt_row or {}
+    return FrameContext(index=index, t_ns=t_ns, image=image, box=box, K=K,
+                        face_center_cam=g.get("face_center_cam", nan3), R_head_cam=g.get("R_head_cam", np.full((3, 3), np.nan)),
+                        head_forward=g.get("head_forward", nan3))

@@ -1,0 +1,377 @@
+"""The benchmark run loop: (method, input type) x trials -> one row per frame.
+
+For each job and trial: frames are decoded, the face detected and tracked (crop
+inputs; boxes cached per trial so later methods reuse them), pre-processed per the
+method's spec and batched through ONNX Runtime; decoding and pre-processing run in a
+bounded prefetch thread, overlapped with inference. Each finished trial is written as
+a part file atomically, so an interrupted run resumes where it stopped (finished
+trials are skipped); parts are then merged into one Parquet file per (method, input)
+with provenance (results.py). Nothing holds more than one trial's rows and a few
+batches of frames in memory.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.gaze import angular_error_deg, normalize
+
+from ..methods import get_method
+from ..methods.base import GazeMethod
+from . import results
+from .frames import Direct, Sample, StageTimes, assemble, frame_context, timed_iter
+from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
+
+__all__ = ["RunConfig", "Job", "run_benchmark", "plan_jobs", "process_trial", "DEFAULT_DETECTOR"]
+
+DEFAULT_DETECTOR = "auto"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a run needs; saved (as the command line) in each result's metadata."""
+
+    methods: tuple[str, ...]
+    data: Path
+    out: Path
+    input: str = "best"
+    detector: str = DEFAULT_DETECTOR
+    subjects: tuple[str, ...] | None = None
+    trials: tuple[str, ...] | None = None
+    stride: int = 1
+    device: str = "auto"
+    batch: int = 8
+    models_dir: Path | None = None
+    threads: int | None = None
+    progress: bool = True
+    prefetch: int = 32
+    command_line: str = ""
+
+
+@dataclass
+class Job:
+    """One (method, input type) pair of a run."""
+
+    method: GazeMethod
+    input_type: str
+    model: ModelFile | None = None
+    runner: Runner | None = None
+    times: StageTimes = field(default_factory=StageTimes)
+
+    @property
+    def key(self) -> str:
+        return f"{self.method.name}__{self.input_type}"
+
+
+def plan_jobs(cfg: RunConfig) -> list[Job]:
+    """Resolve every method and input and every model file before any work starts:
+    an unknown method or a missing model fails here with one line."""
+    jobs: dict[str, Job] = {}
+    inputs = ["crop", "rectified"] if cfg.input == "both" else [cfg.input]
+    for name in cfg.methods:
+        m = get_method(name)
+        for inp in inputs:
+            it = m.resolve_input(inp)
+            job = Job(m, it)
+            if job.key in jobs:
+                continue
+            if m.kind == "onnx":
+                job.model = resolve_model(m.spec, cfg.models_dir)
+            jobs[job.key] = job
+    if not jobs:
+        raise Gaze4HRIError("no method to run", "--method", "name at least one method (`gaze4hri-bench methods` lists them)")
+    return list(jobs.values())
+
+
+# -- ground truth -------------------------------------------------------------------------
+def _vec(gt: pd.DataFrame, cols: list[str]) -> np.ndarray | None:
+    return gt[cols].to_numpy(float) if all(c in gt.columns for c in cols) else None
+
+
+def gt_geometry(gt: pd.DataFrame) -> dict[int, dict]:
+    """frame -> {face_center_cam, R_head_cam, head_forward} from the ground-truth table
+    (motion capture; data.reader.trial_ground_truth columns)."""
+    n = len(gt)
+    c = _vec(gt, ["face_cx", "face_cy", "face_cz"])
+    f = _vec(gt, ["head_fwd_x", "head_fwd_y", "head_fwd_z"])
+    rcols = [f"R_head_{i}{j}" for i in range(3) for j in range(3)]
+    R = _vec(gt, rcols)
+    out = {}
+    frames = gt["frame"].to_numpy()
+    for i in range(n):
+        out[int(frames[i])] = {
+            "face_center_cam": c[i] if c is not None else np.full(3, np.nan),
+            "head_forward": f[i] if f is not None else np.full(3, np.nan),
+            "R_head_cam": R[i].reshape(3, 3) if R is not None else np.full((3, 3), np.nan),
+        }
+    return out
+
+
+def _intrinsics(tref, shape) -> np.ndarray:
+    cal = getattr(tref, "calibration", None)
+    intr = getattr(cal, "intrinsics", None)
+    if intr is None:
+        raise Gaze4HRIError("no camera intrinsics for this trial", f"{tref.subject}/{tref.trial}",
+                            "the session's calibration/ folder needs camera_info (docs/calibration.md)")
+    h, w = shape[:2]
+    if (intr.width, intr.height) != (w, h):
+        intr = intr.scaled(w, h)
+    return np.asarray(intr.K, float)
+
+
+# -- detection ----------------------------------------------------------------------------
+def _as_box(obj) -> np.ndarray | None:
+    if obj is None:
+        return None
+    box = getattr(obj, "box", obj)
+    b = np.asarray(box, float).reshape(-1)[:4]
+    return b if b.size == 4 and np.isfinite(b).all() else None
+
+
+class _Faces:
+    """Face boxes of one trial: detected and tracked once, cached in ``cache`` (npz)."""
+
+    def __init__(self, detector_name: str, cache: Path | None):
+        self.cache = cache
+        self.detector_name = detector_name
+        self.boxes: dict[int, np.ndarray | None] | None = None
+        self.new: dict[int, np.ndarray | None] = {}
+        if cache is not None and cache.is_file():
+            z = np.load(cache)
+            self.boxes = {int(f): (b if np.isfinite(b).all() else None) for f, b in zip(z["frames"], z["boxes"], strict=True)}
+        self._det = None
+        self._trk = None
+
+    @property
+    def cached(self) -> bool:
+        return self.boxes is not None
+
+    def box(self, index: int, image: np.ndarray) -> np.ndarray | None:
+        if self.boxes is not None:
+            return self.boxes.get(index)
+        if self._det is None:
+            from ..faces.detectors import get_detector
+            from ..faces.tracking import SubjectTracker
+
+            self._det = get_detector(self.detector_name)
+            self._trk = SubjectTracker()
+        dets = self._det.detect(image)
+        b = _as_box(self._trk.update(dets, image.shape))
+        self.new[index] = b
+        return b
+
+    def save(self) -> None:
+        if self.cache is None or self.boxes is not None or not self.new:
+            return
+        frames = np.array(sorted(self.new), np.int64)
+        boxes = np.array([self.new[f] if self.new[f] is not None else np.full(4, np.nan) for f in frames], float)
+        self.cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.cache.with_suffix(f".{os.getpid()}.tmp.npz")
+        np.savez(tmp, frames=frames, boxes=boxes)
+        os.replace(tmp, self.cache)
+
+
+# -- one trial ----------------------------------------------------------------------------
+def _stream(job: Job, ds, tref, geo: dict[int, dict], faces: _Faces | None, times: StageTimes) -> Iterator:
+    """Producer: frames -> Direct predictions (baselines) or Samples (networks)."""
+    m = job.method
+    K = None
+
+    def prepared():
+        nonlocal K
+        for fs in timed_iter(ds.iter_frames(tref), times, "decode_s"):
+            times.frames += 1
+            if K is None:
+                K = _intrinsics(tref, fs.image.shape)
+            t0 = time.perf_counter()
+            box = faces.box(fs.index, fs.image) if faces is not None else None
+            t1 = time.perf_counter()
+            times.detect_s += t1 - t0
+            ctx = frame_context(fs.index, fs.t_ns, fs.image, box, K, geo.get(fs.index))
+            if m.kind != "onnx":
+                yield Direct(fs.index, m.predict(ctx))
+            else:
+                p = m.prepare(ctx, job.input_type)
+                yield fs.index, p
+            times.preprocess_s += time.perf_counter() - t1
+
+    if m.kind != "onnx":
+        yield from prepared()
+    else:
+        yield from assemble(m, prepared())
+
+
+def _infer(job: Job, batch: list[Sample], acc_sum: dict, acc_n: dict, times: StageTimes) -> None:
+    t0 = time.perf_counter()
+    x = np.stack([s.tensor for s in batch])
+    outs = job.runner.run(x)
+    g = job.method.decode(outs)  # (B,3) or (B,T,3), network frame
+    for i, s in enumerate(batch):
+        if g.ndim == 2:
+            v = job.method.to_camera(g[i][None], s.to_cam[None])[0]
+            acc_sum[s.frames[0]] = v
+            acc_n[s.frames[0]] = 1
+            continue
+        positions = [s.read] if s.read is not None else range(g.shape[1])
+        for k in positions:
+            f = s.frames[k]
+            if f is None:
+                continue
+            v = job.method.to_camera(g[i, k][None], s.to_cam[k][None])[0]
+            acc_sum[f] = acc_sum.get(f, 0.0) + v
+            acc_n[f] = acc_n.get(f, 0) + 1
+    times.infer_s += time.perf_counter() - t0
+
+
+def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None = None, bar=None) -> tuple[pd.DataFrame, StageTimes, float]:
+    """Run one job on one trial: (rows as in schema.COLUMNS, stage times, peak RSS MB)."""
+    import psutil
+
+    proc = psutil.Process()
+    peak = proc.memory_info().rss
+    times = StageTimes()
+    gt = ds.trial_ground_truth(tref)
+    geo = gt_geometry(gt)
+    faces = _Faces(cfg.detector, faces_cache) if job.method.needs_face(job.input_type) else None
+    if faces is not None and faces.cached:
+        times.detect_s = 0.0
+    acc_sum: dict[int, np.ndarray] = {}
+    acc_n: dict[int, int] = {}
+    pending: list[Sample] = []
+    for item in prefetch(_stream(job, ds, tref, geo, faces, times), maxsize=cfg.prefetch):
+        if isinstance(item, Direct):
+            acc_sum[item.frame] = item.vector
+            acc_n[item.frame] = 1
+            if bar is not None:
+                bar.update(1)
+            continue
+        pending.append(item)
+        if len(pending) >= job.runner.batch:
+            _infer(job, pending, acc_sum, acc_n, times)
+            if bar is not None:
+                bar.update(len(pending))
+            pending = []
+            peak = max(peak, proc.memory_info().rss)
+    if pending:
+        _infer(job, pending, acc_sum, acc_n, times)
+        if bar is not None:
+            bar.update(len(pending))
+    peak = max(peak, proc.memory_info().rss)
+    if faces is not None:
+        faces.save()
+    preds = {f: normalize(acc_sum[f] / acc_n[f]) for f in acc_sum}
+    return rows_for_trial(job, tref, gt, preds), times, peak / 2**20
+
+
+def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray]) -> pd.DataFrame:
+    """One row per ground-truth frame (schema.COLUMNS); invalid frames keep their reason,
+    valid frames without a prediction become ``no_face``; error NaN where not valid."""
+    from gaze4hri_core.protocol import trial_by_id
+
+    n = len(gt)
+    frames = gt["frame"].to_numpy(np.int64)
+    pred = np.full((n, 3), np.nan)
+    for i, f in enumerate(frames):
+        v = preds.get(int(f))
+        if v is not None:
+            pred[i] = v
+    gtv = gt[["gt_x", "gt_y", "gt_z"]].to_numpy(float)
+    gt_valid = gt["valid"].to_numpy(bool)
+    reason = gt["invalid_reason"].fillna("").astype(str).to_numpy(object)
+    has = np.isfinite(pred).all(axis=1)
+    valid = gt_valid & has
+    reason = np.where(gt_valid & ~has, "no_face", reason)
+    err = np.where(valid, np.asarray(angular_error_deg(gtv, pred), float).reshape(n), np.nan)
+    try:
+        t = trial_by_id(tref.trial)
+        exp, cond, target = t.experiment, str(t.condition), t.target
+    except KeyError:
+        exp, cond, target = "unknown", "", ""
+
+    def col(name, default=np.nan):
+        return gt[name].to_numpy(float) if name in gt.columns else np.full(n, default)
+
+    df = pd.DataFrame({
+        "subject": tref.subject, "experiment": exp, "condition": cond, "target": target, "trial": tref.trial,
+        "frame": frames, "t_ns": gt["t_ns"].to_numpy(np.int64), "method": job.method.name, "input": job.input_type,
+        "valid": valid, "invalid_reason": np.where(valid, "", reason),
+        "gt_x": gtv[:, 0], "gt_y": gtv[:, 1], "gt_z": gtv[:, 2],
+        "gt_pitch_deg": col("gt_pitch_deg"), "gt_yaw_deg": col("gt_yaw_deg"),
+        "pred_x": pred[:, 0], "pred_y": pred[:, 1], "pred_z": pred[:, 2], "error_deg": err,
+        "head_gaze_conflict_deg": col("head_gaze_conflict_deg"), "camera_yaw_deg": col("camera_yaw_deg"),
+    })
+    return results.coerce(df)
+
+
+# -- the run ------------------------------------------------------------------------------
+def _bar(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="frame", leave=False, dynamic_ncols=True, file=sys.stderr)
+
+
+def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, dataset=None) -> list[Path]:
+    """Run every job over every selected trial; return the per-(method, input) files.
+    ``dataset``: an object with the data.reader.Dataset interface (default: read cfg.data)."""
+    jobs = jobs if jobs is not None else plan_jobs(cfg)
+    if dataset is None:
+        from ..data.reader import Dataset
+
+        dataset = Dataset(cfg.data, subjects=list(cfg.subjects) if cfg.subjects else None,
+                          trials=list(cfg.trials) if cfg.trials else None, stride=cfg.stride)
+    ds = dataset
+    trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
+    if not trefs:
+        raise Gaze4HRIError(f"no recorded trials under {cfg.data}", "--data",
+                            "pass a folder of sessions (<root>/<subject>/session.yaml) or check --subjects/--trials")
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for job in jobs:
+        parts = results.parts_dir(cfg.out, job.method.name, job.input_type)
+        todo = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
+        skipped = len(trefs) - len(todo)
+        label = f"{job.method.name} ({job.input_type})"
+        if todo and job.method.kind == "onnx" and job.runner is None:
+            job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
+        dev = job.runner.device if job.runner is not None else "cpu"
+        log(f"{label}: {len(todo)} trial(s) to run" + (f", {skipped} already done (resumed)" if skipped else "")
+            + (f" on {dev}" if todo else ""))
+        for t in todo:
+            bar = _bar(None, f"{label} {t.subject}/{t.trial}", cfg.progress)
+            t0 = time.perf_counter()
+            try:
+                cache = None
+                if job.method.needs_face(job.input_type):
+                    cache = cfg.out / ".cache" / "faces" / f"{t.subject}__{t.trial}__{cfg.detector}__s{cfg.stride}.npz"
+                df, times, peak = process_trial(job, ds, t, cfg, cache, bar)
+            finally:
+                if bar is not None:
+                    bar.close()
+            wall = time.perf_counter() - t0
+            vram = vram_used_mb() if dev == "cuda" else None
+            results.write_part(results.part_path(parts, t.subject, t.trial), df, {
+                "frames": times.frames, "decode_s": times.decode_s, "detect_s": times.detect_s,
+                "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "wall_s": wall,
+                "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
+                "calibration_hashes": _cal_hashes(t),
+            })
+        path = results.merge(cfg.out, job, [results.part_path(parts, t.subject, t.trial) for t in trefs], cfg)
+        written.append(path)
+        log(f"{label}: wrote {path}")
+    return written
+
+
+def _cal_hashes(tref) -> dict:
+    cal = getattr(tref, "calibration", None)
+    h = getattr(cal, "hashes", None)
+    return dict(h) if h else {}
