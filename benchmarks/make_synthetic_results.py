@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from gaze4hri_bench.schema import COLUMNS, METADATA_KEY, SCHEMA_VERSION
 from gaze4hri_core.protocol import trials
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
-
 from gaze4hri_bench.stats import analyses as A
 from gaze4hri_core.protocol import P_GRID, trials
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
 
 pytestmark = pytest.mark.unit
 

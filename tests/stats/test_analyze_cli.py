@@ -12,12 +12,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from gaze4hri_bench.schema import METADATA_KEY
+from gaze4hri_bench.stats import analyze
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from gaze4hri_bench import cli
-from gaze4hri_bench.schema import METADATA_KEY
-from gaze4hri_bench.stats import analyze
 
 pytestmark = pytest.mark.replay
 

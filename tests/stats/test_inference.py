@@ -5,12 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from gaze4hri_bench.stats.inference import (
+    cohen_dav,
+    cohen_dz,
+    cv_percent,
+    group_ols2,
+    group_slopes,
+    holm,
+    one_sample_ttest,
+    paired_ttest,
+    pairwise_paired,
+)
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
-
-from gaze4hri_bench.stats.inference import (
-    cohen_dav, cohen_dz, cv_percent, group_ols2, group_slopes, holm, one_sample_ttest, paired_ttest, pairwise_paired,
-)
 
 pytestmark = pytest.mark.unit
 
@@ -139,7 +146,7 @@ def test_pairwise_paired_holm_family():
     wide["x"] += 2
     pw = pairwise_paired(wide)
     assert len(pw) == 6
-    p = [stats.ttest_rel(wide[a], wide[b]).pvalue for a, b in zip(pw["a"], pw["b"])]
+    p = [stats.ttest_rel(wide[a], wide[b]).pvalue for a, b in zip(pw["a"], pw["b"], strict=True)]
     np.testing.assert_allclose(pw["p_unc"], p, rtol=1e-12)
     np.testing.assert_allclose(pw["p_holm"], multipletests(p, method="holm")[1], rtol=1e-12)
     assert (pw["p_holm"] >= pw["p_unc"]).all()

@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from gaze4hri_bench.stats.tables import format_frame, to_html, to_latex, to_markdown
 
 pytestmark = pytest.mark.unit

@@ -16,7 +16,6 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-
 from gaze4hri_core.protocol import ILLUMINATION_LEVELS, P_GRID
 
 from ..specs import SPECS

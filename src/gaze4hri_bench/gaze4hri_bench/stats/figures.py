@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from gaze4hri_core.protocol import P_GRID
 
 __all__ = ["illumination_levels", "target_heatmap", "conflict_slopes", "eccentricity", "paired_bars"]
@@ -63,7 +62,7 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
     fig, axes = plt.subplots(nr, nc, figsize=(2.6 * nc, 2.5 * nr), squeeze=False)
     vmin, vmax = float(table["mean"].min()), float(table["mean"].max())
     im = None
-    for ax, m in zip(axes.flat, methods):
+    for ax, m in zip(axes.flat, methods, strict=False):
         g = table[table["display"] == m].set_index("target")["mean"]
         grid = np.array([[g.get(P_GRID[r][c], np.nan) for c in cols] for r in rows])
         im = ax.imshow(grid, cmap="viridis_r", vmin=vmin, vmax=vmax)
@@ -85,17 +84,19 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
 def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, stem: Path) -> list[Path]:
     """Video mean error vs video mean conflict with each subject's fitted line, one panel per method."""
     plt = _plt()
+    from matplotlib.collections import LineCollection
+
     methods = list(dict.fromkeys(slopes["display"]))
     nr, nc = _grid(len(methods))
     fig, axes = plt.subplots(nr, nc, figsize=(3 * nc, 2.6 * nr), squeeze=False, sharex=True)
     xr = np.array([np.nanmin(videos["conflict_mean"]), np.nanmax(videos["conflict_mean"])])
-    for ax, m in zip(axes.flat, methods):
+    for ax, m in zip(axes.flat, methods, strict=False):
         s = slopes[slopes["display"] == m]
         v = videos[videos["method"].astype(str) == s["method"].iloc[0]]
         ax.scatter(v["conflict_mean"], v["error_mean"], s=4, alpha=0.35, color="0.4", linewidths=0)
         xs = np.repeat(xr[None, :], len(s), 0)
         ys = s["intercept"].to_numpy()[:, None] + s["slope"].to_numpy()[:, None] * xs
-        ax.plot(xs.T, ys.T, color="tab:blue", alpha=0.25, lw=0.7)
+        ax.add_collection(LineCollection(np.stack([xs, ys], axis=-1), colors="tab:blue", alpha=0.25, linewidths=0.7))
         ax.plot(xr, s["intercept"].mean() + s["slope"].mean() * xr, color="tab:red", lw=2, label=f"mean slope {s['slope'].mean():.2f}")
         ax.set_title(m, fontsize=8)
         ax.legend(fontsize=6, frameon=False)

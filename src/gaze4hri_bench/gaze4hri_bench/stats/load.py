@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
 from gaze4hri_core.errors import Gaze4HRIError
 
 from ..schema import METADATA_KEY, REQUIRED, SCHEMA_VERSION
@@ -153,6 +153,16 @@ def load_results(paths: list[Path]) -> LoadedResults:
         raise Gaze4HRIError("no results files given", "analyze RESULTS", "pass per-frame Parquet files or folders")
     infos: list[FileInfo] = []
     handles: list[pq.ParquetFile] = []
+    # hash in a background thread (hashlib releases the GIL) while the files are read
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        hashes = [pool.submit(_sha256, p) for p in files]
+        return _load(files, hashes, infos, handles)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _load(files, hashes, infos, handles) -> LoadedResults:
     for p in files:
         try:
             pf = pq.ParquetFile(p)
@@ -161,7 +171,7 @@ def load_results(paths: list[Path]) -> LoadedResults:
         meta = _metadata(pf)
         cols = set(pf.schema_arrow.names)
         info = FileInfo(
-            path=str(p), sha256=_sha256(p), rows=pf.metadata.num_rows,
+            path=str(p), sha256="", rows=pf.metadata.num_rows,
             schema=(meta or {}).get("schema"), methods=[], inputs=[], metadata=meta,
             missing_columns=[c for c in REQUIRED if c not in cols],
         )
@@ -176,14 +186,16 @@ def load_results(paths: list[Path]) -> LoadedResults:
         raise Gaze4HRIError(f"results have schema {versions.pop()}, this version reads {SCHEMA_VERSION}", "analyze RESULTS", "use the gaze4hri-bench version that wrote them or re-run the pipeline")
     vids, mutuals = [], []
     missing: dict[tuple[str, str], set[str]] = {}
-    for info, pf in zip(infos, handles):
+    for info, pf in zip(infos, handles, strict=True):
         lacking = [c for c in CORE_COLUMNS if c in info.missing_columns]
         if lacking:
             info.status, info.reason = "excluded", f"missing required column(s) {', '.join(lacking)}"
             continue
         has = set(pf.schema_arrow.names)
         want = list(CORE_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in has]
-        table = pf.read(columns=want)
+        # string keys read dictionary-encoded: Arrow then hashes small integer codes
+        dict_cols = [c for c in _KEYS if pa.types.is_string(pf.schema_arrow.field(c).type) or pa.types.is_large_string(pf.schema_arrow.field(c).type)]
+        table = pq.ParquetFile(info.path, read_dictionary=dict_cols).read(columns=want).unify_dictionaries()
         for c in _KEYS:
             if not pa.types.is_string(table[c].type) and not pa.types.is_dictionary(table[c].type):
                 table = table.set_column(table.schema.get_field_index(c), c, pc.cast(table[c], pa.string()))
@@ -198,6 +210,8 @@ def load_results(paths: list[Path]) -> LoadedResults:
         vids.append(vid)
         if len(mut):
             mutuals.append(mut)
+    for info, h in zip(infos, hashes, strict=True):
+        info.sha256 = h.result()
     used = [i for i in infos if i.status == "used"]
     if not used:
         reasons = "; ".join(f"{Path(i.path).name}: {i.reason}" for i in infos)

@@ -201,7 +201,7 @@ def _table3(a: A.Analysis) -> pd.DataFrame | None:
     t, cv = a.tables.get("illumination"), a.tables.get("illumination_cv")
     if t is None:
         return None
-    t = t.assign(cell=[f"{_f(m)} ± {_f(s)}" for m, s in zip(t["mean"], t["sd"])])
+    t = t.assign(cell=[f"{_f(m)} ± {_f(s)}" for m, s in zip(t["mean"], t["sd"], strict=True)])
     w = t.pivot(index="display", columns="level", values="cell").reindex(list(dict.fromkeys(t["display"])))
     w.columns = [f"{c} %" for c in w.columns]
     w = w.reset_index().merge(cv[["display", "cv_percent"]], on="display")
@@ -343,7 +343,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         raise Gaze4HRIError("no method has valid frames", "analyze RESULTS", "check the results' valid and error_deg columns")
     cov = A.coverage(loaded.videos)
     main, choice = A.select_inputs(videos)
-    chosen = set(zip(choice["method"], choice["input"]))
+    chosen = set(zip(choice["method"], choice["input"], strict=True))
     lack = {c: {m: f"its results lack column {c}" for (m, i), cols in loaded.missing.items() if (m, i) in chosen and c in cols} for c in OPTIONAL_COLUMNS}
     frames = loaded.mutual_frames
     mutual_skip = {**lack["gt_pitch_deg"], **lack["gt_yaw_deg"]}
@@ -401,7 +401,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
             w2 = pd.concat([w, sd.add_suffix("_sd")], axis=1)
             fig("mutual_conditions", F.paired_bars, w2, [(c, f"{c}_sd", c) for c in conds], "Mutual gaze per condition (experiment 4.2), mean +/- SD", caption="Mutual-gaze error per condition (mean +/- SD over subjects).")
         if "mutual_eccentricity" in t and len(frames):
-            keep = set(zip(choice["method"], choice["input"]))
+            keep = set(zip(choice["method"], choice["input"], strict=True))
             f = frames[pd.MultiIndex.from_arrays([frames["method"].astype(str), frames["input"].astype(str)]).isin(list(keep))]
             f = f.assign(display=f["method"].astype(str).map(A.display_name))
             fig("eccentricity", F.eccentricity, f, caption="Mutual gaze: mean error in 2.5 deg bins of |yaw| and |pitch| of the ground-truth gaze.")

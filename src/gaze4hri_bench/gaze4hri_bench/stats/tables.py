@@ -111,6 +111,6 @@ def to_html(df: pd.DataFrame, caption: str | None = None) -> str:
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in f.columns)
     rows = "".join(
-        "<tr>" + "".join(f'<td class="{"num" if n else ""}">{html.escape(s)}</td>' for s, n in zip(row, num)) + "</tr>" for row in f.itertuples(index=False)
+        "<tr>" + "".join(f'<td class="{"num" if n else ""}">{html.escape(s)}</td>' for s, n in zip(row, num, strict=True)) + "</tr>" for row in f.itertuples(index=False)
     )
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>\n"
