@@ -1,0 +1,75 @@
+"""Clip windows (GaT centred, MCGaze sliding) and their streaming assembly."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaze4hri_bench.methods import get_method
+from gaze4hri_bench.methods.base import Prepared
+from gaze4hri_bench.methods.clips import CentredWindow, SlidingWindow
+from gaze4hri_bench.pipeline.frames import assemble
+
+pytestmark = pytest.mark.unit
+
+
+def test_gat_window_is_f_minus_3_to_f_plus_4():
+    pol = get_method("gat").clip_policy
+    assert isinstance(pol, CentredWindow) and pol.length == 8 and pol.out_index == 3
+    assert pol.window(10, 100) == list(range(7, 15))
+    assert pol.window(0, 100) == [None, None, None, 0, 1, 2, 3, 4]
+    assert pol.window(99, 100) == [96, 97, 98, 99, None, None, None, None]
+    assert CentredWindow(8, 3, stride=2).window(10, 100) == [4, 6, 8, 10, 12, 14, 16, 18]
+
+
+def test_mcgaze_windows_cover_every_frame():
+    pol = get_method("mcgaze").clip_policy
+    assert isinstance(pol, SlidingWindow) and (pol.length, pol.step) == (7, 4)
+    assert pol.starts(20) == [0, 4, 8, 12, 13]
+    assert pol.starts(15) == [0, 4, 8]
+    assert pol.starts(5) == [0] and pol.window(0, 5) == [0, 1, 2, 3, 4, 4, 4]
+    for n in range(1, 40):
+        covered = {i for s in pol.starts(n) for i in pol.window(s, n)}
+        assert covered == set(range(n))
+
+
+class _Fake:
+    """A method whose prepared tensors carry their frame index (tensor value), for
+    checking which frames land in which clip position."""
+
+    def __init__(self, policy):
+        self.clip_policy = policy
+
+    def black(self, like):
+        return Prepared(np.full((1,), -1.0), like.to_cam)
+
+
+def _stream(n, missing=()):
+    for f in range(n):
+        yield 100 + f, (None if f in missing else Prepared(np.full((1,), float(100 + f)), np.eye(3)))
+
+
+def test_centred_assembly_streams_every_frame_with_black_padding():
+    samples = list(assemble(_Fake(CentredWindow(8, 3)), _stream(10, missing={5})))
+    centres = [s.frames[s.read] for s in samples]
+    assert centres == [100 + f for f in range(10) if f != 5]  # no prediction without a face
+    first = samples[0]
+    assert first.tensor[:, 0].tolist() == [-1, -1, -1, 100, 101, 102, 103, 104]
+    assert first.frames[:3] == [None, None, None]
+    s4 = samples[4]  # centre 104: frame 105 has no face -> black
+    assert s4.tensor[:, 0].tolist() == [101, 102, 103, 104, -1, 106, 107, 108]
+    last = samples[-1]
+    assert last.tensor[:, 0].tolist() == [106, 107, 108, 109, -1, -1, -1, -1]
+
+
+def test_sliding_assembly_windows_and_edge_padding():
+    samples = list(assemble(_Fake(SlidingWindow(7, 4)), _stream(13)))
+    assert [s.tensor[0, 0] for s in samples] == [100, 104, 106]  # starts 0, 4, then 6 = 13 - 7
+    assert all(s.read is None for s in samples)
+    short = list(assemble(_Fake(SlidingWindow(7, 4)), _stream(3)))
+    assert len(short) == 1 and short[0].tensor[:, 0].tolist() == [100, 101, 102, 102, 102, 102, 102]
+
+
+def test_single_image_assembly_skips_frames_without_input():
+    m = get_method("tiny_test")
+    out = list(assemble(m, _stream(4, missing={2})))
+    assert [s.frames for s in out] == [[100], [101], [103]]
