@@ -41,6 +41,23 @@ CLIP_LEN, SIZE = 8, 224
 DROPPED_PREFIXES = ("encoder.encoder.depth_patch_embed.",)
 #: Lightning's ``GazeModule`` holds the network as ``self.model``; DataParallel adds ``module.``.
 STRIP_PREFIXES = ("model.", "module.")
+SOURCE_FILES = (
+    "idiap/gaze3d @ f2c13de: src/models/gat_model.py, configs/model/gat.yaml, demo.py (load_gaze_model, "
+    "predict_gaze), src/gaze_module.py; facebookresearch/omnivore @ 1d55abd: omnivore/models/omnivore_model.py "
+    "(omnivore_swinT), omnivision/models/swin_transformer.py"
+)
+CONTAINER = (
+    "Lightning-style .ckpt (Git LFS, 126,238,204 bytes): {'state_dict': OrderedDict, ...}; demo.py loads "
+    "state_dict strictly into GaT, i.e. keys encoder.encoder.* and decoder.gaze.layers.0.*; a checkpoint saved "
+    "by GazeModule during training prefixes them with 'model.'"
+)
+KEY_MAPPING = [
+    "take obj['state_dict'] (Lightning checkpoint); ignore the other entries",
+    "strip a leading 'model.' (GazeModule.model) and 'module.' (DataParallel) if present",
+    "drop encoder.encoder.depth_patch_embed.* (Omnivore RGB-D patch embedding, unused for RGB)",
+    "no renaming: every other key must match 'tensors' (names and shapes); the relative_position_index "
+    "buffers must equal the 8x7x7-window index; then load_state_dict(strict=True)",
+]
 
 
 class _Encoder(nn.Module):

@@ -39,6 +39,24 @@ FAMILY = "mcgaze"
 MANIFEST = "docs/models/mcgaze_gaze360.json"
 CLIP_LEN, SIZE, NUM_STAGES, NUM_PROPOSALS, DIM = 7, 448, 4, 3, 256
 STRIDES = (4, 8, 16, 32)
+SOURCE_FILES = (
+    "zgchen33/MCGaze @ b8ce708: configs/multiclue_gaze/multiclue_gaze_r50_gaze360.py, "
+    "mmdet/models/detectors/multiclue_gaze.py, dense_heads/fixed_embedding_rpn_head.py, "
+    "roi_heads/multiclue_gaze_roi_head.py, roi_heads/bbox_heads/gaze_stqi_head.py, "
+    "roi_heads/bbox_heads/bbox_head.py, roi_heads/mask_heads/gaze_head.py, utils/transformer.py (DynamicConv); "
+    "mmcv 1.4.8 cnn/bricks/transformer.py (MultiheadAttention, FFN)"
+)
+CONTAINER = (
+    "mmcv save_checkpoint .pth: {'meta': {mmdet_version, CLASSES, config, ...}, 'state_dict': OrderedDict, "
+    "'optimizer': ... (optional)}; keys backbone.*, neck.*, rpn_head.*, roi_head.*"
+)
+KEY_MAPPING = [
+    "take obj['state_dict'] (mmdet checkpoint); ignore 'meta' and 'optimizer'",
+    "strip a DataParallel 'module.' prefix if present",
+    "drop the tensors listed under 'dropped' (regex DROPPED_PATTERN in mcgaze.py): per stage fc_cls, fc_reg, "
+    "cls_fcs.*, {face,eyes,head}_fc_cls (detection scores only) and roi_head.gaze_head.0-2 (deep supervision)",
+    "no renaming: every other key must match 'tensors' (names and shapes), then load_state_dict(strict=True)",
+]
 
 #: Official tensors not on the test-time gaze path: the detection-score branch of every
 #: stage (``cls_fcs``, ``{face,eyes,head}_fc_cls``, and mmdet ``BBoxHead``'s unused
