@@ -1,0 +1,119 @@
+"""``gaze4hri-bench demo``: simulate a small session, benchmark it, write the report.
+
+1. Simulate a few subjects with a subset of the protocol that covers all four
+   experiments (illumination levels, the camera arc, head-gaze conflict, mutual gaze
+   line scans) through the real acquisition nodes and recorder
+   (``gaze4hri_acq.simulate.run_sim_session``);
+2. run every method whose weights are present plus the weight-free baselines
+   (``gaze4hri-bench run``);
+3. run the statistics (``gaze4hri.stats.analyze``) and print where the report is.
+
+Re-running resumes: simulated subjects and finished trials are kept.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["add_arguments", "main", "DEMO_TRIALS", "DEMO_SUBJECTS"]
+
+#: one subject's demo trials: every illumination level, rows/columns of the grid at
+#: illumination 100 (experiment 4.1), the arc (2), three head-gaze conflicts (3) and
+#: the four mutual-gaze scans (4.2)
+DEMO_TRIALS = (
+    "illum010_P5", "illum025_P5", "illum050_P5", "illum100_P5",
+    "illum100_P2", "illum100_P8", "illum100_P4", "illum100_P6",
+    "arc_P5",
+    "conflict_left_H2", "conflict_center_H2", "conflict_right_H2",
+    "mutual_h_slow", "mutual_h_fast", "mutual_v_slow", "mutual_v_fast",
+)
+DEMO_SUBJECTS = 3  # the statistics' subject-level tests need at least 3
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
+                   help="output folder: sessions/, results/, report/ (default: out/demo)")
+    p.add_argument("--subjects", type=int, default=DEMO_SUBJECTS, metavar="N", help=f"simulated subjects (default {DEMO_SUBJECTS})")
+    p.add_argument("--seconds", type=float, default=1.0, metavar="S", help="seconds per simulated trial (default 1.0)")
+    p.add_argument("--trials", nargs="+", default=list(DEMO_TRIALS), metavar="TRIAL",
+                   help="trial ids per subject (default: 16 trials covering the four experiments)")
+    p.add_argument("--method", action="append", dest="methods", metavar="NAME",
+                   help="methods to run (default: every method whose weights are present, plus the baselines)")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "tensorrt"), help="inference device (default auto)")
+    p.add_argument("--fresh", action="store_true", help="delete the output folder first")
+
+
+def _simulate(out: Path, n: int, trials: list[str], seconds: float, log) -> Path:
+    from gaze4hri_core.errors import Gaze4HRIError
+
+    try:
+        from gaze4hri_acq.simulate import run_sim_session
+    except ModuleNotFoundError as e:
+        raise Gaze4HRIError("the simulator is not available", f"missing module {e.name}",
+                            "install the acquisition package (make bootstrap), or run `gaze4hri-bench run --data DIR` on recorded sessions") from None
+    root = out / "sessions"
+    for i in range(1, n + 1):
+        subject = f"S{i:02d}"
+        t0 = time.perf_counter()
+        run_sim_session(root, subject=subject, trial_ids=list(trials), trial_seconds=seconds, seed=i, quiet=True)
+        log(f"  simulated {subject}: {len(trials)} trials x {seconds:g} s in {time.perf_counter() - t0:.0f} s")
+    return root
+
+
+def _fallback_tables(paths: list[Path], out: Path, log) -> Path:
+    """Mean error per method and experiment, when the statistics module is absent."""
+    import pandas as pd
+
+    frames = [pd.read_parquet(p, columns=["method", "input", "experiment", "valid", "error_deg"]) for p in paths]
+    df = pd.concat(frames)
+    t = df[df["valid"]].groupby(["method", "input", "experiment"])["error_deg"].agg(["mean", "std", "count"]).round(2)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results_tables.md"
+    path.write_text("# Mean angular error (deg) per method and experiment (frame level)\n\n" + t.to_markdown() + "\n")
+    log(t.to_string())
+    return path
+
+
+def main(args: argparse.Namespace) -> int:
+    from .pipeline.cli_run import available_methods, default_detector
+    from .pipeline.run import RunConfig, plan_jobs, run_benchmark
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+
+    out: Path = args.out
+    if args.fresh and out.exists():
+        shutil.rmtree(out)
+    t_all = time.perf_counter()
+    methods = tuple(args.methods or available_methods())
+    cfg = RunConfig(methods=methods, data=out / "sessions", out=out / "results", detector=default_detector(),
+                    device=args.device, progress=sys.stderr.isatty(),
+                    command_line="gaze4hri-bench demo " + " ".join(sys.argv[2:]))
+    jobs = plan_jobs(cfg)  # fail early on unknown methods / missing weights
+    networks = [j.method.name for j in jobs if j.method.kind == "onnx"]
+    log(f"[1/3] simulating {args.subjects} subject(s) x {len(args.trials)} trials -> {out / 'sessions'}")
+    _simulate(out, args.subjects, args.trials, args.seconds, log)
+    log(f"[2/3] benchmarking {', '.join(methods)}" + ("" if networks else
+        " (no network weights present: `gaze4hri-bench methods` says how to import them)"))
+    paths = run_benchmark(cfg, log=lambda m: log("  " + m), jobs=jobs)
+    log("[3/3] statistics")
+    report_dir = out / "report"
+    try:
+        from .stats import analyze
+    except ModuleNotFoundError:
+        analyze = None
+    if analyze is None:
+        path = _fallback_tables(paths, report_dir, log)
+        log(f"done in {time.perf_counter() - t_all:.0f} s: results in {out / 'results'}, tables in {path}")
+        return 0
+    s = analyze(paths, report_dir)
+    for w in s.get("warnings", []):
+        log(f"  warning: {w}")
+    for name, a in s.get("analyses", {}).items():
+        why = f" ({'; '.join(a['reasons'])})" if a.get("reasons") else ""
+        log(f"  {name:18s} {a['status']:8s} N={a['n']}{why}")
+    log(f"done in {time.perf_counter() - t_all:.0f} s: results in {out / 'results'}; report: {s['report_md']} and {s['report_html']}")
+    return 0
