@@ -33,8 +33,8 @@ def _versions() -> dict[str, str]:
 
     from gaze4hri_bench import __version__ as ours
 
-    return {"gaze4hri_bench": str(ours), "torch": torch.__version__, "onnx": onnx.__version__,
-            "onnxruntime": onnxruntime.__version__}
+    return {"gaze4hri_bench": str(ours), "torch": str(torch.__version__), "onnx": str(onnx.__version__),
+            "onnxruntime": str(onnxruntime.__version__)}
 
 
 def _now() -> str:
@@ -71,13 +71,12 @@ def _export_and_record(model, spec: MethodSpec, directory: Path, record: dict[st
         with ex.timed(times, "verify_s"):
             ex.check_contract(tmp, spec)
             par = ex.parity(model, tmp, spec)
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     record.update({
         "onnx": final.name,
-        "onnx_sha256": store.sha256_file(final),
+        "onnx_sha256": store.sha256_file(tmp),
         "opset": ex.OPSET,
         "inputs": {k: list(v) for k, v in spec.onnx_inputs.items()},
         "outputs": {k: list(v) for k, v in spec.onnx_outputs.items()},
@@ -86,7 +85,14 @@ def _export_and_record(model, spec: MethodSpec, directory: Path, record: dict[st
         "seconds": times,
         "versions": _versions(),
     })
-    store.write_record(directory, spec.name, record)
+    try:
+        os.replace(tmp, final)
+        store.write_record(directory, spec.name, record)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        final.unlink(missing_ok=True)
+        store.remove_record(directory, spec.name)
+        raise
     if not quiet:
         print(f"wrote {final} (parity max |diff| {par.max_abs_diff:.2g} < {ex.PARITY_ATOL:g}; "
               f"export {times['export_s']:.1f} s, verify {times['verify_s']:.1f} s)")

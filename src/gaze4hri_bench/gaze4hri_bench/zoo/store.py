@@ -77,7 +77,7 @@ def _write(directory: Path, records: dict[str, dict[str, Any]]) -> Path:
 
     directory.mkdir(parents=True, exist_ok=True)
     p = directory / MANIFEST_NAME
-    body = yaml.safe_dump({"schema": SCHEMA, "models": dict(sorted(records.items()))}, sort_keys=False, width=120)
+    body = yaml.safe_dump({"schema": SCHEMA, "models": dict(sorted(records.items()))}, sort_keys=False, width=120, default_flow_style=None)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".manifest.", suffix=".yaml")
     with os.fdopen(fd, "w") as f:
         f.write(_HEADER + body)
