@@ -96,7 +96,8 @@ def test_conflict_recomputed_from_raw_frames(small_report, small_results):
 
 
 def test_cli_prints_statuses(small_results, tmp_path, capsys):
-    rc = cli.main(["analyze", str(small_results), "--out", str(tmp_path / "r"), "--no-figures", "--alpha", "0.01"])
+    files = [str(small_results / f"{m}.parquet") for m in ("puregaze_eth__rectified", "l2cs_gaze360__crop")]
+    rc = cli.main(["analyze", *files, "--out", str(tmp_path / "r"), "--no-figures", "--alpha", "0.01"])
     assert rc == 0
     outp = capsys.readouterr().out
     assert "illumination" in outp and "report:" in outp
@@ -185,6 +186,8 @@ def test_two_subjects_descriptives_only(synth, tmp_path):
     choice = pd.read_csv(tmp_path / "out" / "tables" / "input_choice.csv").set_index("method")
     assert choice.loc["newnet", "rule"] == "lower whole-dataset mean error"
     assert "skip" in (tmp_path / "out" / "report.html").read_text()
+    assert not [w for w in s["warnings"] if w.startswith("figure")]  # figures survive N = 2 (SD undefined)
+    assert (tmp_path / "out" / "figures" / "illumination_levels.svg").exists()
 
 
 @pytest.mark.slow
@@ -193,3 +196,16 @@ def test_console_script_entry_point(small_results, tmp_path):
     r = subprocess.run([sys.executable, "-m", "gaze4hri_bench.cli", "analyze", str(tmp_path / "missing"), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.startswith("gaze4hri-bench: error:") and "Traceback" not in r.stderr
+
+
+def test_pipeline_part_files_and_duplicates(small_results, tmp_path):
+    """Hidden .parts/ folders (the pipeline's per-trial parts) are not results; a file given twice
+    under two names is de-duplicated with a warning."""
+    d = _copy_some(small_results, tmp_path / "in", ["l2cs_gaze360__crop.parquet"])
+    _copy_some(small_results, d / ".parts" / "l2cs_gaze360__crop", ["gat_gaze360__crop.parquet"])
+    s = analyze([d], tmp_path / "out", figures=False)
+    assert s["methods"] == ["l2cs_gaze360"] and len(s["inputs"]) == 1
+    (d / "copy.parquet").write_bytes((d / "l2cs_gaze360__crop.parquet").read_bytes())
+    s = analyze([d], tmp_path / "out2", figures=False)
+    assert any("more than one results file" in w for w in s["warnings"])
+    assert s["analyses"]["illumination"]["n"] == 8

@@ -157,3 +157,16 @@ def test_paired_degenerate_inputs():
     r = paired_ttest([1.0, 2.0, 3.0], [0.0, 1.0, 2.0])  # constant difference
     assert np.isnan(r["t"]) and r["mean_diff"] == 1.0
     assert np.isnan(one_sample_ttest([0.2, 0.2, 0.2])["p_unc"])
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_t_tests_match_scipy(alternative):
+    rng = np.random.default_rng(7)
+    for n in (3, 8, 52):
+        a, b = rng.normal(10, 3, n), rng.normal(10.5, 3, n)
+        r, ref = paired_ttest(a, b, alternative), stats.ttest_rel(a, b, alternative=alternative)
+        assert r["t"] == pytest.approx(ref.statistic, rel=1e-10) and r["p_unc"] == pytest.approx(ref.pvalue, rel=1e-9)
+        o, ref = one_sample_ttest(a - 10, 0.0, alternative), stats.ttest_1samp(a - 10, 0.0, alternative=alternative)
+        assert o["t"] == pytest.approx(ref.statistic, rel=1e-10) and o["p_unc"] == pytest.approx(ref.pvalue, rel=1e-9)
+    with pytest.raises(ValueError, match="alternative"):
+        paired_ttest(a, b, "bigger")

@@ -19,7 +19,7 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy.special import stdtr
 
 __all__ = [
     "holm",
@@ -70,8 +70,29 @@ def cohen_dav(a, b) -> float:
     return float((a - b).mean() / s) if s > 0 else np.nan
 
 
+def _t_p(t: float, dof: int, alternative: str) -> float:
+    """p-value of Student's t with ``dof`` degrees of freedom (scipy.special.stdtr is its CDF)."""
+    if alternative == "two-sided":
+        return float(2.0 * stdtr(dof, -abs(t)))
+    if alternative == "greater":
+        return float(stdtr(dof, -t))
+    if alternative == "less":
+        return float(stdtr(dof, t))
+    raise ValueError(f"alternative must be two-sided, greater or less, not {alternative!r}")
+
+
+def _one_sample(d: np.ndarray, alternative: str) -> tuple[float, float]:
+    """t = mean(d) / (SD(d) / sqrt(n)) and its p; NaN when SD is 0 (Student 1908)."""
+    n = d.size
+    sd = d.std(ddof=1)
+    if n < 2 or not sd > 1e-12 * max(1.0, abs(d.mean())):
+        return np.nan, np.nan
+    t = float(d.mean() / (sd / np.sqrt(n)))
+    return t, _t_p(t, n - 1, alternative)
+
+
 def paired_ttest(a, b, alternative: str = "two-sided") -> dict:
-    """Paired t-test of a vs b over subjects (R ``t.test(a, b, paired=TRUE)``).
+    """Paired t-test of a vs b over subjects (R ``t.test(a, b, paired=TRUE)``; scipy ``ttest_rel``).
 
     Returns n, mean_diff (a - b), t, dof, p_unc, cohen_dz, cohen_dav.
     """
@@ -80,11 +101,7 @@ def paired_ttest(a, b, alternative: str = "two-sided") -> dict:
     if n < 2:
         return {"n": n, "mean_diff": np.nan, "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
     d = a - b
-    if np.allclose(d, d[0]):  # zero variance: t undefined
-        t, p = np.nan, np.nan
-    else:
-        r = stats.ttest_rel(a, b, alternative=alternative)
-        t, p = float(r.statistic), float(r.pvalue)
+    t, p = _one_sample(d, alternative)
     return {"n": n, "mean_diff": float(d.mean()), "t": t, "dof": n - 1, "p_unc": p, "cohen_dz": cohen_dz(a, b), "cohen_dav": cohen_dav(a, b)}
 
 
@@ -96,11 +113,11 @@ def one_sample_ttest(x, mu: float = 0.0, alternative: str = "greater") -> dict:
     x = np.asarray(x, float)
     x = x[np.isfinite(x)]
     n = x.size
-    if n < 2 or np.allclose(x, x[0]):
+    t, p = _one_sample(x - mu, alternative) if n >= 2 else (np.nan, np.nan)
+    if not np.isfinite(t):
         return {"n": n, "mean": float(x.mean()) if n else np.nan, "sd": np.nan, "t": np.nan, "dof": n - 1 if n else np.nan, "p_unc": np.nan, "cohen_d": np.nan}
-    r = stats.ttest_1samp(x, mu, alternative=alternative)
     sd = float(x.std(ddof=1))
-    return {"n": n, "mean": float(x.mean()), "sd": sd, "t": float(r.statistic), "dof": n - 1, "p_unc": float(r.pvalue), "cohen_d": float((x.mean() - mu) / sd)}
+    return {"n": n, "mean": float(x.mean()), "sd": sd, "t": t, "dof": n - 1, "p_unc": p, "cohen_d": float((x.mean() - mu) / sd)}
 
 
 def cv_percent(level_means, ddof: int = 1) -> float:
@@ -126,10 +143,11 @@ def pairwise_paired(wide: pd.DataFrame, alternative: str = "two-sided", pairs=No
     """
     cols = list(wide.columns)
     pairs = list(pairs) if pairs is not None else list(combinations(cols, 2))
+    x = {c: wide[c].to_numpy(dtype=float) for c in cols}
     rows = []
     for a, b in pairs:
-        r = paired_ttest(wide[a].to_numpy(), wide[b].to_numpy(), alternative)
-        rows.append({"a": a, "b": b, "mean_a": float(wide[a].mean()), "mean_b": float(wide[b].mean()), **r})
+        r = paired_ttest(x[a], x[b], alternative)
+        rows.append({"a": a, "b": b, "mean_a": float(x[a].mean()), "mean_b": float(x[b].mean()), **r})
     out = pd.DataFrame(rows, columns=["a", "b", "mean_a", "mean_b", "n", "mean_diff", "t", "dof", "p_unc", "cohen_dz", "cohen_dav"])
     out.insert(out.columns.get_loc("p_unc") + 1, "p_holm", holm(out["p_unc"].to_numpy()) if len(out) else [])
     return out

@@ -62,6 +62,8 @@ class LoadedResults:
     mutual_frames: valid frames of the mutual-gaze videos: subject, method, input,
     condition, error_deg, abs_pitch_deg, abs_yaw_deg.
     missing: (method, input) -> columns absent from its files.
+    no_valid: (method, input) pairs without a single valid frame.
+    duplicates: videos found in more than one file (the first file read is kept).
     """
 
     videos: pd.DataFrame
@@ -69,6 +71,7 @@ class LoadedResults:
     files: list[FileInfo]
     missing: dict[tuple[str, str], set[str]]
     no_valid: list[tuple[str, str]]
+    duplicates: int = 0
 
 
 def find_parquet(inputs: list[Path]) -> list[Path]:
@@ -76,7 +79,8 @@ def find_parquet(inputs: list[Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, inputs):
         if p.is_dir():
-            found = sorted(p.rglob("*.parquet"))
+            # hidden folders hold the pipeline's per-trial part files (.parts/): not results
+            found = sorted(f for f in p.rglob("*.parquet") if not any(x.startswith(".") for x in f.relative_to(p).parts))
             if not found:
                 raise Gaze4HRIError(f"no .parquet files in directory {p}", "analyze RESULTS", "pass per-frame results files or folders holding them")
             out.extend(found)
@@ -221,7 +225,8 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
         videos[c] = videos[c].astype(str).astype("category")
     # the same (subject, method, input, trial) in two files: keep one, count it
     dup = videos.duplicated(["subject", "method", "input", "trial"], keep="first")
-    if dup.any():
+    duplicates = int(dup.sum())
+    if duplicates:
         videos = videos[~dup].reset_index(drop=True)
     nv = videos.groupby(["method", "input"], observed=True)["n_valid"].sum()
     no_valid = [(str(m), str(i)) for (m, i), n in nv.items() if n == 0]
@@ -229,4 +234,4 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
     mutual = pd.concat(mutuals, ignore_index=True) if mutuals else pd.DataFrame({c: [] for c in cols})
     for c in ["subject", "method", "input", "condition"]:
         mutual[c] = mutual[c].astype(str).astype("category")
-    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid)
+    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid, duplicates=duplicates)

@@ -331,6 +331,8 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     loaded = load_results([Path(p) for p in inputs])
     warnings: list[str] = [f"{Path(i.path).name} not used: {i.reason}" for i in loaded.files if i.status != "used"]
     videos = loaded.videos
+    if loaded.duplicates:
+        warnings.append(f"{loaded.duplicates} video(s) appear in more than one results file: the first file's copy is used")
     if loaded.no_valid:
         bad = set(loaded.no_valid)
         for m, i in sorted(bad):
