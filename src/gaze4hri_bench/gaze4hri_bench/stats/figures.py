@@ -48,7 +48,7 @@ def illumination_levels(table: pd.DataFrame, stem: Path) -> list[Path]:
         ax.errorbar(g["level"].astype(str), g["mean"], yerr=sem, marker="o", capsize=3, label=name)
     ax.set_xlabel("illumination level (%)")
     ax.set_ylabel("angular error (deg), mean +/- SEM")
-    ax.legend(fontsize=7, ncol=2, frameon=False)
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("Error by illumination level (experiment 1)")
     return _save(fig, stem)
 
@@ -59,10 +59,10 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
     rows, cols = list(P_GRID), list(next(iter(P_GRID.values())))
     methods = list(dict.fromkeys(table["display"]))
     nr, nc = _grid(len(methods))
-    fig, axes = plt.subplots(nr, nc, figsize=(2.6 * nc, 2.5 * nr), squeeze=False)
+    fig, axes = plt.subplots(nr, nc, figsize=(2.9 * nc, 2.6 * nr), squeeze=False)
     vmin, vmax = float(table["mean"].min()), float(table["mean"].max())
     im = None
-    for ax, m in zip(axes.flat, methods, strict=False):
+    for k, (ax, m) in enumerate(zip(axes.flat, methods, strict=False)):
         g = table[table["display"] == m].set_index("target")["mean"]
         grid = np.array([[g.get(P_GRID[r][c], np.nan) for c in cols] for r in rows])
         im = ax.imshow(grid, cmap="viridis_r", vmin=vmin, vmax=vmax)
@@ -71,7 +71,7 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
                 if np.isfinite(grid[i, j]):
                     ax.text(j, i, f"{P_GRID[r][c]}\n{grid[i, j]:.1f}", ha="center", va="center", fontsize=7, color="w" if grid[i, j] > (vmin + vmax) / 2 else "k")
         ax.set_xticks(range(3), cols, fontsize=7)
-        ax.set_yticks(range(3), rows, fontsize=7)
+        ax.set_yticks(range(3), rows if k % nc == 0 else [], fontsize=7)
         ax.set_title(m, fontsize=8)
     for ax in axes.flat[len(methods):]:
         ax.axis("off")
@@ -81,12 +81,12 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
     return _save(fig, stem)
 
 
-def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, stem: Path) -> list[Path]:
-    """Video mean error vs video mean conflict with each subject's fitted line, one panel per method."""
+def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, stem: Path, order: list[str] | None = None) -> list[Path]:
+    """Video mean error vs video mean conflict with each subject's fitted line, one panel per method (``order``: display names)."""
     plt = _plt()
     from matplotlib.collections import LineCollection
 
-    methods = list(dict.fromkeys(slopes["display"]))
+    methods = [m for m in (order or []) if m in set(slopes["display"])] or list(dict.fromkeys(slopes["display"]))
     nr, nc = _grid(len(methods))
     fig, axes = plt.subplots(nr, nc, figsize=(3 * nc, 2.6 * nr), squeeze=False, sharex=True)
     xr = np.array([np.nanmin(videos["conflict_mean"]), np.nanmax(videos["conflict_mean"])])
@@ -120,7 +120,7 @@ def eccentricity(frames: pd.DataFrame, stem: Path, bin_deg: float = 2.5) -> list
             ax.plot(gg["bin"], gg["mean"], marker=".", label=name)
         ax.set_xlabel(lab)
     axes[0].set_ylabel("mean error (deg)")
-    axes[1].legend(fontsize=7, frameon=False)
+    axes[1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("Mutual gaze: error vs eccentricity (experiment 4.2)", fontsize=9)
     return _save(fig, stem)
 

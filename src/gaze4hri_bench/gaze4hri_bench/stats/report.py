@@ -378,7 +378,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     if figures:
         def fig(key, fn, *args, caption):
             try:
-                figs[key] = (fn(*args, fdir / key), caption)
+                figs[key] = (fn(*args, stem=fdir / key), caption)
             except Exception as e:  # noqa: BLE001 - a figure must not cost the report
                 warnings.append(f"figure {key} failed: {type(e).__name__}: {e}")
 
@@ -391,7 +391,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         t = by["conflict"].tables
         if "conflict_slopes" in t:
             cv = main[(main["experiment"] == "conflict") & main["subject"].astype(str).isin(set(t["conflict_slopes"]["subject"]))]
-            fig("conflict_slopes", F.conflict_slopes, cv, t["conflict_slopes"], caption="Video mean error vs video mean head-gaze conflict; thin lines: subject fits; thick: mean fit.")
+            fig("conflict_slopes", F.conflict_slopes, cv, t["conflict_slopes"], list(t["conflict"]["display"]), caption="Video mean error vs video mean head-gaze conflict; thin lines: subject fits; thick: mean fit.")
         t = by["target"].tables
         if "target" in t:
             fig("target_heatmap", F.target_heatmap, t["target"], caption="Mean error per target point in the study's 3x3 layout.")
@@ -405,7 +405,8 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         if "mutual_eccentricity" in t and len(frames):
             keep = set(zip(choice["method"], choice["input"], strict=True))
             f = frames[pd.MultiIndex.from_arrays([frames["method"].astype(str), frames["input"].astype(str)]).isin(list(keep))]
-            f = f.assign(display=f["method"].astype(str).map(A.display_name))
+            order = {m: k for k, m in enumerate(choice["method"])}
+            f = f.assign(display=f["method"].astype(str).map(A.display_name), _o=f["method"].astype(str).map(order)).sort_values("_o", kind="stable")
             fig("eccentricity", F.eccentricity, f, caption="Mutual gaze: mean error in 2.5 deg bins of |yaw| and |pitch| of the ground-truth gaze.")
         t = by["crop_vs_rectified"].tables
         if "crop_vs_rectified" in t:
