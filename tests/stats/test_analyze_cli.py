@@ -43,6 +43,7 @@ def test_contract_tables_figures_and_report(small_report):
         assert (out / "figures" / f"{fig}.png").read_bytes()[:4] == b"\x89PNG"
         assert "<svg" in (out / "figures" / f"{fig}.svg").read_text()[:1000]
     assert {a["status"] for a in summary["analyses"].values()} == {"ran"}
+    assert summary["warnings"] == []
     md = (out / "report.md").read_text()
     for section in ("Illumination", "Camera viewpoint", "Head-gaze conflict", "Target position", "Mutual gaze", "Table S9", "Table S10", "Provenance"):
         assert section in md
@@ -209,3 +210,25 @@ def test_pipeline_part_files_and_duplicates(small_results, tmp_path):
     s = analyze([d], tmp_path / "out2", figures=False)
     assert any("more than one results file" in w for w in s["warnings"])
     assert s["analyses"]["illumination"]["n"] == 8
+
+
+def test_tiny_demo_like_results(synth, tmp_path):
+    """One subject, two methods, a handful of trials, no timing: descriptive tables and figures,
+    every test skipped with its reason, nothing fails (what `gaze4hri-bench demo` produces)."""
+    import pyarrow.compute as pc
+
+    synth.make_results(tmp_path / "full", subjects=1, frames=8, methods=["puregaze_eth", "l2cs_gaze360"], inputs=("crop",), timing=False)
+    keep = pa.array(["illum010_P1", "illum100_P5", "illum100_P8", "arc_P5", "conflict_left_H1", "conflict_center_H2", "mutual_h_slow"])
+    (tmp_path / "in").mkdir()
+    for f in (tmp_path / "full").glob("*.parquet"):
+        t = pq.read_table(f)
+        pq.write_table(t.filter(pc.is_in(t["trial"], value_set=keep)), tmp_path / "in" / f.name)
+    s = analyze([tmp_path / "in"], tmp_path / "out")
+    st = {k: v["status"] for k, v in s["analyses"].items()}
+    assert st == {"illumination": "partial", "viewpoint": "partial", "conflict": "partial", "target": "partial", "mutual": "partial",
+                  "crop_vs_rectified": "skipped", "efficiency": "skipped"}
+    assert all("at least 3 subjects" in s["analyses"][k]["reasons"][0] for k in ("illumination", "viewpoint", "conflict", "target", "mutual"))
+    assert s["warnings"] == []
+    assert len(s["figures"]) >= 8
+    ill = pd.read_csv(tmp_path / "out" / "tables" / "illumination.csv")
+    assert sorted(ill["level"].unique()) == [10, 100] and (ill["n"] == 1).all() and ill["sd"].isna().all()

@@ -332,7 +332,7 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
         sl = sl[~sl["subject"].isin(bad)]
     a.n = len(wide)
     if a.n == 0:
-        return a.skip("no subject has conflict videos for every method")
+        return a.skip("no subject has a defined slope for every method (needs 2 or more conflict videos with different conflict)")
     rows = []
     run_tests = a.n >= MIN_SUBJECTS
     for m in methods:

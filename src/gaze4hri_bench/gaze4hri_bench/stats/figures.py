@@ -81,7 +81,7 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
     return _save(fig, stem)
 
 
-def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, stem: Path, order: list[str] | None = None) -> list[Path]:
+def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, order: list[str] | None, stem: Path) -> list[Path]:
     """Video mean error vs video mean conflict with each subject's fitted line, one panel per method (``order``: display names)."""
     plt = _plt()
     from matplotlib.collections import LineCollection
