@@ -183,3 +183,62 @@ def test_efficiency_reads_timing_and_reports_absence():
     assert len(t) == 1 and t.iloc[0]["fps"] == 500.0 and t.iloc[0]["display"] == "GaT (G)"
     assert any("b.parquet" in n for n in a.notes)
     assert A.efficiency([{"file": "b", "timing": None}]).status == "skipped"
+
+
+def _r_dataset():
+    """Deterministic video tables, built identically in R (see the R script in the test below)."""
+    ms = ["puregaze_eth", "gazetr_eth", "l2cs_gaze360"]
+    ill = [t for t in trials() if t.experiment == "illumination" and t.condition in ("10", "100")]
+    con = [t for t in trials() if t.experiment == "conflict"]
+    rows = []
+    for s in range(1, 7):
+        for k, m in enumerate(ms):
+            for t in ill:
+                p, L = int(t.target[1:]), int(t.condition == "100")
+                e = 8 + 2 * k + ((s * s * 7 + p * 3 + k * k * 5 + L + s * k * p) % 13) / 4
+                rows.append({"subject": f"S{s}", "method": m, "input": "x", "experiment": t.experiment, "condition": t.condition,
+                             "target": t.target, "trial": t.trial_id, "error_mean": e, "conflict_mean": np.nan})
+            for j, t in enumerate(con):
+                g = 10 + 3 * j + (s % 3)
+                e = 12 + k + (0.1 + 0.05 * k) * g + ((s * 5 + j * 7 + k) % 9) / 5 - 0.04 * s * g * (k == 0)
+                rows.append({"subject": f"S{s}", "method": m, "input": "x", "experiment": t.experiment, "condition": t.condition,
+                             "target": t.target, "trial": t.trial_id, "error_mean": e, "conflict_mean": float(g)})
+    return pd.DataFrame(rows)
+
+
+def test_illumination_and_conflict_match_r_end_to_end():
+    """Video table -> subject means -> tests, against R 4.2 on the same numbers:
+
+    d <- expand.grid(s=1:6, k=0:2, L=c(0,1), p=1:9)
+    d$e <- 8 + 2*d$k + ((d$s*d$s*7 + d$p*3 + d$k*d$k*5 + d$L + d$s*d$k*d$p) %% 13)/4
+    sm <- aggregate(e ~ s + k + L, d, mean)      # subject mean of video means
+    t.test(x[[a]], x[[b]], paired=TRUE) for the pairs (0,1), (0,2), (1,2) per level; p.adjust(p, "holm")
+    L=0: t -52.5012315126493 -12.8150844383326 -6.4027163211323
+         holm 1.42197186430910e-07 1.02991684614215e-04 1.37779788039363e-03
+         means 9.46296296296296 11.49074074074074 13.25; sds 0.1034388151390295 0.0573775310549247 0.6390096504226936
+    L=1: t -21.39490633848718 -16.51935441071528 -8.41057905651877
+         holm 1.24096944622809e-05 2.96801782723776e-05 3.89534228445005e-04
+    c <- expand.grid(s=1:6, k=0:2, j=0:13); c$g <- 10 + 3*c$j + (c$s %% 3)
+    c$e <- 12 + c$k + (0.1 + 0.05*c$k)*c$g + ((c$s*5 + c$j*7 + c$k) %% 9)/5 - 0.04*c$s*c$g*(c$k==0)
+    b <- coef(lm(e ~ g)) per subject; t.test(b, mu=0, alternative="greater"); p.adjust(., "holm")
+    k=0: mean -0.037948717948718 sd 0.0749476974172413 pos 1/3;  k=1: 0.14985347985348 sd 0.00825625099384534
+    k=2: 0.199194139194139 sd 0.00841273208320179; holm 0.865048300169353 1.08681286068694e-07 4.32451290107212e-08
+    """
+    v = _r_dataset()
+    a = A.illumination(v)
+    t = a.tables["illumination"]
+    lvl10 = t[t.level == 10].set_index("method")
+    np.testing.assert_allclose(lvl10.loc[["puregaze_eth", "gazetr_eth", "l2cs_gaze360"], "mean"], [9.46296296296296, 11.49074074074074, 13.25], rtol=1e-12)
+    np.testing.assert_allclose(lvl10.loc[["puregaze_eth", "gazetr_eth", "l2cs_gaze360"], "sd"], [0.1034388151390295, 0.0573775310549247, 0.6390096504226936], rtol=1e-10)
+    pw = a.tables["illumination_pairwise"]
+    p10, p100 = pw[pw.level == 10], pw[pw.level == 100]
+    assert list(zip(p10.method_a, p10.method_b, strict=True)) == [("puregaze_eth", "gazetr_eth"), ("puregaze_eth", "l2cs_gaze360"), ("gazetr_eth", "l2cs_gaze360")]
+    np.testing.assert_allclose(p10["t"], [-52.5012315126493, -12.8150844383326, -6.4027163211323], rtol=1e-10)
+    np.testing.assert_allclose(p10["p_holm"], [1.42197186430910e-07, 1.02991684614215e-04, 1.37779788039363e-03], rtol=1e-8)
+    np.testing.assert_allclose(p100["t"], [-21.39490633848718, -16.51935441071528, -8.41057905651877], rtol=1e-10)
+    np.testing.assert_allclose(p100["p_holm"], [1.24096944622809e-05, 2.96801782723776e-05, 3.89534228445005e-04], rtol=1e-8)
+    c = A.conflict(v).tables["conflict"].set_index("method").loc[["puregaze_eth", "gazetr_eth", "l2cs_gaze360"]]
+    np.testing.assert_allclose(c["slope_mean"], [-0.037948717948718, 0.14985347985348, 0.199194139194139], rtol=1e-10)
+    np.testing.assert_allclose(c["slope_sd"], [0.0749476974172413, 0.00825625099384534, 0.00841273208320179], rtol=1e-8)
+    np.testing.assert_allclose(c["p_holm"], [0.865048300169353, 1.08681286068694e-07, 4.32451290107212e-08], rtol=1e-8)
+    np.testing.assert_allclose(c["pct_positive"], [100 / 3, 100, 100])
