@@ -6,6 +6,7 @@ source), since tracing ResNet-50 / Swin-3D on two cores takes tens of seconds ea
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +33,13 @@ def _source_key(spec) -> str:
 
 
 @pytest.fixture(scope="session")
-def zoo_cache(request, tmp_path_factory) -> Path:
-    cache = getattr(request.config, "cache", None)
-    return Path(cache.mkdir("gaze4hri_zoo_onnx")) if cache is not None else tmp_path_factory.mktemp("zoo_onnx")
+def zoo_cache() -> Path:
+    """Persistent across runs (and across -p no:cacheprovider): $GAZE4HRI_TEST_CACHE or
+    ~/.cache/gaze4hri/tests; entries are keyed by the zoo's source, so stale ones are unused."""
+    root = Path(os.environ.get("GAZE4HRI_TEST_CACHE", Path.home() / ".cache" / "gaze4hri" / "tests"))
+    d = root / "zoo_onnx"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 @pytest.mark.parametrize("name", list(SPECS))
@@ -43,19 +48,19 @@ def test_zoo_export_decodes_to_unit_camera_vectors(name, zoo_cache):
     status = zoo_registry.family_status(spec.family)
     if status != "ok":
         pytest.skip(f"zoo family {spec.family}: {status}")
+    pytest.importorskip("gaze4hri_bench.faces.crops", reason="faces.crops.to_tensor not in this build")
     from gaze4hri_bench.zoo import export as ex
 
     path = zoo_cache / f"{name}-{_source_key(spec)}.onnx"
     if not path.is_file():
         model = ex.random_model(zoo_registry.load_family(spec.family), spec, seed=0)
-        tmp = ex.export_onnx(model, spec, path.with_suffix(".tmp.onnx"))
+        tmp = ex.export_onnx(model, spec, path.with_name(f".{path.name}.{os.getpid()}.tmp"))
         tmp.replace(path)
     m = get_method(name)
     runner = Runner(path, spec, "cpu", batch=2)
     rng = np.random.default_rng(1)
     size = spec.size
     patches = (rng.random((3, size, size, 3)) * 255).astype(np.uint8)
-    pytest.importorskip("gaze4hri_bench.faces.crops", reason="faces.crops.to_tensor not in this build")
     frames = np.stack([m.to_tensor(p) for p in patches])
     x = frames if spec.clip_len == 1 else np.stack([np.stack([frames[i]] * spec.clip_len) for i in range(1)])
     g = m.decode(runner.run(x))
