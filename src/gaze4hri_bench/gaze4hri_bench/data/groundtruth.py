@@ -1,0 +1,246 @@
+"""Per-frame ground truth of one trial (Sezer et al., arXiv 2605.04770, Sec. III-B):
+motion-capture head band and robot poses interpolated at each frame stamp, eye
+midpoint, camera pose, gaze in the camera frame, head forward, head-gaze conflict,
+Frame A (pitch, yaw), camera yaw about the eye, and the head pose and face centre in
+the camera frame that data normalization needs.
+
+Pure numpy/pandas on arrays already read from the bag (reader.py does the I/O).
+Interpolation: linear position, SLERP orientation (gaze4hri_core.transforms.
+interpolate_poses); a frame whose bracketing samples are further apart than the limit
+is never bridged (``interp_gap``), and one without a head-band sample within
+``mocap_lost_s`` is ``mocap_lost`` (the mocap node publishes only while tracked).
+Every vector leaves in the OpenCV camera frame (x right, y down, z forward).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from gaze4hri_core.calibration import Calibration
+from gaze4hri_core.gaze import angular_error_deg, normalize, vector_to_pitchyaw
+from gaze4hri_core.kinematics import forward as ur_forward
+from gaze4hri_core.protocol import Trial
+from gaze4hri_core.transforms import interpolate_poses, matrix_to_quat_xyzw, quat_xyzw_to_matrix
+
+from ..faces.normalization import EYE_TO_FACE_CENTRE_MM
+from .validity import combine_reasons
+
+__all__ = [
+    "GTOptions",
+    "PoseStream",
+    "FrameTable",
+    "compute_ground_truth",
+    "bracket_gaps",
+    "R_REP_TO_CV_HEAD",
+    "GT_COLUMNS",
+]
+
+# Columns of the eye frame (REP-103: x forward, y left, z up) -> OpenCV head axes
+# (x to the subject's left, y down, z to the back of the head): x_cv = y, y_cv = -z,
+# z_cv = -x. R_head_cam = R_cam_eye @ R_REP_TO_CV_HEAD (a frontal face gives ~ I).
+R_REP_TO_CV_HEAD = np.array([[0.0, 0.0, -1.0], [1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+
+GT_COLUMNS = (
+    ["frame", "t_ns", "frame_number", "gt_x", "gt_y", "gt_z", "gt_pitch_deg", "gt_yaw_deg",
+     "head_gaze_conflict_deg", "camera_yaw_deg", "head_fwd_x", "head_fwd_y", "head_fwd_z",
+     "eye_cx", "eye_cy", "eye_cz", "face_cx", "face_cy", "face_cz"]
+    + [f"R_head_{i}{j}" for i in range(3) for j in range(3)]
+    + ["valid", "invalid_reason"]
+)
+
+
+@dataclass(frozen=True)
+class GTOptions:
+    """Interpolation limits (s) and the face-centre rule.
+
+    max_gap_mocap_s: largest head-band sample spacing bridged (mocap at 100 Hz: 10 ms
+    nominal, so 50 ms bridges up to 4 lost samples); max_gap_robot_s: same for the
+    robot pose (125 Hz: 8 ms nominal); mocap_lost_s: a gap longer than this is a
+    tracking loss. face_center: ``eth`` (eye midpoint + the ETH-XGaze face-centre
+    offset of the generic face model, faces.normalization.EYE_TO_FACE_CENTRE_MM) or
+    ``eye`` (the eye midpoint itself). robot: ``auto`` (tcp pose, else joint states +
+    forward kinematics), ``tcp`` or ``fk``."""
+
+    max_gap_mocap_s: float = 0.050
+    max_gap_robot_s: float = 0.030
+    mocap_lost_s: float = 0.100
+    face_center: str = "eth"
+    robot: str = "auto"
+
+    def __post_init__(self):
+        if not (0 < self.max_gap_mocap_s <= self.mocap_lost_s):
+            raise ValueError("GTOptions: need 0 < max_gap_mocap_s <= mocap_lost_s")
+        if self.max_gap_robot_s <= 0:
+            raise ValueError("GTOptions: max_gap_robot_s must be > 0")
+        if self.face_center not in ("eth", "eye"):
+            raise ValueError("GTOptions.face_center must be 'eth' or 'eye'")
+        if self.robot not in ("auto", "tcp", "fk"):
+            raise ValueError("GTOptions.robot must be 'auto', 'tcp' or 'fk'")
+
+
+@dataclass
+class PoseStream:
+    """Stamped poses: t_ns (N,) int64 strictly increasing, p (N, 3) m, q (N, 4) xyzw."""
+
+    t_ns: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+
+    @classmethod
+    def empty(cls) -> PoseStream:
+        return cls(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 4)))
+
+    def sorted_unique(self) -> PoseStream:
+        """Sorted by stamp, repeated stamps dropped (keeps the first)."""
+        if len(self.t_ns) == 0:
+            return self
+        o = np.argsort(self.t_ns, kind="stable")
+        t = self.t_ns[o]
+        keep = np.concatenate([[True], np.diff(t) > 0])
+        return PoseStream(t[keep], self.p[o][keep], self.q[o][keep])
+
+
+@dataclass
+class FrameTable:
+    """Frames of a trial in recording order: frame (slot index), t_ns, frame_number
+    (-1 when unknown), kind ``ok`` / ``duplicate`` / ``dropped`` (placeholder row)."""
+
+    frame: np.ndarray
+    t_ns: np.ndarray
+    frame_number: np.ndarray
+    kind: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
+def bracket_gaps(t_src_ns: np.ndarray, t_query_ns: np.ndarray) -> np.ndarray:
+    """Spacing (s) of the two samples around each query; 0 on an exact hit; inf outside
+    the stream's span or with fewer than 2 samples."""
+    t = np.asarray(t_src_ns, np.int64)
+    q = np.asarray(t_query_ns, np.int64)
+    out = np.full(len(q), np.inf)
+    if len(t) == 0:
+        return out
+    idx = np.searchsorted(t, q, side="left")
+    exact = (idx < len(t)) & (t[np.minimum(idx, len(t) - 1)] == q)
+    inside = (idx > 0) & (idx < len(t))
+    i1 = np.clip(idx, 1, max(len(t) - 1, 1))
+    if len(t) >= 2:
+        g = (t[i1] - t[i1 - 1]) / 1e9
+        out[inside] = g[inside]
+    out[exact] = 0.0
+    return out
+
+
+def _interp(stream: PoseStream, t_ns: np.ndarray, t0: int, max_gap_s: float):
+    p, q, ok = interpolate_poses((stream.t_ns - t0) / 1e9, stream.p, stream.q, (t_ns - t0) / 1e9, max_gap_s)
+    return p, q, ok
+
+
+def _rot(q: np.ndarray) -> np.ndarray:
+    R = np.full((len(q), 3, 3), np.nan)
+    for i, qi in enumerate(q):
+        if np.isfinite(qi).all():
+            R[i] = quat_xyzw_to_matrix(qi)
+    return R
+
+
+def fk_stream(t_ns: np.ndarray, joints: np.ndarray, model: str) -> PoseStream:
+    """tool0 poses in ``base`` from joint angles by forward kinematics (core.kinematics)."""
+    P = np.zeros((len(t_ns), 3))
+    Q = np.zeros((len(t_ns), 4))
+    for i, q in enumerate(joints):
+        T = ur_forward(q, model)
+        P[i] = T[:3, 3]
+        Q[i] = matrix_to_quat_xyzw(T[:3, :3])
+    return PoseStream(np.asarray(t_ns, np.int64), P, Q)
+
+
+def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream, cal: Calibration, trial: Trial,
+                         options: GTOptions = GTOptions(), incomplete: bool = False) -> pd.DataFrame:
+    """The ground-truth table (GT_COLUMNS, one row per frame in ``frames`` order).
+
+    ``head``: head band in the world; ``robot``: tool0 in the controller Base.
+    Camera = registration x tool0 x hand-eye; eye = head band x eye-head offset;
+    gaze = target - eye (or camera centre - eye when the target is ``camera``), in the
+    camera frame (Sezer et al., Sec. III-B). Frames with any data reason keep NaN in
+    the geometric columns."""
+    n = len(frames)
+    t = np.asarray(frames.t_ns, np.int64)
+    head = head.sorted_unique()
+    robot = robot.sorted_unique()
+    t0 = int(t[0]) if n else 0
+    ph, qh, ok_h = _interp(head, t, t0, options.max_gap_mocap_s) if len(head.t_ns) else (np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool))
+    pr, qr, ok_r = _interp(robot, t, t0, options.max_gap_robot_s) if len(robot.t_ns) else (np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool))
+    gap_h = bracket_gaps(head.t_ns, t)
+    gap_r = bracket_gaps(robot.t_ns, t)
+    kind = np.asarray(frames.kind)
+    masks = {
+        "trial_incomplete": np.full(n, bool(incomplete)),
+        "dropped_frame": kind == "dropped",
+        "duplicate_frame": kind == "duplicate",
+        "mocap_lost": gap_h > options.mocap_lost_s,
+        "interp_gap": (~ok_h) | (~ok_r) | (gap_r > options.max_gap_robot_s),
+    }
+    reason = combine_reasons(masks, n)
+    valid = reason == ""
+
+    # geometry, vectorised over frames (NaN rows where a pose is missing)
+    R_wh = _rot(qh)
+    R_bt = _rot(qr)
+    T_he = cal.T_head_eye
+    if T_he is None:
+        from gaze4hri_core.errors import CalibrationError
+
+        raise CalibrationError("no eye-head calibration for this subject", str(cal.directory / "subjects"),
+                               "copy subjects/<ID>.yaml into the session's calibration/ (docs/calibration.md)")
+    R_we = R_wh @ T_he.R
+    eye_w = np.einsum("nij,j->ni", R_wh, T_he.t) + ph
+    R_wb, p_wb = cal.T_world_base.R, cal.T_world_base.t
+    R_tc, p_tc = cal.T_tool0_camera.R, cal.T_tool0_camera.t
+    R_wc = R_wb @ R_bt @ R_tc
+    p_wc = (np.einsum("nij,j->ni", R_bt, p_tc) + pr) @ R_wb.T + p_wb
+    R_cw = np.transpose(R_wc, (0, 2, 1))
+    if trial.target == "camera":
+        target_w = p_wc
+    else:
+        if trial.target not in cal.targets:
+            from gaze4hri_core.errors import CalibrationError
+
+            raise CalibrationError(f"target {trial.target} not in the calibration targets", str(cal.directory / "targets.yaml"),
+                                   "survey the target (docs/calibration.md)")
+        target_w = np.broadcast_to(cal.targets[trial.target], (n, 3))
+    g = normalize(np.einsum("nij,nj->ni", R_cw, target_w - eye_w))
+    fwd = normalize(np.einsum("nij,nj->ni", R_cw, R_we[:, :, 0]))
+    R_head_cam = R_cw @ R_we @ R_REP_TO_CV_HEAD
+    eye_c = np.einsum("nij,nj->ni", R_cw, eye_w - p_wc)
+    face_c = eye_c + (np.einsum("nij,j->ni", R_head_cam, EYE_TO_FACE_CENTRE_MM / 1000.0) if options.face_center == "eth" else 0.0)
+    py = np.degrees(vector_to_pitchyaw(g))
+    conflict = np.asarray(angular_error_deg(fwd, g), float).reshape(n)
+    d = p_wc - eye_w
+    f = cal.subject_forward_world
+    left = np.cross([0.0, 0.0, 1.0], f)
+    cam_yaw = np.degrees(np.arctan2(d @ left, d @ f))
+
+    geo = {
+        "gt_x": g[:, 0], "gt_y": g[:, 1], "gt_z": g[:, 2], "gt_pitch_deg": py[:, 0], "gt_yaw_deg": py[:, 1],
+        "head_gaze_conflict_deg": conflict, "camera_yaw_deg": cam_yaw,
+        "head_fwd_x": fwd[:, 0], "head_fwd_y": fwd[:, 1], "head_fwd_z": fwd[:, 2],
+        "eye_cx": eye_c[:, 0], "eye_cy": eye_c[:, 1], "eye_cz": eye_c[:, 2],
+        "face_cx": face_c[:, 0], "face_cy": face_c[:, 1], "face_cz": face_c[:, 2],
+    }
+    for i in range(3):
+        for j in range(3):
+            geo[f"R_head_{i}{j}"] = R_head_cam[:, i, j]
+    df = pd.DataFrame({"frame": np.asarray(frames.frame, np.int64), "t_ns": t,
+                       "frame_number": np.asarray(frames.frame_number, np.int64)})
+    for k, v in geo.items():
+        v = np.asarray(v, float).copy()
+        v[~valid] = np.nan
+        df[k] = v
+    df["valid"] = valid
+    df["invalid_reason"] = reason.astype(str)
+    return df[GT_COLUMNS]

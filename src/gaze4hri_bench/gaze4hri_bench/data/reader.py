@@ -1,0 +1,454 @@
+"""Read recorded sessions lazily: subject directories -> trials -> frames.
+
+The layout and topics are the core's contract (gaze4hri_core.session: one directory
+per subject with session.yaml, calibration/ and bags/<trial>/, MCAP rosbag2 bags).
+Frames are decoded one at a time from the bag with ``rosbags`` (never all in memory);
+ground truth comes from the small pose streams of the same bag (groundtruth.py).
+Every failure on bad input is a one-line SessionError/CalibrationError
+(what, where, fix).
+"""
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gaze4hri_core.calibration import Calibration, CameraIntrinsics, load_calibration
+from gaze4hri_core.errors import Gaze4HRIError, SessionError
+from gaze4hri_core.protocol import Trial, trial_by_id
+from gaze4hri_core.session import MSG_TYPES, SessionManifest, Topics, bag_dir, load_manifest, manifest_path
+
+from . import validity
+from .groundtruth import FrameTable, GTOptions, PoseStream, compute_ground_truth, fk_stream
+
+__all__ = ["Dataset", "TrialRef", "FrameSample", "open_bag", "decode_image", "TRIAL_STATUSES_READ"]
+
+#: trial statuses with a bag worth reading (``incomplete`` frames are all invalid)
+TRIAL_STATUSES_READ = ("done", "incomplete")
+_FIX_BAG = "re-record the trial (gaze4hri-acq session --resume) or exclude it with --trials"
+
+
+@dataclass(frozen=True)
+class TrialRef:
+    """One recorded trial. ``trial`` is the trial id (e.g. ``illum025_P3``); ``protocol``
+    the core protocol Trial (experiment, condition, target, camera motion); ``status``
+    from the manifest; ``calibration`` the session's snapshot with the subject's
+    eye-head transform."""
+
+    subject: str
+    trial: str
+    protocol: Trial
+    session_dir: Path
+    bag_dir: Path
+    status: str
+    calibration: Calibration
+    record: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def experiment(self) -> str:
+        return self.protocol.experiment
+
+    @property
+    def condition(self) -> str:
+        return str(self.protocol.condition)
+
+    @property
+    def target(self) -> str:
+        return self.protocol.target
+
+    @property
+    def key(self) -> str:
+        return f"{self.subject}/{self.trial}"
+
+
+@dataclass
+class FrameSample:
+    """One decoded frame: ``index`` = ground-truth ``frame`` (slot in recording order),
+    ``t_ns`` capture stamp (host clock), ``image`` RGB uint8 (H, W, 3), ``frame_number``
+    the camera's counter (-1 when not recorded)."""
+
+    index: int
+    t_ns: int
+    image: np.ndarray
+    frame_number: int
+
+
+# -- bag access ---------------------------------------------------------------------------
+_TYPESTORE = None
+
+
+def typestore():
+    """The ROS 2 message definitions used to decode (Kilted; the messages are standard)."""
+    global _TYPESTORE
+    if _TYPESTORE is None:
+        from rosbags.typesys import Stores, get_typestore
+
+        _TYPESTORE = get_typestore(Stores.ROS2_KILTED)
+    return _TYPESTORE
+
+
+class open_bag:
+    """Context manager over rosbags' Reader with one-line errors; ``messages(topic)``
+    yields (t_log_ns, raw) and ``has(topic)`` tells whether a topic was recorded."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    def __enter__(self):
+        from rosbags.rosbag2 import Reader
+
+        if not (self.path / "metadata.yaml").is_file():
+            if not self.path.exists():
+                raise SessionError("trial bag not found", str(self.path), _FIX_BAG)
+            raise SessionError("bag has no metadata.yaml (recording interrupted?)", str(self.path), _FIX_BAG)
+        try:
+            self.reader = Reader(self.path)
+            self.reader.open()
+        except Exception as e:  # rosbags raises several types for corrupt files
+            raise SessionError(f"cannot open bag ({type(e).__name__}: {_short(e)})", str(self.path), _FIX_BAG) from None
+        self.conns = {}
+        for c in self.reader.connections:
+            self.conns.setdefault(c.topic, []).append(c)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.reader.close()
+        except Exception:
+            pass
+        return False
+
+    def has(self, topic: str) -> bool:
+        return topic in self.conns
+
+    def require(self, topic: str, why: str) -> None:
+        if topic not in self.conns:
+            raise SessionError(f"topic {topic} missing from the bag ({why})", str(self.path),
+                               f"record {topic} ({MSG_TYPES.get(topic, '?')}); {_FIX_BAG}")
+
+    def messages(self, topic: str) -> Iterator[tuple[int, bytes]]:
+        conns = self.conns.get(topic, [])
+        if not conns:
+            return
+        try:
+            for _c, t, raw in self.reader.messages(connections=conns):
+                yield t, raw
+        except Gaze4HRIError:
+            raise
+        except Exception as e:
+            raise SessionError(f"bag is corrupt or truncated while reading {topic} ({type(e).__name__}: {_short(e)})",
+                               str(self.path), _FIX_BAG) from None
+
+    def decode(self, raw: bytes, topic: str):
+        try:
+            return typestore().deserialize_cdr(raw, MSG_TYPES[topic])
+        except Exception as e:
+            raise SessionError(f"cannot decode a {MSG_TYPES[topic]} message on {topic} ({_short(e)})", str(self.path), _FIX_BAG) from None
+
+
+def _short(e: Exception) -> str:
+    s = str(e).replace("\n", " ")
+    return s if len(s) < 160 else s[:157] + "..."
+
+
+def _stamp_from_cdr(raw: bytes) -> int:
+    """Header stamp (ns) of a CDR message starting with std_msgs/Header, without
+    decoding the payload (4-byte encapsulation, int32 sec, uint32 nanosec)."""
+    little = raw[1] == 1
+    sec, nsec = struct.unpack_from("<iI" if little else ">iI", raw, 4)
+    return sec * 1_000_000_000 + nsec
+
+
+_ENCODINGS = {"rgb8": (3, False), "bgr8": (3, True), "rgba8": (4, False), "bgra8": (4, True), "mono8": (1, False)}
+
+
+def decode_image(msg, where: str = "") -> np.ndarray:
+    """sensor_msgs/Image -> RGB uint8 (H, W, 3) (rgb8, bgr8, rgba8, bgra8, mono8)."""
+    enc = str(msg.encoding).lower()
+    if enc not in _ENCODINGS:
+        raise SessionError(f"unsupported image encoding {msg.encoding!r}", where, f"record one of {', '.join(_ENCODINGS)}")
+    ch, swap = _ENCODINGS[enc]
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    buf = np.asarray(msg.data, np.uint8)
+    if buf.size < h * step or step < w * ch:
+        raise SessionError(f"image data too short ({buf.size} bytes for {w}x{h} {enc})", where, _FIX_BAG)
+    img = buf[: h * step].reshape(h, step)[:, : w * ch].reshape(h, w, ch)
+    if ch == 1:
+        return np.repeat(img, 3, axis=2)
+    img = img[..., :3]
+    if swap:
+        img = img[..., ::-1]
+    return np.ascontiguousarray(img)
+
+
+def _pose_stream(bag: open_bag, topic: str) -> PoseStream:
+    t, P, Q = [], [], []
+    for _tl, raw in bag.messages(topic):
+        m = bag.decode(raw, topic)
+        t.append(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
+        p, o = m.pose.position, m.pose.orientation
+        P.append((p.x, p.y, p.z))
+        Q.append((o.x, o.y, o.z, o.w))
+    if not t:
+        return PoseStream.empty()
+    return PoseStream(np.array(t, np.int64), np.array(P, float), np.array(Q, float))
+
+
+def _joint_stream(bag: open_bag, model: str) -> PoseStream:
+    t, J = [], []
+    for _tl, raw in bag.messages(Topics.JOINT_STATES):
+        m = bag.decode(raw, Topics.JOINT_STATES)
+        if len(m.position) < 6:
+            continue
+        t.append(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
+        J.append(np.asarray(m.position[:6], float))
+    if not t:
+        return PoseStream.empty()
+    return fk_stream(np.array(t, np.int64), np.array(J), model)
+
+
+def _frame_meta(bag: open_bag) -> dict[int, int]:
+    """stamp_ns -> frame_number from FRAME_META (DiagnosticStatus key/values)."""
+    out: dict[int, int] = {}
+    for _tl, raw in bag.messages(Topics.FRAME_META):
+        m = bag.decode(raw, Topics.FRAME_META)
+        kv = {v.key: v.value for v in m.values}
+        try:
+            out[int(kv["stamp_ns"])] = int(kv["frame_number"])
+        except (KeyError, ValueError):
+            continue
+    return out
+
+
+def build_frame_table(stamps: np.ndarray, numbers: np.ndarray, max_fill: int = 30) -> FrameTable:
+    """Slots for the recorded frames plus placeholder rows for dropped ones.
+
+    A recorded frame whose camera counter (or, without counters, stamp) repeats the
+    previous one is a ``duplicate``. A counter jump of k (2 <= k <= max_fill) inserts
+    k - 1 ``dropped`` rows with interpolated stamps (larger jumps are counter resets).
+    Without counters, a stamp gap of k nominal periods (median spacing) counts the same.
+    Slot indices (``frame``) increase by one per row."""
+    stamps = np.asarray(stamps, np.int64)
+    numbers = np.asarray(numbers, np.int64)
+    rows_t, rows_n, rows_k = [], [], []
+    have_numbers = len(numbers) > 0 and np.all(numbers >= 0)
+    period = float(np.median(np.diff(stamps))) if len(stamps) > 2 else 0.0
+    for i in range(len(stamps)):
+        if i > 0:
+            if have_numbers:
+                step = int(numbers[i] - numbers[i - 1])
+            else:
+                dt = stamps[i] - stamps[i - 1]
+                step = 0 if dt <= 0 else (int(round(dt / period)) if period > 0 else 1)
+            if step == 0 or stamps[i] == stamps[i - 1]:
+                rows_t.append(stamps[i]); rows_n.append(numbers[i] if have_numbers else -1); rows_k.append("duplicate")  # noqa: E702
+                continue
+            if 2 <= step <= max_fill:
+                for k in range(1, step):
+                    rows_t.append(int(stamps[i - 1] + (stamps[i] - stamps[i - 1]) * k / step))
+                    rows_n.append(int(numbers[i - 1] + k) if have_numbers else -1)
+                    rows_k.append("dropped")
+        rows_t.append(stamps[i]); rows_n.append(numbers[i] if have_numbers else -1); rows_k.append("ok")  # noqa: E702
+    n = len(rows_t)
+    return FrameTable(np.arange(n, dtype=np.int64), np.array(rows_t, np.int64), np.array(rows_n, np.int64),
+                      np.array(rows_k, dtype=object))
+
+
+# -- the dataset --------------------------------------------------------------------------
+class Dataset:
+    """Sessions under ``root`` (a folder of subject directories, or one subject
+    directory), optionally filtered by subject and trial ids, reading every
+    ``stride``-th recorded frame. Cheap to construct: manifests are read on first use,
+    bags only when a trial's frames or ground truth are asked for.
+
+    ``gt_options`` sets interpolation limits and the face-centre rule (GTOptions);
+    ``blink_annotations``: use <session>/annotations/blinks.yaml|csv when present."""
+
+    def __init__(self, root: Path | str, subjects: list[str] | None = None, trials: list[str] | None = None,
+                 stride: int = 1, gt_options: GTOptions | None = None, blink_annotations: bool = True):
+        self.root = Path(root)
+        if int(stride) < 1:
+            raise Gaze4HRIError(f"stride must be >= 1, got {stride}", "--stride", "pass a positive integer")
+        self.stride = int(stride)
+        self.subject_filter = list(subjects) if subjects else None
+        self.trial_filter = list(trials) if trials else None
+        if self.trial_filter:
+            for tid in self.trial_filter:
+                try:
+                    trial_by_id(tid)
+                except KeyError as e:
+                    raise Gaze4HRIError(str(e.args[0]), "--trials", "use protocol trial ids (gaze4hri_core.protocol)") from None
+        self.gt_options = gt_options or GTOptions()
+        self.blink_annotations = blink_annotations
+        self._refs: list[TrialRef] | None = None
+        self._tables: dict[str, FrameTable] = {}
+        self._ann: dict[Path, dict] = {}
+
+    # -- discovery ----------------------------------------------------------------
+    def session_dirs(self) -> list[Path]:
+        if not self.root.is_dir():
+            raise SessionError("data folder not found", str(self.root), "pass a folder of sessions (<root>/<subject>/session.yaml)")
+        if manifest_path(self.root).is_file():
+            dirs = [self.root]
+        else:
+            dirs = sorted(p for p in self.root.iterdir() if p.is_dir() and manifest_path(p).is_file())
+        if not dirs:
+            raise SessionError("no session found (no <subject>/session.yaml)", str(self.root),
+                               "pass the folder that holds the subject directories written by gaze4hri-acq")
+        if self.subject_filter:
+            by_name = {d.name: d for d in dirs}
+            missing = [s for s in self.subject_filter if s not in by_name]
+            if missing:
+                raise SessionError(f"subject(s) {', '.join(missing)} not found", str(self.root),
+                                   f"known: {', '.join(by_name) or 'none'}")
+            dirs = [by_name[s] for s in self.subject_filter]
+        return dirs
+
+    def subjects(self) -> list[str]:
+        return sorted({r.subject for r in self.trials()})
+
+    def trials(self) -> list[TrialRef]:
+        """Every selected trial listed in the manifests, in subject then protocol order
+        (any status; callers usually keep TRIAL_STATUSES_READ)."""
+        if self._refs is not None:
+            return list(self._refs)
+        refs: list[TrialRef] = []
+        for sd in self.session_dirs():
+            man: SessionManifest = load_manifest(sd)
+            subject = man.subject
+            cal_dir = sd / str(man.calibration.get("dir", "calibration"))
+            if not cal_dir.is_dir():
+                raise SessionError("session has no calibration snapshot", str(cal_dir),
+                                   "copy the calibration used for recording into <session>/calibration (docs/calibration.md)")
+            cal = load_calibration(cal_dir, subject)
+            order = []
+            for tid, rec in man.trials.items():
+                if self.trial_filter and tid not in self.trial_filter:
+                    continue
+                try:
+                    tr = trial_by_id(tid)
+                except KeyError:
+                    raise SessionError(f"manifest lists unknown trial id {tid!r}", str(manifest_path(sd)),
+                                       f"protocol {man.protocol_version} trial ids only") from None
+                bd = sd / rec.bag if rec.bag else bag_dir(sd, tid)
+                order.append((tr.index, TrialRef(subject, tid, tr, sd, bd, rec.status, cal, rec)))
+            refs.extend(r for _i, r in sorted(order, key=lambda x: x[0]))
+        self._refs = refs
+        return list(refs)
+
+    # -- frames -------------------------------------------------------------------
+    def frame_table(self, ref: TrialRef) -> FrameTable:
+        """All frame slots of the trial (stride not applied), from the image headers and
+        FRAME_META counters; cached per trial (small)."""
+        key = str(ref.bag_dir)
+        if key not in self._tables:
+            with open_bag(ref.bag_dir) as bag:
+                bag.require(Topics.IMAGE, "camera frames")
+                meta = _frame_meta(bag) if bag.has(Topics.FRAME_META) else {}
+                stamps = [_stamp_from_cdr(raw) for _t, raw in bag.messages(Topics.IMAGE)]
+            if not stamps:
+                raise SessionError("bag holds no camera frame", str(ref.bag_dir), _FIX_BAG)
+            nums = [meta.get(s, -1) for s in stamps]
+            if meta and any(n < 0 for n in nums):
+                nums = [-1] * len(stamps)  # partial metadata: fall back to stamps
+            self._tables[key] = build_frame_table(np.array(stamps), np.array(nums))
+        return self._tables[key]
+
+    def _selected_rows(self, table: FrameTable) -> np.ndarray:
+        """Rows kept by the stride: every stride-th recorded frame (dropped placeholders
+        only at stride 1)."""
+        recorded = np.flatnonzero(table.kind != "dropped")
+        keep = recorded[:: self.stride]
+        if self.stride == 1:
+            keep = np.arange(len(table))
+        return keep
+
+    def iter_frames(self, ref: TrialRef) -> Iterator[FrameSample]:
+        """Decoded frames of the trial in recording order (every stride-th), one at a time."""
+        table = self.frame_table(ref)
+        recorded_slots = table.frame[table.kind != "dropped"]
+        recorded_numbers = table.frame_number[table.kind != "dropped"]
+        recorded_t = table.t_ns[table.kind != "dropped"]
+        with open_bag(ref.bag_dir) as bag:
+            for k, (_tl, raw) in enumerate(bag.messages(Topics.IMAGE)):
+                if k % self.stride:
+                    continue
+                if k >= len(recorded_slots):
+                    break
+                msg = bag.decode(raw, Topics.IMAGE)
+                img = decode_image(msg, f"{ref.bag_dir} frame {k}")
+                yield FrameSample(int(recorded_slots[k]), int(recorded_t[k]), img, int(recorded_numbers[k]))
+
+    def camera_info(self, ref: TrialRef) -> CameraIntrinsics:
+        """Intrinsics recorded in the bag (first CameraInfo), else the calibration's."""
+        with open_bag(ref.bag_dir) as bag:
+            for _t, raw in bag.messages(Topics.CAMERA_INFO):
+                m = bag.decode(raw, Topics.CAMERA_INFO)
+                K = np.asarray(m.k, float).reshape(3, 3)
+                return CameraIntrinsics(int(m.width), int(m.height), K, np.asarray(m.d, float),
+                                        str(m.distortion_model) or "plumb_bob", "bag")
+        return ref.calibration.intrinsics
+
+    # -- ground truth ---------------------------------------------------------------
+    def trial_ground_truth(self, ref: TrialRef) -> pd.DataFrame:
+        """One row per selected frame (groundtruth.GT_COLUMNS) with data-based validity,
+        plus human blink annotations when the session has them (``blink``). EAR-based
+        blinks and ``no_face`` are face-based and added later (validity.apply_face_reasons)."""
+        table = self.frame_table(ref)
+        opt = self.gt_options
+        with open_bag(ref.bag_dir) as bag:
+            bag.require(Topics.HEAD_POSE, "head-band pose for the ground truth")
+            head = _pose_stream(bag, Topics.HEAD_POSE)
+            use_tcp = opt.robot == "tcp" or (opt.robot == "auto" and bag.has(Topics.TCP_POSE))
+            if use_tcp:
+                bag.require(Topics.TCP_POSE, "robot tool pose for the camera pose")
+                robot = _pose_stream(bag, Topics.TCP_POSE)
+            else:
+                bag.require(Topics.JOINT_STATES, "joint states for the camera pose (no /robot/tcp_pose)")
+                robot = _joint_stream(bag, ref.calibration.robot_model)
+        rows = self._selected_rows(table)
+        sub = FrameTable(table.frame[rows], table.t_ns[rows], table.frame_number[rows], table.kind[rows])
+        gt = compute_ground_truth(sub, head, robot, ref.calibration, ref.protocol, opt, incomplete=(ref.status == "incomplete"))
+        ann = self.blink_ranges(ref)
+        if ann is not None:
+            gt = validity.apply_face_reasons(gt, blink=validity.annotation_mask(gt["frame"], ann))
+        return gt
+
+    def blink_ranges(self, ref: TrialRef) -> list[tuple[int, int]] | None:
+        """Human-annotated blink ranges of this trial, or None when not annotated."""
+        if not self.blink_annotations:
+            return None
+        for name in validity.ANNOTATION_NAMES:
+            p = ref.session_dir / name
+            if p.is_file():
+                if p not in self._ann:
+                    self._ann[p] = validity.load_blink_annotations(p)
+                return self._ann[p].get(ref.trial)
+        return None
+
+    def sim_truth(self, ref: TrialRef) -> pd.DataFrame:
+        """The simulator's own per-frame truth (Topics.SIM_GAZE_TRUTH; sim sessions only):
+        columns t_ns, x, y, z (unit gaze, camera frame)."""
+        rows = []
+        with open_bag(ref.bag_dir) as bag:
+            bag.require(Topics.SIM_GAZE_TRUTH, "simulator truth (simulated sessions only)")
+            for _t, raw in bag.messages(Topics.SIM_GAZE_TRUTH):
+                m = bag.decode(raw, Topics.SIM_GAZE_TRUTH)
+                rows.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec, m.vector.x, m.vector.y, m.vector.z))
+        return pd.DataFrame(rows, columns=["t_ns", "x", "y", "z"])
+
+    def events(self, ref: TrialRef) -> list[dict]:
+        """The trial's JSON events (start/stop/note/fault) in order."""
+        out = []
+        with open_bag(ref.bag_dir) as bag:
+            for t, raw in bag.messages(Topics.EVENTS):
+                try:
+                    out.append({"t_ns": t, **json.loads(bag.decode(raw, Topics.EVENTS).data)})
+                except (ValueError, TypeError):
+                    out.append({"t_ns": t, "event": "unparsable"})
+        return out

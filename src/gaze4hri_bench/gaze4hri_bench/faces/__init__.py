@@ -1,0 +1,2 @@
+"""Face inputs: detectors (registry), subject tracking (BYTETracker), landmarks and
+eye aspect ratio, crop rules and data normalization (Zhang et al. 2018)."""

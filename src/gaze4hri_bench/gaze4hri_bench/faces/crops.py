@@ -1,0 +1,141 @@
+"""Crop rules named by ``MethodSpec.crop_rule`` and the tensor conversion of a patch.
+
+Every rule maps a box [x1, y1, x2, y2] (pixels) to a patch of ``size`` x ``size`` RGB
+uint8; parts of the square outside the image are black (zero), as the official code
+paths pad. Rules (facts in ../shared/reference/methods.md):
+
+* ``l2cs_face_box``: the face box itself, no margin (not squared), resized to 224 and
+  then to ``size`` (448), as L2CS-Net's official demo.
+* ``mcgaze_head_square``: square of half side 0.8 max(w, h) about the head box centre
+  (MCGaze demo).
+* ``gat_head_box``: square of side 0.9 max(w, h), horizontally centred on the head
+  box, top edge at ymin + 0.09 max(w, h) (GaT, idiap/gaze3d).
+
+Head rules need a head box. With only a face detector (the study's yolov8n-face, or
+MediaPipe), :func:`head_box_from_face` derives one; see its docstring.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import cv2
+import numpy as np
+
+__all__ = ["CROP_RULES", "crop", "crop_square", "head_box_from_face", "rule_square", "to_tensor", "HEAD_FROM_FACE"]
+
+# Face box -> head box factors (fractions of the face box width w and height h).
+# Face detectors (WIDER FACE style: YOLOv8-face, MediaPipe BlazeFace) box roughly brows
+# to chin and cheek to cheek. Head boxes (CrowdHuman "head", GaT's detector; MCGaze's
+# head proposal) also hold the forehead, hair and ears. Average adult anthropometry
+# (vertex-to-menton ~ 23 cm vs brow-to-chin ~ 14-15 cm; head breadth ~ 15 cm vs
+# bizygomatic ~ 13-14 cm plus ears) gives about 1.55 h and 1.3 w; the extra height goes
+# mostly above the brows (0.45 h) and a little below the chin (0.1 h).
+HEAD_FROM_FACE = {"width": 1.3, "above": 0.45, "below": 0.10}
+
+
+def head_box_from_face(box, factors: dict | None = None) -> np.ndarray:
+    """Head box from a face box (same centre x; widened by ``width``; extended by
+    ``above`` h upwards and ``below`` h downwards; HEAD_FROM_FACE by default)."""
+    f = {**HEAD_FROM_FACE, **(factors or {})}
+    x1, y1, x2, y2 = np.asarray(box, float).reshape(4)
+    w, h = x2 - x1, y2 - y1
+    cx = 0.5 * (x1 + x2)
+    hw = 0.5 * f["width"] * w
+    return np.array([cx - hw, y1 - f["above"] * h, cx + hw, y2 + f["below"] * h])
+
+
+def _square_mcgaze(box) -> np.ndarray:
+    x1, y1, x2, y2 = box
+    half = 0.8 * max(x2 - x1, y2 - y1)
+    cx, cy = 0.5 * (x1 + x2), 0.5 * (y1 + y2)
+    return np.array([cx - half, cy - half, cx + half, cy + half])
+
+
+def _square_gat(box) -> np.ndarray:
+    x1, y1, x2, y2 = box
+    m = max(x2 - x1, y2 - y1)
+    s = 0.9 * m
+    cx = 0.5 * (x1 + x2)
+    top = y1 + 0.09 * m
+    return np.array([cx - 0.5 * s, top, cx + 0.5 * s, top + s])
+
+
+def crop_square(image: np.ndarray, region, out_w: int, out_h: int | None = None) -> np.ndarray:
+    """Resample the axis-aligned ``region`` [x1, y1, x2, y2] (pixel edges, may leave the
+    image) to out_w x out_h with bilinear interpolation; outside the image is black."""
+    out_h = out_w if out_h is None else out_h
+    x1, y1, x2, y2 = np.asarray(region, float).reshape(4)
+    sx = out_w / max(x2 - x1, 1e-6)
+    sy = out_h / max(y2 - y1, 1e-6)
+    # pixel centres: u_out + 0.5 = sx * (u_in + 0.5 - x1)
+    A = np.array([[sx, 0.0, sx * (0.5 - x1) - 0.5], [0.0, sy, sy * (0.5 - y1) - 0.5]])
+    return cv2.warpAffine(image, A, (int(out_w), int(out_h)), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+
+
+def _l2cs(image, face_box, size):
+    x1, y1, x2, y2 = np.asarray(face_box, float)
+    # official demo: integer box clamped at 0, frame[y1:y2, x1:x2] -> 224 -> 448
+    x1, y1 = max(int(x1), 0), max(int(y1), 0)
+    x2, y2 = int(x2), int(y2)
+    p = crop_square(image, (x1, y1, x2, y2), 224)
+    return p if size == 224 else cv2.resize(p, (size, size), interpolation=cv2.INTER_LINEAR)
+
+
+# name -> (needs a head box?, region function or full crop function)
+CROP_RULES: dict[str, tuple[bool, Callable]] = {
+    "l2cs_face_box": (False, _l2cs),
+    "mcgaze_head_square": (True, _square_mcgaze),
+    "gat_head_box": (True, _square_gat),
+}
+
+
+def rule_square(box, rule: str, box_kind: str = "face") -> np.ndarray:
+    """The image region [x1, y1, x2, y2] a rule crops for ``box`` (head rules only)."""
+    needs_head, fn = _rule(rule)
+    if not needs_head:
+        return np.asarray(box, float)
+    b = np.asarray(box, float).reshape(4)
+    if box_kind == "face":
+        b = head_box_from_face(b)
+    return fn(b)
+
+
+def _rule(rule: str):
+    try:
+        return CROP_RULES[rule]
+    except KeyError:
+        import difflib
+
+        from gaze4hri_core.errors import Gaze4HRIError
+
+        near = difflib.get_close_matches(str(rule), list(CROP_RULES), n=2)
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
+        raise Gaze4HRIError(f"unknown crop rule {rule!r}", "faces.crops", f"{hint}known: {', '.join(CROP_RULES)}") from None
+
+
+def crop(image: np.ndarray, box, rule: str, size: int, box_kind: str = "face") -> np.ndarray:
+    """Patch (size, size, 3) of ``image`` for ``box`` by crop rule ``rule``. ``box_kind``
+    ``face`` (a face detector's box; head rules derive the head box) or ``head``."""
+    needs_head, fn = _rule(rule)
+    b = np.asarray(box, float).reshape(4)
+    if not np.isfinite(b).all() or b[2] <= b[0] or b[3] <= b[1]:
+        raise ValueError(f"crop: invalid box {b.tolist()}")
+    if not needs_head:
+        return fn(image, b, int(size))
+    return crop_square(image, rule_square(b, rule, box_kind), int(size))
+
+
+def to_tensor(patch: np.ndarray, spec) -> np.ndarray:
+    """RGB uint8 (H, W, 3) -> float32 (3, H, W) per ``spec``: channel order
+    (``spec.colour`` rgb/bgr), scaled to [0, 1], then (x - mean) / std when given."""
+    p = np.asarray(patch)
+    if p.ndim != 3 or p.shape[2] != 3:
+        raise ValueError(f"to_tensor: expected (H, W, 3), got {p.shape}")
+    if getattr(spec, "colour", "rgb") == "bgr":
+        p = p[..., ::-1]
+    x = p.astype(np.float32) * np.float32(1.0 / 255.0)
+    if spec.mean is not None:
+        x -= np.asarray(spec.mean, np.float32)
+    if spec.std is not None:
+        x /= np.asarray(spec.std, np.float32)
+    return np.ascontiguousarray(x.transpose(2, 0, 1))

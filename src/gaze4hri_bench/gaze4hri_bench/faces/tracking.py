@@ -1,0 +1,114 @@
+"""Keep the subject's face across frames: Ultralytics' BYTETracker (Zhang et al.,
+"ByteTrack", ECCV 2022; the study's tracker, Sezer et al. Sec. III-D) fed our own
+detections (no torchvision call), plus a subject-selection rule.
+
+Selection: the subject sits in front of the robot, so among the active tracks the
+subject is the one with the best mean of (relative box area, centrality) over its
+history; once chosen it is kept while it lives (a bystander passing by cannot steal
+it), and re-chosen only after it has been lost for ``patience`` frames.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from types import SimpleNamespace
+
+import numpy as np
+
+from .detectors import FaceDetection
+
+__all__ = ["SubjectTracker", "BYTETRACK_DEFAULTS"]
+
+# Ultralytics' bytetrack.yaml defaults (8.4), track_buffer in frames at 30 fps.
+BYTETRACK_DEFAULTS = dict(track_high_thresh=0.25, track_low_thresh=0.1, new_track_thresh=0.25, track_buffer=30,
+                          match_thresh=0.8, fuse_score=True)
+
+
+class _Dets:
+    """The Results-like view BYTETracker reads: conf, cls, xywh, boolean indexing."""
+
+    def __init__(self, xyxy: np.ndarray, conf: np.ndarray):
+        self.xyxy = np.asarray(xyxy, np.float32).reshape(-1, 4)
+        self.conf = np.asarray(conf, np.float32).reshape(-1)
+        self.cls = np.zeros(len(self.conf), np.float32)
+
+    @property
+    def xywh(self) -> np.ndarray:
+        b = self.xyxy
+        return np.stack([(b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2, b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], axis=1)
+
+    def __len__(self) -> int:
+        return len(self.conf)
+
+    def __getitem__(self, idx) -> _Dets:
+        return _Dets(self.xyxy[idx], self.conf[idx])
+
+
+def _byte_tracker(frame_rate: int, **overrides):
+    os.environ.setdefault("YOLO_OFFLINE", "1")
+    os.environ.setdefault("YOLO_CONFIG_DIR", os.path.join(tempfile.gettempdir(), "gaze4hri_yolo"))
+    try:
+        from ultralytics.trackers.byte_tracker import BYTETracker
+    except ImportError as e:
+        from gaze4hri_core.errors import Gaze4HRIError
+
+        raise Gaze4HRIError(f"Ultralytics BYTETracker is not importable ({e})", "faces.tracking",
+                            "pip install --no-deps ultralytics==8.4.190 and lap (requirements/nodeps.txt)") from None
+    args = SimpleNamespace(**{**BYTETRACK_DEFAULTS, **overrides})
+    try:
+        return BYTETracker(args, frame_rate=frame_rate)
+    except TypeError:  # 8.4 dropped frame_rate; track_buffer is then in frames
+        return BYTETracker(args)
+
+
+class SubjectTracker:
+    """``update(detections, image_shape) -> FaceDetection | None``: the subject's face in
+    this frame (the detection matched to the subject's track, its box the tracker's
+    smoothed box), or None when the subject is not seen.
+
+    ``frame_rate``: camera rate (ByteTrack scales its buffer); ``patience``: frames a
+    lost subject track is waited for before another track may become the subject."""
+
+    def __init__(self, frame_rate: int = 30, patience: int = 30, **bytetrack):
+        self.tracker = _byte_tracker(frame_rate, **bytetrack)
+        self.patience = patience
+        self.subject_id: int | None = None
+        self.lost_for = 0
+        self.history: dict[int, list[float]] = {}
+
+    @staticmethod
+    def _merit(box, shape) -> float:
+        H, W = shape[:2]
+        x1, y1, x2, y2 = box
+        area = max(x2 - x1, 0) * max(y2 - y1, 0) / float(W * H)
+        cx, cy = (x1 + x2) / 2 / W - 0.5, (y1 + y2) / 2 / H - 0.5
+        central = 1.0 - min(np.hypot(cx, cy) / np.hypot(0.5, 0.5), 1.0)
+        return float(np.sqrt(area) + 0.5 * central)
+
+    def update(self, detections: list[FaceDetection], image_shape) -> FaceDetection | None:
+        dets = list(detections or [])
+        res = _Dets(np.array([d.box for d in dets], np.float32).reshape(-1, 4), np.array([d.score for d in dets], np.float32))
+        tracks = self.tracker.update(res)
+        active = {}
+        for row in np.asarray(tracks).reshape(-1, 8):
+            tid, idx = int(row[4]), int(row[7])
+            active[tid] = (row[:4].astype(float), idx)
+            self.history.setdefault(tid, []).append(self._merit(row[:4], image_shape))
+        if self.subject_id is not None and self.subject_id not in active:
+            self.lost_for += 1
+            if self.lost_for > self.patience:
+                self.subject_id = None
+        if self.subject_id is None and active:
+            self.subject_id = max(active, key=lambda t: np.mean(self.history[t][-30:]))
+        if self.subject_id is None or self.subject_id not in active:
+            return None
+        self.lost_for = 0
+        box, idx = active[self.subject_id]
+        src = dets[idx] if 0 <= idx < len(dets) else None
+        return FaceDetection(box, src.score if src else 0.0, src.keypoints if src else None,
+                             src.landmarks if src else None, self.subject_id)
+
+    def reset(self) -> None:
+        """Forget every track (call between trials)."""
+        self.tracker.reset()
+        self.subject_id, self.lost_for, self.history = None, 0, {}
