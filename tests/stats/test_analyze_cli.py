@@ -44,6 +44,9 @@ def test_contract_tables_figures_and_report(small_report):
         assert "<svg" in (out / "figures" / f"{fig}.svg").read_text()[:1000]
     assert {a["status"] for a in summary["analyses"].values()} == {"ran"}
     assert summary["warnings"] == []
+    import matplotlib
+
+    assert matplotlib.rcParams["svg.hashsalt"] != "gaze4hri"  # the report's style did not leak into global state
     md = (out / "report.md").read_text()
     for section in ("Illumination", "Camera viewpoint", "Head-gaze conflict", "Target position", "Mutual gaze", "Table S9", "Table S10", "Provenance"):
         assert section in md

@@ -1,4 +1,4 @@
-"""Figures of the report (matplotlib, Agg backend), each written as PNG and SVG.
+"""Figures of the report (matplotlib Figure objects, no pyplot state), each written as PNG and SVG.
 
 Every function takes the tidy tables of :mod:`gaze4hri_bench.stats.analyses` and a
 path stem, writes ``stem.png`` and ``stem.svg`` and returns the two paths.
@@ -14,14 +14,28 @@ from gaze4hri_core.protocol import P_GRID
 __all__ = ["illumination_levels", "target_heatmap", "conflict_slopes", "eccentricity", "paired_bars"]
 
 
-def _plt():
-    import matplotlib
+STYLE = {"svg.hashsalt": "gaze4hri", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.hashsalt": "gaze4hri", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
-    return plt
+def _figure(**kw):
+    """A pyplot-free Figure: no global backend switch, no figure registry to leak into."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kw)
+
+
+def _styled(fn):
+    """Run a figure function under the report's style without touching global rcParams."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrap(*args, **kw):
+        import matplotlib
+
+        with matplotlib.rc_context(STYLE):
+            return fn(*args, **kw)
+
+    return wrap
 
 
 def _save(fig, stem: Path) -> list[Path]:
@@ -29,7 +43,6 @@ def _save(fig, stem: Path) -> list[Path]:
     out = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
     fig.savefig(out[0], dpi=110, bbox_inches="tight")
     fig.savefig(out[1], bbox_inches="tight", metadata={"Date": None})
-    _plt().close(fig)
     return out
 
 
@@ -38,10 +51,11 @@ def _grid(n: int) -> tuple[int, int]:
     return int(np.ceil(n / cols)), cols
 
 
+@_styled
 def illumination_levels(table: pd.DataFrame, stem: Path) -> list[Path]:
     """Mean error (+/- SEM over subjects) by illumination level, one line per method."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig = _figure(figsize=(6, 3.6))
+    ax = fig.subplots()
     for name, g in table.groupby("display", sort=False):
         g = g.sort_values("level")
         sem = g["sd"] / np.sqrt(g["n"])
@@ -53,13 +67,14 @@ def illumination_levels(table: pd.DataFrame, stem: Path) -> list[Path]:
     return _save(fig, stem)
 
 
+@_styled
 def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
     """3x3 heat map of the mean error per target point, one panel per method, in the study's layout."""
-    plt = _plt()
     rows, cols = list(P_GRID), list(next(iter(P_GRID.values())))
     methods = list(dict.fromkeys(table["display"]))
     nr, nc = _grid(len(methods))
-    fig, axes = plt.subplots(nr, nc, figsize=(2.9 * nc, 2.6 * nr), squeeze=False)
+    fig = _figure(figsize=(2.9 * nc, 2.6 * nr))
+    axes = fig.subplots(nr, nc, squeeze=False)
     vmin, vmax = float(table["mean"].min()), float(table["mean"].max())
     im = None
     for k, (ax, m) in enumerate(zip(axes.flat, methods, strict=False)):
@@ -81,14 +96,15 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
     return _save(fig, stem)
 
 
+@_styled
 def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, order: list[str] | None, stem: Path) -> list[Path]:
     """Video mean error vs video mean conflict with each subject's fitted line, one panel per method (``order``: display names)."""
-    plt = _plt()
     from matplotlib.collections import LineCollection
 
     methods = [m for m in (order or []) if m in set(slopes["display"])] or list(dict.fromkeys(slopes["display"]))
     nr, nc = _grid(len(methods))
-    fig, axes = plt.subplots(nr, nc, figsize=(3 * nc, 2.6 * nr), squeeze=False, sharex=True)
+    fig = _figure(figsize=(3 * nc, 2.6 * nr))
+    axes = fig.subplots(nr, nc, squeeze=False, sharex=True)
     xr = np.array([np.nanmin(videos["conflict_mean"]), np.nanmax(videos["conflict_mean"])])
     for ax, m in zip(axes.flat, methods, strict=False):
         s = slopes[slopes["display"] == m]
@@ -108,10 +124,11 @@ def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, order: list[str]
     return _save(fig, stem)
 
 
+@_styled
 def eccentricity(frames: pd.DataFrame, stem: Path, bin_deg: float = 2.5) -> list[Path]:
     """Mean error in bins of |yaw| and |pitch| of the ground-truth gaze during mutual gaze, per method."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), sharey=True)
+    fig = _figure(figsize=(8, 3.2))
+    axes = fig.subplots(1, 2, sharey=True)
     for ax, col, lab in ((axes[0], "abs_yaw_deg", "|yaw| (deg)"), (axes[1], "abs_pitch_deg", "|pitch| (deg)")):
         b = (frames[col] // bin_deg) * bin_deg + bin_deg / 2
         g = frames.assign(bin=b).groupby(["display", "bin"], observed=True, sort=False)["error_deg"].agg(["mean", "count"]).reset_index()
@@ -125,10 +142,11 @@ def eccentricity(frames: pd.DataFrame, stem: Path, bin_deg: float = 2.5) -> list
     return _save(fig, stem)
 
 
+@_styled
 def paired_bars(table: pd.DataFrame, pairs: list[tuple[str, str, str]], title: str, stem: Path, ylabel: str = "angular error (deg)") -> list[Path]:
     """Grouped bars (mean +/- SD) per method for several settings; pairs: (mean col, sd col, label)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(table)), 3.4))
+    fig = _figure(figsize=(max(5, 0.9 * len(table)), 3.4))
+    ax = fig.subplots()
     x = np.arange(len(table))
     w = 0.8 / len(pairs)
     for k, (mc, sc, lab) in enumerate(pairs):
