@@ -71,7 +71,7 @@ class SynthDataset:
         g = pitchyaw_to_vector(pitch, yaw)
         fwd = normalize(g + rng.normal(0, 0.3, (n, 3)))
         face = np.tile([0.02, -0.01, 0.6], (n, 1))
-        R = np.tile(np.diag([-1.0, 1.0, -1.0]).ravel(), (n, 1))  # head facing the camera
+        R = np.tile(np.eye(3).ravel(), (n, 1))  # frontal upright face (OpenCV head axes)
         valid = np.ones(n, bool)
         valid[2] = False
         df = pd.DataFrame({

@@ -111,7 +111,7 @@ def _rot(yaw_deg, pitch_deg):
     a, b = np.radians(yaw_deg), np.radians(pitch_deg)
     Ry = np.array([[np.cos(a), 0, np.sin(a)], [0, 1, 0], [-np.sin(a), 0, np.cos(a)]])
     Rx = np.array([[1, 0, 0], [0, np.cos(b), -np.sin(b)], [0, np.sin(b), np.cos(b)]])
-    return Ry @ Rx @ np.diag([-1.0, 1.0, -1.0])  # facing the camera, then turned
+    return Ry @ Rx  # OpenCV head axes: identity = frontal upright face (faces.normalization)
 
 
 def _predict(m, r, ctx, input_type):

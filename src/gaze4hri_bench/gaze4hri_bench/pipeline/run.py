@@ -32,7 +32,7 @@ from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
 
 __all__ = ["RunConfig", "Job", "run_benchmark", "plan_jobs", "process_trial", "DEFAULT_DETECTOR"]
 
-DEFAULT_DETECTOR = "auto"
+DEFAULT_DETECTOR = "auto"  # faces.detectors: yolov8_face_onnx when its weights are present, else mediapipe
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,11 @@ def gt_geometry(gt: pd.DataFrame) -> dict[int, dict]:
     return out
 
 
-def _intrinsics(tref, shape) -> np.ndarray:
-    cal = getattr(tref, "calibration", None)
-    intr = getattr(cal, "intrinsics", None)
+def _intrinsics(ds, tref, shape) -> np.ndarray:
+    """K at the image's resolution: the bag's CameraInfo when the dataset reads it, else
+    the session calibration's (scaled like the RealSense across 16:9 modes)."""
+    cam = getattr(ds, "camera_info", None)
+    intr = cam(tref) if callable(cam) else getattr(getattr(tref, "calibration", None), "intrinsics", None)
     if intr is None:
         raise Gaze4HRIError("no camera intrinsics for this trial", f"{tref.subject}/{tref.trial}",
                             "the session's calibration/ folder needs camera_info (docs/calibration.md)")
@@ -190,7 +192,7 @@ def _stream(job: Job, ds, tref, geo: dict[int, dict], faces: _Faces | None, time
         for fs in timed_iter(ds.iter_frames(tref), times, "decode_s"):
             times.frames += 1
             if K is None:
-                K = _intrinsics(tref, fs.image.shape)
+                K = _intrinsics(ds, tref, fs.image.shape)
             t0 = time.perf_counter()
             box = faces.box(fs.index, fs.image) if faces is not None else None
             t1 = time.perf_counter()
