@@ -235,3 +235,10 @@ def test_tiny_demo_like_results(synth, tmp_path):
     assert len(s["figures"]) >= 8
     ill = pd.read_csv(tmp_path / "out" / "tables" / "illumination.csv")
     assert sorted(ill["level"].unique()) == [10, 100] and (ill["n"] == 1).all() and ill["sd"].isna().all()
+
+
+def test_out_is_a_file(small_results, tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    assert cli.main(["analyze", str(small_results), "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err
+    assert "is a file" in err and "Traceback" not in err

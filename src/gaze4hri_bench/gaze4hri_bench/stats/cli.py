@@ -17,9 +17,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from gaze4hri_core.errors import Gaze4HRIError
+
     from . import analyze
 
-    s = analyze(list(args.results), args.out, alpha=args.alpha, figures=not args.no_figures)
+    if args.out.exists() and not args.out.is_dir():
+        raise Gaze4HRIError(f"--out {args.out} is a file", "analyze --out", "give a folder for the report")
+    try:
+        s = analyze(list(args.results), args.out, alpha=args.alpha, figures=not args.no_figures)
+    except OSError as e:  # unwritable report folder, full disk, unreadable input
+        raise Gaze4HRIError(f"cannot read or write {e.filename or args.out}: {e.strerror or e}", "analyze", "check the paths and permissions") from None
     for w in s["warnings"]:
         print(f"gaze4hri-bench analyze: warning: {w}", file=sys.stderr)
     for name, a in s["analyses"].items():
