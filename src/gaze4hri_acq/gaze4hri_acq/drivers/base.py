@@ -5,6 +5,22 @@ Nodes own ROS; drivers own the vendor SDK (CONVENTIONS.md, "Hardware behind a se
 Drivers never import rclpy. All stamps are nanoseconds on the host clock (or the
 simulation clock for simulated backends); device clocks are mapped by the driver and
 kept alongside for provenance. Lengths in metres, angles in radians.
+
+Compatible extensions (drivers helper, issue 3; every new field has a default):
+- ``MotionRefused``: raised by ``move_*`` when the safety preview refuses a motion
+  (the robot has not moved); ``.reason`` is one line.
+- ``RobotState.stop_reason``: why the robot stopped on its own (safety monitor STOP,
+  protective stop, connection loss), else None. ``RobotState.commanded_speed``: the
+  commanded TCP speed (m/s) of the active motion at ``stamp_ns`` (0 when idle), for the
+  commanded-vs-measured log.
+- ``RobotDriver.safety``: the driver's own ``SafetyMonitor`` (gaze4hri_acq.safety);
+  nodes feed it live head-band poses with ``safety.update_head(stamp_ns, T_world_head)``
+  and operator stops with ``safety.request_stop(reason)``.
+- ``CameraFrame.truth``: the simulator's ground truth at the frame stamp
+  (``gaze4hri_acq.sim.world.SimTruth``; None for real/replay): publish it on
+  ``Topics.SIM_GAZE_TRUTH`` / ``Topics.SIM_BLINK_TRUTH``.
+- ``CameraDriver.finished`` (end of a replay) and ``CameraDriver.frames_read``.
+- ``MocapFrame.latency_ns``: exposure-to-host latency removed from the stamp.
 """
 from __future__ import annotations
 
@@ -12,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-
 from gaze4hri_core.calibration import CameraIntrinsics
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.transforms import SE3
@@ -27,6 +42,8 @@ __all__ = [
     "MocapFrame",
     "MocapDriver",
     "Clock",
+    "MotionRefused",
+    "HostClock",
 ]
 
 
@@ -38,10 +55,34 @@ class DeviceError(Gaze4HRIError):
         super().__init__(f"{device}: {what}", address, fix)
 
 
+class MotionRefused(Gaze4HRIError):
+    """A motion was refused before the robot moved (safety preview); ``reason`` says why."""
+
+    exit_code = 3
+
+    def __init__(self, reason: str, where: str = "trajectory preview"):
+        self.reason = reason
+        super().__init__(f"motion refused: {reason}", where, "change the trajectory or the limits (docs/acquisition_devices.md)")
+
+
 class Clock(Protocol):
     """Host clock or simulation clock (ns)."""
 
     def now_ns(self) -> int: ...
+
+
+class HostClock:
+    """The host's wall clock (ns since the epoch), the stamp domain of real backends."""
+
+    def now_ns(self) -> int:
+        import time
+
+        return time.time_ns()
+
+    def sleep(self, seconds: float) -> None:
+        import time
+
+        time.sleep(max(0.0, seconds))
 
 
 # --------------------------------------------------------------------------- robot
@@ -57,6 +98,8 @@ class RobotState:
     connected: bool = True
     moving: bool = False
     controller_time_s: float | None = None  # RTDE getTimestamp(): controller uptime
+    stop_reason: str | None = None  # why the robot stopped by itself (safety, protective stop, link)
+    commanded_speed: float = 0.0  # commanded TCP speed of the active motion (m/s)
 
 
 @runtime_checkable
@@ -89,12 +132,14 @@ class CameraFrame:
     image: np.ndarray  # (H, W, 3) uint8, RGB
     device_timestamp_ms: float = float("nan")
     timestamp_domain: str = "unknown"  # "global_time" | "hardware_clock" | "system_time" | "sim"
+    truth: object | None = None  # sim only: gaze4hri_acq.sim.world.SimTruth at stamp_ns
 
 
 @runtime_checkable
 class CameraDriver(Protocol):
     intrinsics: CameraIntrinsics
     fps: float
+    finished: bool  # a replay reached its end (live and sim: always False)
 
     def start(self) -> None: ...
     def read(self, timeout_s: float = 1.0) -> CameraFrame | None:
@@ -121,6 +166,7 @@ class MocapFrame:
     stamp_ns: int  # exposure time mapped to the host clock
     frame_number: int
     bodies: dict[str, RigidBodySample] = field(default_factory=dict)
+    latency_ns: int = 0  # exposure -> host arrival latency removed from stamp_ns
 
 
 @runtime_checkable

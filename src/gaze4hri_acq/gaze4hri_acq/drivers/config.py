@@ -1,0 +1,103 @@
+"""Typed driver configurations (pydantic, frozen, validated once). ROS nodes translate
+their parameters into these; an invalid value fails at start-up with one line naming
+the field and the allowed range (``config_error``)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from gaze4hri_core.errors import Gaze4HRIError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..safety import SafetyLimits
+
+__all__ = ["RobotConfig", "CameraConfig", "MocapConfig", "SimConfig", "validate", "DEFAULT_CALIBRATION"]
+
+# The repository's calibration/ (source checkout), or $GAZE4HRI_CALIBRATION.
+DEFAULT_CALIBRATION = Path(os.environ.get("GAZE4HRI_CALIBRATION", Path(__file__).resolve().parents[4] / "calibration"))
+
+
+class _C(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RobotConfig(_C):
+    host: str = Field(default="192.168.1.10", description="robot controller IP (real backend)")
+    model: Literal["ur5", "ur5e"] = Field(default="ur5", description="arm model: ur5 (CB3, 125 Hz RTDE) or ur5e (500 Hz)")
+    rate_hz: float | None = Field(default=None, gt=0, le=500, description="state rate; default 125 (ur5) or 500 (ur5e)")
+    connect_timeout_s: float = Field(default=2.0, gt=0, le=30, description="time allowed for the controller to answer (s)")
+    calibration_dir: Path = Field(default=DEFAULT_CALIBRATION, description="calibration directory (registration, hand-eye)")
+    subject: str | None = Field(default="default", description="subject id for the eye-head offset used by the head distance check")
+    limits: SafetyLimits = Field(default_factory=SafetyLimits)
+    max_clock_drift_ms: float = Field(default=5.0, gt=0, description="controller/host clock drift that triggers a re-estimate (ms)")
+
+    @property
+    def state_rate_hz(self) -> float:
+        return float(self.rate_hz or (500.0 if self.model == "ur5e" else 125.0))
+
+
+class CameraConfig(_C):
+    serial: str | None = Field(default=None, description="RealSense serial number (real backend); None = the only camera")
+    width: int = Field(default=1920, ge=64, le=1920, description="colour width (px)")
+    height: int = Field(default=1080, ge=36, le=1080, description="colour height (px)")
+    fps: int = Field(default=30, ge=1, le=90, description="frame rate (Hz)")
+    replay_file: Path | None = Field(default=None, description="RealSense recording (.db3) for the replay backend")
+    replay_realtime: bool = Field(default=False, description="replay at recorded speed (True) or as fast as read (False)")
+    calibration_dir: Path = Field(default=DEFAULT_CALIBRATION, description="intrinsics for the sim backend (camera_info.yaml)")
+    hw_clock_wrap_ms: float = Field(default=2.0**32 / 1000.0, gt=0,
+                                    description="period of the device's 32-bit microsecond hardware clock (ms)")
+
+    @field_validator("replay_file")
+    @classmethod
+    def _db3(cls, v):
+        if v is not None and Path(v).suffix == ".bag":
+            raise ValueError("pyrealsense2 2.59 records and plays rosbag2 '.db3' files, not ROS 1 '.bag'")
+        return v
+
+
+class MocapConfig(_C):
+    server_ip: str = Field(default="127.0.0.1", description="Motive PC address")
+    local_ip: str = Field(default="127.0.0.1", description="this PC's address on the Motive network")
+    use_multicast: bool = Field(default=False, description="multicast (Motive default) or unicast")
+    multicast_address: str = Field(default="239.255.42.99", description="Motive multicast group")
+    command_port: int = Field(default=1510, ge=1, le=65535, description="Motive command port")
+    data_port: int = Field(default=1511, ge=1, le=65535, description="Motive data port (multicast)")
+    up_axis: Literal["y", "z"] = Field(default="y", description="Motive's streaming up axis (Y-up is Motive's default)")
+    bodies: dict[str, str] = Field(default_factory=dict, description="Motive rigid-body name -> our name (head_band, calib_tool, probe, robot_marker)")
+    rate_hz: float = Field(default=100.0, gt=0, le=1000, description="nominal frame rate (Hz)")
+    clock_frequency_hz: float | None = Field(default=None, gt=0, description="Motive high-resolution clock ticks per second; None = estimate from frame timestamps")
+    connect_timeout_s: float = Field(default=2.0, gt=0, le=30, description="time allowed for NAT_SERVERINFO (s)")
+    units_m: float = Field(default=1.0, gt=0, description="metres per Motive length unit")
+
+
+class SimConfig(_C):
+    """The simulated world: clock speed, subject behaviour, noise and faults."""
+
+    real_time_factor: float = Field(default=1.0, gt=0, le=1000, description="simulated seconds per wall second")
+    seed: int = Field(default=0, description="random seed (subject variation, blinks, noise)")
+    calibration_dir: Path = Field(default=DEFAULT_CALIBRATION, description="calibration the world is built from")
+    subject: str = Field(default="default", description="subject whose eye-head offset the world uses")
+    head_follow_yaw: float = Field(default=0.45, ge=0, le=1, description="fraction of the gaze yaw the head turns")
+    head_follow_pitch: float = Field(default=0.35, ge=0, le=1, description="fraction of the gaze pitch the head turns")
+    head_turn_s: float = Field(default=0.4, gt=0, le=3, description="time to turn the head to a new target (s)")
+    head_sway_m: float = Field(default=0.004, ge=0, le=0.05, description="amplitude of head sway (m)")
+    blink_rate_per_min: float = Field(default=17.0, ge=0, le=60, description="spontaneous blink rate (Bentivoglio et al. 1997: ~17/min)")
+    blink_duration_s: float = Field(default=0.15, gt=0, le=1, description="eye closure per blink (s)")
+    marker_noise_m: float = Field(default=0.0003, ge=0, le=0.01, description="rigid-body position noise (m, 1 sigma)")
+    marker_noise_deg: float = Field(default=0.1, ge=0, le=5, description="rigid-body orientation noise (deg, 1 sigma)")
+    mocap_rate_hz: float = Field(default=100.0, gt=0, le=1000, description="simulated motion-capture rate (Hz)")
+    robot_model: Literal["ur5", "ur5e"] = "ur5"
+
+
+def validate(model: type[BaseModel], values: dict, where: str = "parameters"):
+    """Validate ``values`` into ``model``; one Gaze4HRIError line naming the field on failure."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as err:
+        e = err.errors()[0]
+        loc = ".".join(str(x) for x in e.get("loc", ())) or "(top level)"
+        msg = e.get("msg", "invalid").removeprefix("Value error, ")
+        field = model.model_fields.get(str(e.get("loc", ("",))[0]))
+        desc = f" ({field.description})" if field is not None and field.description else ""
+        raise Gaze4HRIError(f"invalid parameter '{loc}': {msg}{desc}", where, "fix the value (docs/acquisition_devices.md)") from None

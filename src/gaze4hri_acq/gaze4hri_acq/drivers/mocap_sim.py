@@ -1,0 +1,34 @@
+"""Simulated OptiTrack backend: the world's subject (head band), calibration tool,
+probe and robot marker at the motion-capture rate, with marker noise and injectable
+dropouts (``SimWorld.inject_dropout``); untracked bodies have tracking_valid False."""
+from __future__ import annotations
+
+from .base import MocapFrame
+from .config import MocapConfig
+
+__all__ = ["SimMocap"]
+
+
+class SimMocap:
+    def __init__(self, config: MocapConfig, world):
+        self.config = config
+        self.world = world
+        self.rate_hz = world.mocap_rate_hz
+        self._k: int | None = None
+
+    def connect(self, timeout_s: float = 2.0) -> None:
+        self._k = self.world.mocap_index(self.world.clock.now_ns())
+
+    def read(self, timeout_s: float = 0.1) -> MocapFrame | None:
+        if self._k is None:
+            return None
+        clk = self.world.clock
+        k = self._k + 1
+        t = self.world.mocap_time(k)
+        if not clk.sleep_until(t, timeout_wall_s=timeout_s) or clk.now_ns() < t:
+            return None
+        self._k = k
+        return self.world.mocap_frame(k)
+
+    def close(self) -> None:
+        self._k = None

@@ -1,0 +1,99 @@
+"""One table from (device, backend) to a driver class, imported lazily so that
+``backend:=sim`` never imports a vendor SDK and ``backend:=real`` never imports the
+simulator. Unknown names fail with "did you mean" and the list of choices.
+
+    robot  = make_robot("sim", RobotConfig(), world=world)
+    camera = make_camera("replay", CameraConfig(replay_file="take.db3"))
+    mocap  = make_mocap("real", MocapConfig(server_ip="10.0.0.2", local_ip="10.0.0.5"))
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+
+from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.errors import Gaze4HRIError
+
+from .config import CameraConfig, MocapConfig, RobotConfig, SimConfig
+
+__all__ = ["DRIVERS", "BACKENDS", "driver_class", "make_robot", "make_camera", "make_mocap", "make_world", "backends_for"]
+
+DRIVERS: dict[tuple[str, str], str] = {
+    ("robot", "real"): "gaze4hri_acq.drivers.robot_rtde:RtdeRobot",
+    ("robot", "sim"): "gaze4hri_acq.drivers.robot_sim:SimRobot",
+    ("camera", "real"): "gaze4hri_acq.drivers.camera_realsense:RealSenseCamera",
+    ("camera", "replay"): "gaze4hri_acq.drivers.camera_realsense:RealSenseCamera",
+    ("camera", "sim"): "gaze4hri_acq.drivers.camera_sim:SimCamera",
+    ("mocap", "real"): "gaze4hri_acq.drivers.mocap_natnet:NatNetMocap",
+    ("mocap", "sim"): "gaze4hri_acq.drivers.mocap_sim:SimMocap",
+}
+BACKENDS = ("real", "sim", "replay")
+
+
+def backends_for(device: str) -> list[str]:
+    return sorted(b for d, b in DRIVERS if d == device)
+
+
+def driver_class(device: str, backend: str):
+    """The class registered for (device, backend), imported on first use."""
+    devices = sorted({d for d, _ in DRIVERS})
+    if device not in devices:
+        near = difflib.get_close_matches(device, devices, n=1)
+        raise Gaze4HRIError(f"unknown device {device!r}", "drivers registry",
+                            (f"did you mean {near[0]!r}? " if near else "") + f"choose one of {devices}")
+    if (device, backend) not in DRIVERS:
+        choices = backends_for(device)
+        near = difflib.get_close_matches(backend, choices, n=1)
+        raise Gaze4HRIError(f"no {backend!r} backend for the {device}", "backend parameter",
+                            (f"did you mean {near[0]!r}? " if near else "") + f"choose one of {choices}")
+    module, cls = DRIVERS[(device, backend)].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def _need_world(device: str, world):
+    if world is None:
+        raise Gaze4HRIError(f"the simulated {device} needs the shared SimWorld", "drivers registry",
+                            "create one with make_world(SimConfig(...)) and pass world=")
+    return world
+
+
+def make_world(config: SimConfig | None = None, **kw):
+    """The shared simulated lab (sim.world.SimWorld)."""
+    from ..sim.world import SimWorld
+
+    return SimWorld(config or SimConfig(), **kw)
+
+
+def make_robot(backend: str, config: RobotConfig | None = None, world=None, safety=None, calibration=None):
+    """A RobotDriver. The real backend builds its SafetyMonitor from the calibration in
+    ``config.calibration_dir`` (registration, hand-eye, subject's eye-head) unless given."""
+    config = config or RobotConfig()
+    cls = driver_class("robot", backend)
+    if backend == "sim":
+        return cls(config, _need_world("robot", world), safety=safety)
+    if safety is None:
+        from ..safety import SafetyMonitor
+
+        cal = calibration or load_calibration(config.calibration_dir, config.subject)
+        safety = SafetyMonitor(config.limits, cal.T_world_base, cal.T_tool0_camera, config.model,
+                               cal.T_head_eye.t if cal.T_head_eye is not None else None)
+    return cls(config, safety=safety)
+
+
+def make_camera(backend: str, config: CameraConfig | None = None, world=None):
+    config = config or CameraConfig()
+    cls = driver_class("camera", backend)
+    if backend == "sim":
+        return cls(config, _need_world("camera", world))
+    if backend == "replay" and config.replay_file is None:
+        raise Gaze4HRIError("the replay backend needs a recording", "camera replay_file",
+                            "pass replay_file:=/path/to/recording.db3")
+    return cls(config, replay=(backend == "replay"))
+
+
+def make_mocap(backend: str, config: MocapConfig | None = None, world=None):
+    config = config or MocapConfig()
+    cls = driver_class("mocap", backend)
+    if backend == "sim":
+        return cls(config, _need_world("mocap", world))
+    return cls(config)

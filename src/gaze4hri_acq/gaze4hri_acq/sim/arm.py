@@ -1,0 +1,241 @@
+"""The simulated UR arm: the core's UR5/UR5e kinematics, trapezoidal motions previewed
+and safety-checked before they start, speed scaling, a safety monitor consulted at
+the robot rate during motion, and injectable faults (protective stop, connection loss).
+
+State is a function of simulated time: ``update(t)`` steps the active motion at the
+RTDE rate up to ``t`` (checking safety at every tick), and a short history lets the
+camera ask for the pose at a frame's stamp in the recent past.
+"""
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from gaze4hri_core.transforms import SE3
+
+from gaze4hri_core import kinematics
+
+from ..drivers.base import DeviceError, MotionRefused, RobotState
+from ..safety import SafetyMonitor, se3_unchecked
+from ..trajectories import sample_path, trapezoid
+
+__all__ = ["SimArm", "HOME_Q"]
+
+# Elbow-up configuration of the default rig near the front camera pose (rad).
+HOME_Q = np.radians([-165.3, -69.3, 89.9, -29.0, 134.4, -95.9])
+
+
+@dataclass
+class _Motion:
+    t: np.ndarray  # motion time of each sample (s)
+    q: np.ndarray  # (N, 6) joint path
+    v: np.ndarray  # commanded TCP speed per sample (m/s)
+    duration: float
+    tau: float = 0.0  # motion time reached (advances at speed_scaling x real time)
+    name: str = "move"
+
+
+class SimArm:
+    def __init__(self, clock, monitor: SafetyMonitor, model: str = "ur5", rate_hz: float = 125.0, q0=None,
+                 head_feed: Callable[[int], None] | None = None, preview_rate_hz: float = 50.0):
+        self.clock = clock
+        self.monitor = monitor
+        self.model = model
+        self.rate_hz = float(rate_hz)
+        self.preview_rate_hz = preview_rate_hz
+        self._head_feed = head_feed
+        self._lock = threading.RLock()
+        self._q = np.asarray(HOME_Q if q0 is None else q0, float).copy()
+        self._qd = np.zeros(6)
+        self._tcp_v = np.zeros(6)
+        self._motion: _Motion | None = None
+        self._t = clock.now_ns()
+        self._hist: deque[tuple[int, np.ndarray]] = deque(maxlen=int(self.rate_hz * 4))
+        self._hist.append((self._t, self._q.copy()))
+        self.speed_scaling = 1.0
+        self.protective_stop = False
+        self.connected = True
+        self.stop_reason: str | None = None
+        self._fault_pstop_ns: int | None = None
+        self._fault_link_ns: int | None = None
+        self.commanded_log: list[tuple[int, float, float]] = []  # (stamp, commanded, measured) during motions
+
+    # ------------------------------------------------------------------ faults
+    def inject_protective_stop(self, at_ns: int | None = None) -> None:
+        self._fault_pstop_ns = self.clock.now_ns() if at_ns is None else int(at_ns)
+
+    def inject_connection_loss(self, at_ns: int | None = None) -> None:
+        self._fault_link_ns = self.clock.now_ns() if at_ns is None else int(at_ns)
+
+    def unlock_protective_stop(self) -> None:
+        with self._lock:
+            self.update()
+            self.protective_stop = False
+            self._fault_pstop_ns = None
+            self.stop_reason = None
+
+    def reconnect(self) -> None:
+        with self._lock:
+            self._fault_link_ns = None
+            self.connected = True
+            self.stop_reason = None
+
+    # ------------------------------------------------------------------ time
+    def _halt(self, reason: str | None) -> None:
+        self._motion = None
+        self._qd[:] = 0
+        self._tcp_v[:] = 0
+        if reason is not None:
+            self.stop_reason = reason
+
+    def update(self, t_ns: int | None = None) -> None:
+        """Advance the arm to simulated time ``t_ns`` (default now)."""
+        with self._lock:
+            t_ns = self.clock.now_ns() if t_ns is None else int(t_ns)
+            if t_ns <= self._t:
+                return
+            dt_ns = int(1e9 / self.rate_hz)
+            while self._t < t_ns:
+                t_next = min(self._t + dt_ns, t_ns) if self._motion is not None else t_ns
+                self._tick(t_next)
+            if self._head_feed is not None:
+                self._head_feed(t_ns)
+
+    def _tick(self, t: int) -> None:
+        dt = (t - self._t) * 1e-9
+        self._t = t
+        if self._fault_link_ns is not None and t >= self._fault_link_ns and self.connected:
+            self.connected = False
+            self._halt("connection lost (simulated): the controller stopped the program")
+        if self._fault_pstop_ns is not None and t >= self._fault_pstop_ns and not self.protective_stop:
+            self.protective_stop = True
+            self._halt("protective stop (simulated)")
+        m = self._motion
+        if m is not None:
+            if self._head_feed is not None:
+                self._head_feed(t)
+            m.tau = min(m.tau + dt * self.speed_scaling, m.duration)
+            q_new = np.array([np.interp(m.tau, m.t, m.q[:, j]) for j in range(6)])
+            T_old = kinematics.forward(self._q, self.model)
+            T_new = kinematics.forward(q_new, self.model)
+            self._qd = (q_new - self._q) / dt if dt > 0 else np.zeros(6)
+            v_lin = (T_new[:3, 3] - T_old[:3, 3]) / dt if dt > 0 else np.zeros(3)
+            self._tcp_v = np.concatenate([v_lin, np.zeros(3)])
+            self._q = q_new
+            v_cmd = float(np.interp(m.tau, m.t, m.v)) * self.speed_scaling
+            self.commanded_log.append((t, v_cmd, float(np.linalg.norm(v_lin))))
+            verdict = self.monitor.check(t, se3_unchecked(T_new[:3, :3], T_new[:3, 3]), float(np.linalg.norm(v_lin)), moving=True)
+            if not verdict:
+                self._halt(f"safety stop: {verdict.reason}")
+            elif m.tau >= m.duration:
+                self._halt(None)
+        self._hist.append((t, self._q.copy()))
+
+    def q_at(self, t_ns: int) -> np.ndarray:
+        """Joint angles at simulated time ``t_ns`` (interpolated from the recent history)."""
+        with self._lock:
+            if t_ns >= self._t:
+                self.update(t_ns)
+                return self._q.copy()
+            ts = [h[0] for h in self._hist]
+            i = bisect.bisect_right(ts, t_ns)
+            if i == 0:
+                return self._hist[0][1].copy()
+            if i >= len(ts):
+                return self._hist[-1][1].copy()
+            (t0, q0), (t1, q1) = self._hist[i - 1], self._hist[i]
+            w = (t_ns - t0) / (t1 - t0) if t1 > t0 else 0.0
+            return q0 + w * (q1 - q0)
+
+    def T_base_tool0(self, t_ns: int | None = None) -> SE3:
+        q = self.q_at(self.clock.now_ns() if t_ns is None else t_ns)
+        T = kinematics.forward(q, self.model)
+        return se3_unchecked(T[:3, :3], T[:3, 3])
+
+    # ------------------------------------------------------------------ state
+    def state(self) -> RobotState:
+        with self._lock:
+            self.update()
+            T = kinematics.forward(self._q, self.model)
+            m = self._motion
+            v_cmd = float(np.interp(m.tau, m.t, m.v)) * self.speed_scaling if m is not None else 0.0
+            return RobotState(
+                stamp_ns=self._t, q=self._q.copy(), qd=self._qd.copy(), T_base_tool0=se3_unchecked(T[:3, :3], T[:3, 3]),
+                tcp_speed=self._tcp_v.copy(), speed_scaling=self.speed_scaling, protective_stop=self.protective_stop,
+                connected=self.connected, moving=m is not None, controller_time_s=(self._t - self.clock.start_ns) * 1e-9,
+                stop_reason=self.stop_reason, commanded_speed=v_cmd,
+            )
+
+    def is_moving(self) -> bool:
+        with self._lock:
+            self.update()
+            return self._motion is not None
+
+    # ------------------------------------------------------------------ motion
+    def _ready(self, what: str) -> None:
+        if not self.connected:
+            raise DeviceError("UR robot (sim)", "sim", f"{what}: no connection to the controller", "reconnect the robot (sim: reconnect())")
+        if self.protective_stop:
+            raise MotionRefused("the robot is in a protective stop; unlock it on the teach pendant first", "UR robot (sim)")
+        if self.monitor.operator_stop is not None:
+            raise MotionRefused(f"operator stop active ({self.monitor.operator_stop}); clear it first", "UR robot (sim)")
+
+    def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0,
+                    constant_speed: bool = False, name: str = "move") -> float:
+        """Start a linear move through Base-frame waypoints; returns its duration (s).
+
+        Previewed first (workspace, reach, flips, speed, acceleration, head distance,
+        head tracking); raises MotionRefused with the reason and does not move.
+        """
+        with self._lock:
+            self.update()
+            self._ready("move_linear")
+            start = self.T_base_tool0(self._t)
+            t, poses, v, prof = sample_path([start, *waypoints], speed, accel, self.preview_rate_hz)
+            verdict, q = self.monitor.preview(t, poses, self._q, speed, accel, now_ns=self._t)
+            if not verdict:
+                raise MotionRefused(verdict.reason or "refused", "UR robot (sim)")
+            self.stop_reason = None
+            self._motion = _Motion(t, q, v, prof.duration, name=name)
+            if prof.duration == 0:
+                self._motion = None
+            return prof.duration
+
+    def move_joints(self, q_goal, speed: float, accel: float) -> float:
+        """Joint move with one synchronised trapezoid (speed rad/s, accel rad/s^2), previewed."""
+        with self._lock:
+            self.update()
+            self._ready("move_joints")
+            if speed <= 0 or speed > self.monitor.limits.max_joint_speed:
+                raise MotionRefused(f"joint speed {speed:.2f} rad/s outside (0, {self.monitor.limits.max_joint_speed:.2f}]", "UR robot (sim)")
+            q0 = self._q.copy()
+            dq = np.asarray(q_goal, float).reshape(6) - q0
+            L = float(np.max(np.abs(dq)))
+            prof = trapezoid(L, speed, accel)
+            n = max(2, int(np.ceil(prof.duration * self.preview_rate_hz)) + 1)
+            t = np.linspace(0, prof.duration, n)
+            frac = prof.s(t) / L if L > 0 else np.ones_like(t)
+            qs = q0 + frac[:, None] * dq
+            poses = []
+            for qi in qs:
+                T = kinematics.forward(qi, self.model)
+                poses.append(se3_unchecked(T[:3, :3], T[:3, 3]))
+            pos = np.array([p.t for p in poses])
+            vel = np.r_[0.0, np.linalg.norm(np.diff(pos, axis=0), axis=1) / np.maximum(np.diff(t), 1e-9)]
+            verdict, _ = self.monitor.preview(t, poses, q0, max(min(float(vel.max()), self.monitor.limits.max_tcp_speed), 1e-6),
+                                              min(accel, self.monitor.limits.max_tcp_accel), now_ns=self._t)
+            if not verdict:
+                raise MotionRefused(verdict.reason or "refused", "UR robot (sim)")
+            self.stop_reason = None
+            self._motion = _Motion(t, qs, vel, prof.duration, name="move_joints") if prof.duration > 0 else None
+            return prof.duration
+
+    def stop(self, reason: str | None = None) -> None:
+        """Stop now (the simulated stopL decelerates within one tick)."""
+        with self._lock:
+            self.update()
+            self._halt(reason)

@@ -1,0 +1,253 @@
+"""Camera trajectories of the protocol, computed in the core's frames and previewed
+(sampled and safety-checked) before the robot moves.
+
+- fixed: the front camera, on the 0.5 m arc at 0 deg yaw and the scene's elevation
+  (calibration/scene.yaml), facing the eyes (Sezer et al., Sec. III-C, exp. 1, 3);
+- arc: radius 0.5 m about the subject's *live* eye midpoint, yaw -30 -> +30 deg, the
+  optical axis kept on the eyes (exp. 2);
+- line: horizontal (image x) or vertical (image y) scan through the front camera
+  pose at constant camera speed 0.05 or 0.1 m/s, orientation fixed (exp. 4.2), run
+  as the controller's constant-tool-speed move (URScript ``movep``).
+
+Timing is a trapezoidal velocity profile over the path length (UR moves accelerate,
+cruise and decelerate along the path; Universal Robots, "The URScript Programming
+Language", movel/movep). Poses: tool0 in the controller Base frame; the camera is
+T_world_base^-1 (registration) and the hand-eye transform away.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from gaze4hri_core.calibration import Calibration
+from gaze4hri_core.protocol import Trial
+from gaze4hri_core.rig import camera_on_arc, line_scan_points
+from gaze4hri_core.transforms import SE3
+from pydantic import BaseModel, ConfigDict, Field
+
+from .safety import SafetyMonitor, Verdict, exp_so3, rotvec_of, se3_unchecked
+
+__all__ = [
+    "TrajectorySettings",
+    "Profile",
+    "trapezoid",
+    "Move",
+    "TrialPlan",
+    "Preview",
+    "sample_path",
+    "front_camera_pose",
+    "tool0_for_camera",
+    "plan_fixed",
+    "plan_arc",
+    "plan_line",
+    "plan_trial",
+    "preview_move",
+]
+
+# Orientation change counted as path length (m per rad) so that pure reorientations
+# get a finite duration; 0.1 m/rad keeps 1 rad/s at 0.1 m/s.
+ROT_LENGTH_M_PER_RAD = 0.1
+
+
+class TrajectorySettings(BaseModel):
+    """Speeds and shapes of the trial motions (validated once)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    approach_speed: float = Field(default=0.15, gt=0, le=0.25, description="TCP speed to reach a trial's start pose (m/s)")
+    approach_accel: float = Field(default=0.5, gt=0, le=1.2, description="TCP acceleration of approach moves (m/s^2)")
+    motion_accel: float = Field(default=0.5, gt=0, le=1.2, description="TCP acceleration of trial motions (m/s^2)")
+    arc_camera_speed: float = Field(default=0.1, gt=0, le=0.25, description="camera speed along the arc (m/s)")
+    arc_step_deg: float = Field(default=2.0, gt=0.1, le=10.0, description="yaw spacing of the arc's waypoints (deg)")
+    arc_blend_m: float = Field(default=0.005, ge=0, le=0.05, description="blend radius between arc waypoints (m)")
+    line_half_length_m: float = Field(default=0.10, gt=0.01, le=0.3, description="half length of the mutual-gaze line scans (m)")
+    preview_rate_hz: float = Field(default=50.0, ge=5, le=500, description="sampling rate of previews (Hz)")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Trapezoidal (or triangular) speed profile over a path of ``length`` (m)."""
+
+    length: float
+    v: float  # cruise speed reached (m/s)
+    a: float
+    t_acc: float
+    duration: float
+
+    def s(self, t) -> np.ndarray:
+        """Arc length travelled at time(s) t (s)."""
+        t = np.clip(np.asarray(t, float), 0.0, self.duration)
+        ta, T, v, a = self.t_acc, self.duration, self.v, self.a
+        return np.where(t < ta, 0.5 * a * t**2,
+                        np.where(t <= T - ta, 0.5 * a * ta**2 + v * (t - ta), self.length - 0.5 * a * (T - t) ** 2))
+
+    def speed(self, t) -> np.ndarray:
+        t = np.asarray(t, float)
+        ta, T = self.t_acc, self.duration
+        out = np.where(t < ta, self.a * t, np.where(t <= T - ta, self.v, self.a * (T - t)))
+        return np.where((t < 0) | (t > T), 0.0, out)
+
+
+def trapezoid(length: float, v_max: float, a: float) -> Profile:
+    """Time-optimal trapezoid with speed <= v_max and |accel| <= a over ``length``."""
+    if length < 0 or v_max <= 0 or a <= 0:
+        raise ValueError("trapezoid: length >= 0, v_max > 0 and a > 0 required")
+    if length == 0:
+        return Profile(0.0, 0.0, a, 0.0, 0.0)
+    t_acc = v_max / a
+    if a * t_acc**2 >= length:  # triangular: never reaches v_max
+        t_acc = float(np.sqrt(length / a))
+        return Profile(length, a * t_acc, a, t_acc, 2 * t_acc)
+    cruise = (length - a * t_acc**2) / v_max
+    return Profile(length, v_max, a, t_acc, 2 * t_acc + cruise)
+
+
+def _seg_lengths(poses: list[SE3]) -> np.ndarray:
+    out = []
+    for A, B in zip(poses[:-1], poses[1:], strict=True):
+        lin = float(np.linalg.norm(B.t - A.t))
+        ang = float(np.linalg.norm(rotvec_of(A.R.T @ B.R)))
+        out.append(max(lin, ang * ROT_LENGTH_M_PER_RAD))
+    return np.array(out)
+
+
+def interpolate_path(poses: list[SE3], s: np.ndarray) -> list[SE3]:
+    """Poses at arc lengths ``s`` along the piecewise-linear path (SLERP per segment)."""
+    L = _seg_lengths(poses)
+    cum = np.concatenate([[0.0], np.cumsum(L)])
+    rels = [rotvec_of(A.R.T @ B.R) for A, B in zip(poses[:-1], poses[1:], strict=True)]
+    out = []
+    for si in np.atleast_1d(s):
+        k = int(np.clip(np.searchsorted(cum, si, side="right") - 1, 0, len(L) - 1)) if len(L) else 0
+        if not len(L):
+            out.append(poses[0])
+            continue
+        w = 0.0 if L[k] == 0 else float(np.clip((si - cum[k]) / L[k], 0.0, 1.0))
+        A, B = poses[k], poses[k + 1]
+        R = A.R @ exp_so3(rels[k] * w)
+        out.append(se3_unchecked(R, A.t + w * (B.t - A.t)))
+    return out
+
+
+def sample_path(poses: list[SE3], speed: float, accel: float, rate_hz: float) -> tuple[np.ndarray, list[SE3], np.ndarray, Profile]:
+    """Sample a move through ``poses`` (start first) at ``rate_hz``: (t, poses, speed, profile).
+
+    One trapezoid over the whole path (blended waypoints, as movePath/movep run them).
+    """
+    prof = trapezoid(float(_seg_lengths(poses).sum()) if len(poses) > 1 else 0.0, speed, accel)
+    n = max(2, int(np.ceil(prof.duration * rate_hz)) + 1)
+    t = np.linspace(0.0, prof.duration, n)
+    return t, interpolate_path(poses, prof.s(t)), prof.speed(t), prof
+
+
+@dataclass(frozen=True)
+class Move:
+    """One robot motion: tool0 through Base-frame waypoints (the start is the robot's pose)."""
+
+    name: str
+    waypoints_base: tuple[SE3, ...]
+    speed: float
+    accel: float
+    blend: float = 0.0
+    constant_speed: bool = False  # movep (constant tool speed) instead of movel
+    camera_speed: float | None = None  # the camera's speed when it differs from tool0's (arc)
+
+    def path(self, start: SE3) -> list[SE3]:
+        return [start, *self.waypoints_base]
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """The motions of one trial: an approach before recording, a motion during it (or none)."""
+
+    trial_id: str
+    kind: str  # fixed | arc | line
+    approach: Move
+    motion: Move | None
+    eye_world: np.ndarray
+    camera_start_world: SE3
+    camera_end_world: SE3
+    notes: dict = field(default_factory=dict)
+
+
+@dataclass
+class Preview:
+    verdict: Verdict
+    t: np.ndarray
+    poses_base: list[SE3]
+    commanded_speed: np.ndarray
+    q: np.ndarray | None
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict.ok
+
+
+def front_camera_pose(calib: Calibration, eye_world=None) -> SE3:
+    """The fixed front camera: on the arc at 0 deg yaw, the scene's distance and elevation."""
+    eye = calib.eye_nominal_world if eye_world is None else np.asarray(eye_world, float)
+    return camera_on_arc(eye, calib.subject_forward_world, calib.front_camera_distance_m, 0.0, calib.front_camera_elevation_deg)
+
+
+def tool0_for_camera(calib: Calibration, T_world_camera: SE3) -> SE3:
+    """tool0 in Base that puts the camera at ``T_world_camera`` (inverse of FK x hand-eye)."""
+    return calib.T_world_base.inv() @ T_world_camera @ calib.T_tool0_camera.inv()
+
+
+def plan_fixed(calib: Calibration, eye_world, settings: TrajectorySettings, trial_id: str = "fixed") -> TrialPlan:
+    cam = front_camera_pose(calib, eye_world)
+    approach = Move("approach", (tool0_for_camera(calib, cam),), settings.approach_speed, settings.approach_accel)
+    return TrialPlan(trial_id, "fixed", approach, None, np.asarray(eye_world, float), cam, cam)
+
+
+def plan_arc(calib: Calibration, eye_world, settings: TrajectorySettings, yaw_deg=(-30.0, 30.0),
+             radius_m: float = 0.5, trial_id: str = "arc") -> TrialPlan:
+    """Arc about the live eye midpoint, waypoints every ``arc_step_deg``; the optical
+    axis stays on the eyes (camera_on_arc looks at the centre)."""
+    eye = np.asarray(eye_world, float)
+    y0, y1 = float(yaw_deg[0]), float(yaw_deg[1])
+    n = max(2, int(np.ceil(abs(y1 - y0) / settings.arc_step_deg)) + 1)
+    el = calib.front_camera_elevation_deg
+    cams = [camera_on_arc(eye, calib.subject_forward_world, radius_m, y, el) for y in np.linspace(y0, y1, n)]
+    tools = [tool0_for_camera(calib, c) for c in cams]
+    cam_len = radius_m * np.radians(abs(y1 - y0)) * np.cos(np.radians(el))
+    tool_len = float(_seg_lengths(tools).sum())
+    tool_speed = settings.arc_camera_speed * tool_len / cam_len  # same duration as the camera's speed asks
+    approach = Move("approach", (tools[0],), settings.approach_speed, settings.approach_accel)
+    motion = Move("arc", tuple(tools[1:]), tool_speed, settings.motion_accel, blend=settings.arc_blend_m,
+                  constant_speed=True, camera_speed=settings.arc_camera_speed)
+    return TrialPlan(trial_id, "arc", approach, motion, eye, cams[0], cams[-1],
+                     {"yaw_deg": [y0, y1], "radius_m": radius_m, "waypoints": n})
+
+
+def plan_line(calib: Calibration, eye_world, settings: TrajectorySettings, axis: str, speed: float,
+              trial_id: str = "line") -> TrialPlan:
+    """Mutual-gaze line scan through the front camera pose, orientation fixed."""
+    centre = front_camera_pose(calib, eye_world)
+    a, b = line_scan_points(centre, axis, settings.line_half_length_m)
+    cam_a, cam_b = SE3(centre.R, a), SE3(centre.R, b)
+    approach = Move("approach", (tool0_for_camera(calib, cam_a),), settings.approach_speed, settings.approach_accel)
+    motion = Move(f"line_{axis}", (tool0_for_camera(calib, cam_b),), float(speed), settings.motion_accel, constant_speed=True)
+    return TrialPlan(trial_id, "line", approach, motion, np.asarray(eye_world, float), cam_a, cam_b,
+                     {"axis": axis, "speed_mps": float(speed), "length_m": 2 * settings.line_half_length_m})
+
+
+def plan_trial(trial: Trial, calib: Calibration, eye_world, settings: TrajectorySettings | None = None) -> TrialPlan:
+    """The plan of one protocol trial from its CameraMotion (core protocol data)."""
+    settings = settings or TrajectorySettings()
+    cm = trial.camera_motion
+    if cm.kind == "fixed":
+        return plan_fixed(calib, eye_world, settings, trial.trial_id)
+    if cm.kind == "arc":
+        return plan_arc(calib, eye_world, settings, cm.yaw_deg or (-30.0, 30.0), cm.radius_m or 0.5, trial.trial_id)
+    if cm.kind == "line":
+        return plan_line(calib, eye_world, settings, cm.axis or "h", cm.speed_mps or 0.05, trial.trial_id)
+    raise ValueError(f"unknown camera motion {cm.kind!r}; expected fixed, arc or line")
+
+
+def preview_move(move: Move, start_base: SE3, q_start, monitor: SafetyMonitor, rate_hz: float = 50.0,
+                 now_ns: int | None = None, check_mocap: bool = True) -> Preview:
+    """Sample ``move`` from ``start_base`` and check it with the monitor before moving."""
+    t, poses, v, prof = sample_path(move.path(start_base), move.speed, move.accel, rate_hz)
+    verdict, q = monitor.preview(t, poses, q_start, move.speed, move.accel, now_ns=now_ns, check_mocap=check_mocap)
+    return Preview(verdict, t, poses, v, q, prof.duration)
