@@ -149,7 +149,7 @@ def apply_face_reasons(gt: pd.DataFrame, blink=None, no_face=None) -> pd.DataFra
     """Copy of the ground-truth table with face-based reasons added to frames that are
     still valid (data reasons win): ``blink`` then ``no_face`` (boolean masks, len(gt))."""
     df = gt.copy()
-    reason = df["invalid_reason"].fillna("").astype(object).to_numpy()
+    reason = np.array(df["invalid_reason"].fillna("").astype(str).to_numpy(), dtype=object)
     for name, m in (("blink", blink), ("no_face", no_face)):
         if m is None:
             continue

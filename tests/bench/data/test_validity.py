@@ -1,0 +1,107 @@
+"""Validity reasons and their counts, interpolation limits, blink annotations and EAR."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_bench.data import validity
+from gaze4hri_bench.data.groundtruth import GTOptions
+from gaze4hri_bench.data.reader import Dataset
+
+from ._session import TrialSpec, write_session
+
+
+@pytest.mark.replay
+def test_reasons_counted(sessions):
+    ds = Dataset(sessions)
+    by = {r.trial: validity.count_reasons(ds.trial_ground_truth(r)) for r in ds.trials()}
+    p5 = by["illum100_P5"]
+    assert p5["dropped_frame"] == 2 and p5["duplicate_frame"] == 1
+    # no head pose from 0.40 to 0.55 s: the frames at 0.403 .. 0.536 s (5) are lost
+    assert p5["mocap_lost"] == 5 and p5["interp_gap"] == 0
+    assert p5["valid"] == p5["total"] - 8
+    assert by["arc_P1"]["valid"] == by["arc_P1"]["total"] == 30
+    inc = by["conflict_left_H2"]
+    assert inc["trial_incomplete"] == inc["total"] == 15 and inc["valid"] == 0
+
+
+@pytest.mark.replay
+def test_interpolation_refuses_gaps(tmp_path):
+    """A 40 ms robot gap exceeds the 30 ms limit (interp_gap); a 40 ms head gap is
+    bridged under the 50 ms default but refused with a 20 ms limit."""
+    root = tmp_path / "root"
+    write_session(root, "S01", [TrialSpec("illum100_P1", seconds=0.6, robot_gap=(0.2, 0.235)),
+                                TrialSpec("illum100_P2", seconds=0.6, mocap_gap=(0.3, 0.325))], tmp=tmp_path)
+    ds = Dataset(root)
+    robot, head = ds.trials()
+    gr = ds.trial_ground_truth(robot)
+    bad = gr.loc[gr["invalid_reason"] == "interp_gap", "t_ns"]
+    assert len(bad) >= 1 and gr.loc[gr["invalid_reason"] == "interp_gap", "gt_x"].isna().all()
+    gh = ds.trial_ground_truth(head)
+    assert gh["valid"].all()  # 40 ms head gap bridged
+    strict = Dataset(root, gt_options=GTOptions(max_gap_mocap_s=0.02))
+    gs = strict.trial_ground_truth(strict.trials()[1])
+    assert (gs["invalid_reason"] == "interp_gap").sum() >= 1
+    with pytest.raises(ValueError):
+        GTOptions(max_gap_mocap_s=0.2, mocap_lost_s=0.1)
+
+
+@pytest.mark.replay
+def test_blink_annotations_yaml_and_csv(tmp_path, sessions):
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(sessions / "S01", root / "S01")
+    ann = root / "S01" / "annotations"
+    ann.mkdir()
+    (ann / "blinks.yaml").write_text("format: gaze4hri/blinks@1\nsubject: S01\ntrials:\n  arc_P1: [[3, 5], [20, 20]]\n  mutual_h_fast: []\n")
+    ds = Dataset(root)
+    refs = {r.trial: r for r in ds.trials()}
+    gt = ds.trial_ground_truth(refs["arc_P1"])
+    assert list(gt.loc[gt["invalid_reason"] == "blink", "frame"]) == [3, 4, 5, 20]
+    assert ds.blink_ranges(refs["mutual_h_fast"]) == []  # annotated: no blink
+    assert ds.blink_ranges(refs["illum100_P5"]) is None  # not annotated: EAR decides
+    # data reasons win over blinks
+    (ann / "blinks.yaml").write_text("format: gaze4hri/blinks@1\ntrials:\n  illum100_P5: [[0, 30]]\n")
+    c = validity.count_reasons(Dataset(root).trial_ground_truth(refs["illum100_P5"]))
+    assert c["dropped_frame"] == 2 and c["blink"] == 31 - 8 and c["valid"] == 0
+    (ann / "blinks.yaml").unlink()
+    (ann / "blinks.csv").write_text("trial,first_frame,last_frame\narc_P1,7,8\n")
+    gt = Dataset(root).trial_ground_truth(refs["arc_P1"])
+    assert list(gt.loc[~gt["valid"], "frame"]) == [7, 8]
+
+
+@pytest.mark.unit
+def test_bad_annotation_files(tmp_path):
+    p = tmp_path / "blinks.yaml"
+    p.write_text("trials: {a: [[1, 2]]}\n")
+    with pytest.raises(Gaze4HRIError, match="format: gaze4hri/blinks@1"):
+        validity.load_blink_annotations(p)
+    p.write_text("format: gaze4hri/blinks@1\ntrials: {a: [[5, 2]]}\n")
+    with pytest.raises(Gaze4HRIError, match="first <= last"):
+        validity.load_blink_annotations(p)
+    c = tmp_path / "b.csv"
+    c.write_text("trial,first_frame,last_frame\na,x,3\n")
+    with pytest.raises(Gaze4HRIError, match=r"b.csv:2"):
+        validity.load_blink_annotations(c)
+
+
+@pytest.mark.unit
+def test_ear_blink_and_face_reasons():
+    import pandas as pd
+
+    from gaze4hri_bench.faces.landmarks import eye_aspect_ratio
+
+    open_eye = np.array([[0, 0], [1, -0.3], [2, -0.3], [3, 0], [2, 0.3], [1, 0.3]], float)
+    assert eye_aspect_ratio(open_eye) == pytest.approx((0.6 + 0.6) / (2 * 3))
+    closed = open_eye * [1, 0.1]
+    assert eye_aspect_ratio(closed) < validity.EAR_THRESHOLD < eye_aspect_ratio(open_eye * [1, 1.5])
+    ear = np.array([0.3, 0.3, 0.1, 0.12, 0.3, 0.05, 0.3, np.nan])
+    assert list(validity.blink_from_ear(ear)) == [0, 0, 1, 1, 0, 1, 0, 0]
+    assert list(validity.blink_from_ear(ear, min_frames=2)) == [0, 0, 1, 1, 0, 0, 0, 0]
+    gt = pd.DataFrame({"frame": range(4), "valid": [True, False, True, True],
+                       "invalid_reason": ["", "mocap_lost", "", ""]})
+    out = validity.apply_face_reasons(gt, blink=[1, 1, 0, 0], no_face=[0, 0, 1, 1])
+    assert list(out["invalid_reason"]) == ["blink", "mocap_lost", "no_face", "no_face"]
+    assert not out["valid"].any()
