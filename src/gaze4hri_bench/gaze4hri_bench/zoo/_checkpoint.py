@@ -19,6 +19,8 @@ from gaze4hri_core.errors import Gaze4HRIError
 
 __all__ = ["load_checkpoint", "unwrap_state_dict", "map_state_dict", "NESTED_KEYS"]
 
+#: first bytes of torch.save files: zip archive (PyTorch >= 1.6) or legacy pickle (protocol 2+)
+_MAGIC = (b"PK\x03\x04", b"\x80")
 #: Keys under which training scripts nest the weights, tried in this order.
 NESTED_KEYS = ("state_dict", "model_state_dict", "model", "net", "network", "weights")
 
@@ -32,6 +34,16 @@ def load_checkpoint(path: str | Path, trust_pickle: bool = False) -> Any:
         raise Gaze4HRIError(f"checkpoint not found: {p}", "models import", "pass the path of the downloaded weights file")
     if p.stat().st_size == 0:
         raise Gaze4HRIError(f"checkpoint is empty: {p}", "models import", "download the file again")
+    with open(p, "rb") as f:
+        head = f.read(64)
+    if not head.startswith(_MAGIC):
+        html = head.lstrip().lower().startswith((b"<!doctype", b"<html"))
+        raise Gaze4HRIError(
+            f"{p.name} is not a PyTorch checkpoint" + (" but an HTML page" if html else ""),
+            f"starts with {head[:16]!r}",
+            "download the file itself (Google Drive serves a warning page for large files)" if html
+            else "pass the .pt/.pth/.pkl/.ckpt weights file",
+        )
     try:
         return torch.load(p, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
