@@ -97,13 +97,14 @@ class GaT(nn.Module):
                 f"GaT expects a clip tensor (B, 8, 3, 224, 224), got {tuple(clip.shape)}",
                 "gat forward", "stack 8 normalised RGB head crops per sample (frames f-3..f+4)",
             )
-        t = clip.shape[1]
+        t = int(clip.shape[1])  # a fixed clip length: exported as a constant, not a symbolic dim
         x = self.encoder(clip.permute(0, 2, 1, 3, 4))  # (B, 768, T/2, 7, 7)
         # official: F.interpolate(x, size=t, ...) with an int size -> (t, t, t)
         x = F.interpolate(x, size=(t, t, t), mode="trilinear", align_corners=True)
         x = x.mean(dim=(-2, -1)).transpose(1, 2)  # (B, T, 768)
         g = self.decoder["gaze"](x)
-        return g / torch.linalg.vector_norm(g, dim=-1, keepdim=True).clamp(min=1e-8)
+        g = g / torch.linalg.vector_norm(g, dim=-1, keepdim=True).clamp(min=1e-8)
+        return g.reshape(clip.shape[0], t, 3)  # explicit dims: the ONNX output keeps its (B, T, 3) shape
 
 
 def build() -> GaT:
