@@ -106,7 +106,8 @@ def _text_illumination(a: A.Analysis, alpha: float) -> list[str]:
         f"{r.level} %: {r.display} ({_f(r.mean)} +/- {_f(r.sd)} deg)" for r in best.itertuples()) + ".")
     cv = a.tables["illumination_cv"].sort_values("cv_percent")
     if len(cv) and cv["cv_percent"].notna().any():
-        s.append(f"The coefficient of variation across the four levels ranged from {_f(cv['cv_percent'].iloc[0])} % ({cv['display'].iloc[0]}, the most stable) to {_f(cv['cv_percent'].iloc[-1])} % ({cv['display'].iloc[-1]}).")
+        nl = int(cv["n_levels"].max())
+        s.append(f"The coefficient of variation across the {'four' if nl == 4 else nl} levels ranged from {_f(cv['cv_percent'].iloc[0])} % ({cv['display'].iloc[0]}, the most stable) to {_f(cv['cv_percent'].iloc[-1])} % ({cv['display'].iloc[-1]}).")
     pw = a.tables.get("illumination_pairwise")
     if pw is not None:
         k = int((pw["p_holm"] < alpha).sum())
@@ -118,7 +119,10 @@ def _text_viewpoint(a: A.Analysis, alpha: float) -> list[str]:
     t = a.tables.get("viewpoint")
     if t is None:
         return []
-    out = [f"N = {a.n} subjects."]
+    out = [f"N = {a.n} subjects. Mean error with the fixed camera vs on the arc: " + "; ".join(
+        f"{r.display} {_f(r.fixed_mean)} vs {_f(r.arc_mean)} deg" for r in t.itertuples()) + "."]
+    if not t["p_holm"].notna().any():
+        return out
     sig = t[t["p_holm"] < alpha]
     if len(sig):
         out.append("The moving camera changed the error significantly (Holm) for " + "; ".join(
@@ -133,7 +137,11 @@ def _text_conflict(a: A.Analysis, alpha: float) -> list[str]:
     t = a.tables.get("conflict")
     if t is None:
         return []
-    out = [f"N = {a.n} subjects."]
+    best = t.loc[t["mean"].idxmin()]
+    out = [f"N = {a.n} subjects. Lowest mean error under conflict: {best.display} ({_f(best['mean'])} +/- {_f(best['sd'])} deg)."]
+    if not t["p_holm"].notna().any():
+        out.append("Mean subject slopes (deg/deg): " + "; ".join(f"{r.display} {_f(r.slope_mean, 3)}" for r in t.itertuples()) + ".")
+        return out
     sig = t[t["p_holm"] < alpha]
     out.append(("Error rose with head-gaze conflict (slope > 0, one-sided, Holm) for " + "; ".join(
         f"{r.display} (slope {_f(r.slope_mean, 3)} +/- {_f(r.slope_sd, 3)} deg/deg, positive in {_f(r.pct_positive, 0)} % of subjects, {_p(r.p_holm)})" for r in sig.itertuples()) + ".") if len(sig)
@@ -141,8 +149,6 @@ def _text_conflict(a: A.Analysis, alpha: float) -> list[str]:
     ns = t[~(t["p_holm"] < alpha)]
     if len(sig) and len(ns):
         out.append("Not significant: " + ", ".join(f"{r.display} ({_f(r.pct_positive, 0)} % positive)" for r in ns.itertuples()) + ".")
-    best = t.loc[t["mean"].idxmin()]
-    out.append(f"Lowest mean error under conflict: {best.display} ({_f(best['mean'])} +/- {_f(best['sd'])} deg).")
     return out
 
 
@@ -182,7 +188,8 @@ def _text_crop(a: A.Analysis, alpha: float) -> list[str]:
     t = a.tables.get("crop_vs_rectified")
     if t is None:
         return []
-    return ["Whole dataset: " + "; ".join(f"{r.display} crop {_f(r.crop_mean)} vs rectified {_f(r.rectified_mean)} deg ({r.better}, {_p(r.p_holm)})" for r in t.itertuples()) + "."]
+    return ["Whole dataset: " + "; ".join(f"{r.display} crop {_f(r.crop_mean)} vs rectified {_f(r.rectified_mean)} deg"
+                                         + (f" ({r.better}, {_p(r.p_holm)})" if np.isfinite(r.p_holm) else " (not tested)") for r in t.itertuples()) + "."]
 
 
 def _text_eff(a: A.Analysis, alpha: float) -> list[str]:
@@ -420,7 +427,9 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
           f"{int(loaded.videos['n_frames'].sum()):,} frame rows. Frames -> video mean over valid frames -> subject mean of video means; "
           f"the subject is the unit of inference (Sezer et al., Sec. IV-A); alpha = {alpha}; multiple comparisons Holm-corrected; "
           "SDs with ddof 1; angles in degrees. Effect sizes: Cohen's d_z (paired differences) is the primary effect size; d_av is given alongside.")
-    doc.ul(warnings)
+    if warnings:
+        doc.p("Warnings:", "skip")
+        doc.ul(warnings)
     doc.h(2, "Data")
     doc.table(cov, CAPTIONS["coverage"])
     doc.table(choice[["display", "input", "available", "rule", "whole_mean"]], CAPTIONS["input_choice"])
