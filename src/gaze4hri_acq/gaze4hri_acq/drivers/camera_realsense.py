@@ -1,0 +1,216 @@
+"""Intel RealSense D435i colour stream on pyrealsense2: live camera (backend:=real) and
+playback of a RealSense recording (backend:=replay) through the same pipeline code.
+
+- Stream: RGB8 at the configured resolution and rate (1920x1080 at 30 Hz by default).
+- Intrinsics: the device's factory calibration from the stream profile, published as
+  a ROS CameraInfo (Brown-Conrady = ROS plumb_bob, as realsense-ros does).
+- Time: the global-time domain (device clock translated to the host clock by
+  librealsense) is requested and used as is; the hardware-clock domain is unwrapped
+  (a 32-bit microsecond counter wraps every 2^32 us) and mapped to the host clock by
+  the minimum observed (arrival - device) offset; system_time is already host time.
+  Frame numbers and the domain are kept in every CameraFrame.
+- Drops: counted from frame-number gaps (Intel, "Frame Metadata" / frame counter).
+Recordings: pyrealsense2 2.59 writes rosbag2 ``.db3`` files (``rs.recorder``) and
+refuses ``.bag`` names.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gaze4hri_core.calibration import CameraIntrinsics
+
+from .base import CameraFrame, DeviceError, HostClock
+from .config import CameraConfig
+
+__all__ = ["RealSenseCamera", "TimestampMapper", "FrameCounter"]
+
+_DEVICE = "Intel RealSense D435i"
+
+
+class FrameCounter:
+    """Dropped frames from frame-number gaps (a repeat or a reset does not count)."""
+
+    def __init__(self):
+        self.last: int | None = None
+        self.dropped = 0
+        self.frames = 0
+
+    def add(self, n: int) -> int:
+        gap = 0
+        if self.last is not None and n > self.last + 1:
+            gap = n - self.last - 1
+            self.dropped += gap
+        self.last = n if self.last is None else max(self.last, n)
+        self.frames += 1
+        return gap
+
+
+class TimestampMapper:
+    """Device timestamps (ms) to host ns, per timestamp domain.
+
+    global_time / system_time: host-clock milliseconds already. hardware_clock:
+    unwrapped across the counter's wrap period, then offset by the smallest
+    (arrival - device) seen so far, which is the least-delayed frame's transfer.
+    """
+
+    def __init__(self, wrap_ms: float = 2.0**32 / 1000.0):
+        self.wrap_ms = wrap_ms
+        self._last_hw: float | None = None
+        self._wraps = 0
+        self._offset_ns: float | None = None
+
+    def unwrap(self, ts_ms: float) -> float:
+        if self._last_hw is not None and ts_ms < self._last_hw - self.wrap_ms / 2:
+            self._wraps += 1
+        self._last_hw = ts_ms
+        return ts_ms + self._wraps * self.wrap_ms
+
+    def to_host_ns(self, ts_ms: float, domain: str, arrival_ns: int) -> int:
+        if domain in ("global_time", "system_time"):
+            return int(round(ts_ms * 1e6))
+        if domain == "hardware_clock":
+            dev_ns = self.unwrap(ts_ms) * 1e6
+            off = arrival_ns - dev_ns
+            if self._offset_ns is None or off < self._offset_ns:
+                self._offset_ns = off
+            return int(round(dev_ns + self._offset_ns))
+        return int(arrival_ns)
+
+
+def _intrinsics(rs, profile, name: str = "d435i_color") -> CameraIntrinsics:
+    i = profile.as_video_stream_profile().get_intrinsics()
+    K = np.array([[i.fx, 0.0, i.ppx], [0.0, i.fy, i.ppy], [0.0, 0.0, 1.0]])
+    model = {rs.distortion.brown_conrady: "plumb_bob", rs.distortion.inverse_brown_conrady: "inverse_brown_conrady"}.get(i.model, "plumb_bob")
+    D = np.array(list(i.coeffs)[:5], float)
+    return CameraIntrinsics(int(i.width), int(i.height), K, D, model, name)
+
+
+class RealSenseCamera:
+    """CameraDriver for backend:=real (live) and backend:=replay (``config.replay_file``)."""
+
+    def __init__(self, config: CameraConfig, replay: bool = False, clock=None):
+        self.config = config
+        self.replay = replay
+        self.clock = clock or HostClock()
+        self.fps = float(config.fps)
+        self.intrinsics: CameraIntrinsics | None = None
+        self.finished = False
+        self.frames_read = 0
+        self.serial: str | None = None
+        self._pipe = None
+        self._counter = FrameCounter()
+        self._mapper = TimestampMapper(config.hw_clock_wrap_ms)
+        self._rs = None
+
+    @property
+    def dropped_frames(self) -> int:
+        return self._counter.dropped
+
+    @property
+    def address(self) -> str:
+        if self.replay:
+            return str(self.config.replay_file)
+        return f"USB serial {self.config.serial}" if self.config.serial else "USB (first RealSense)"
+
+    def _import(self):
+        try:
+            import pyrealsense2 as rs
+        except ImportError as e:
+            raise DeviceError(_DEVICE, self.address, f"pyrealsense2 does not import ({e})",
+                              "pip install pyrealsense2==2.59.*; it needs libusb-1.0-0 (apt install libusb-1.0-0)") from None
+        return rs
+
+    def start(self) -> None:
+        rs = self._rs = self._import()
+        c = self.config
+        cfg = rs.config()
+        if self.replay:
+            path = Path(c.replay_file)
+            if not path.is_file():
+                raise DeviceError(_DEVICE, str(path), "recording not found", "pass replay_file:= a RealSense .db3 recording")
+            cfg.enable_device_from_file(str(path), repeat_playback=False)
+            cfg.enable_stream(rs.stream.color)  # whatever colour mode was recorded
+        else:
+            devices = rs.context().query_devices()
+            serials = [d.get_info(rs.camera_info.serial_number) for d in devices]
+            if not serials:
+                raise DeviceError(_DEVICE, self.address, "no RealSense camera found",
+                                  "plug the camera into a USB 3 port, check 'rs-enumerate-devices' and the udev rules")
+            if c.serial and c.serial not in serials:
+                raise DeviceError(_DEVICE, self.address, f"camera {c.serial} not found (found {serials})",
+                                  "set serial to one of the connected cameras")
+            if c.serial:
+                cfg.enable_device(c.serial)
+            cfg.enable_stream(rs.stream.color, c.width, c.height, rs.format.rgb8, c.fps)
+        pipe = rs.pipeline()
+        try:
+            profile = pipe.start(cfg)
+        except RuntimeError as e:
+            raise DeviceError(_DEVICE, self.address, f"cannot start the colour stream ({e})",
+                              f"use a supported mode (e.g. 1920x1080 or 1280x720 at 30 Hz RGB8); got {c.width}x{c.height} at {c.fps} Hz") from None
+        dev = profile.get_device()
+        if self.replay:
+            pb = dev.as_playback()
+            pb.set_real_time(bool(c.replay_realtime))
+        else:
+            try:
+                sensor = dev.first_color_sensor()
+                if sensor.supports(rs.option.global_time_enabled):
+                    sensor.set_option(rs.option.global_time_enabled, 1)
+            except RuntimeError:
+                pass
+        try:
+            self.serial = dev.get_info(rs.camera_info.serial_number)
+        except RuntimeError:
+            self.serial = None
+        sp = profile.get_stream(rs.stream.color)
+        self.intrinsics = _intrinsics(rs, sp)
+        self.fps = float(sp.fps())
+        self._pipe = pipe
+        self.finished = False
+
+    def read(self, timeout_s: float = 1.0) -> CameraFrame | None:
+        if self._pipe is None or self.finished:
+            return None
+        rs = self._rs
+        ok, frames = self._pipe.try_wait_for_frames(int(max(1, timeout_s * 1000)))
+        if not ok:
+            if self.replay:
+                # playback ends by going quiet; confirm with the device status
+                try:
+                    status = self._pipe.get_active_profile().get_device().as_playback().current_status()
+                    if status == rs.playback_status.stopped:
+                        self.finished = True
+                except RuntimeError:
+                    self.finished = True
+            return None
+        arrival = self.clock.now_ns()
+        cf = frames.get_color_frame()
+        if not cf:
+            return None
+        n = int(cf.get_frame_number())
+        self._counter.add(n)
+        ts = float(cf.get_timestamp())
+        domain = str(cf.get_frame_timestamp_domain()).split(".")[-1]
+        img = np.asanyarray(cf.get_data())
+        if img.ndim != 3 or img.shape[2] != 3:
+            raise DeviceError(_DEVICE, self.address, f"unexpected colour format {cf.get_profile().format()}", "record/stream RGB8")
+        self.frames_read += 1
+        return CameraFrame(self._mapper.to_host_ns(ts, domain, arrival), n, np.ascontiguousarray(img).copy(), ts, domain)
+
+    def stop(self) -> None:
+        if self._pipe is not None:
+            try:
+                self._pipe.stop()
+            except RuntimeError:
+                pass
+            self._pipe = None
+
+    def wait_finished(self, timeout_s: float = 10.0) -> None:
+        """Replay only: read to the end (used by tests and the replay CLI)."""
+        t_end = time.monotonic() + timeout_s
+        while not self.finished and time.monotonic() < t_end:
+            self.read(0.2)
