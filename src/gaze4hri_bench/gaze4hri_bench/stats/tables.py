@@ -55,30 +55,30 @@ def _fmt(col: str, x) -> str:
     return str(x)
 
 
-def format_frame(df: pd.DataFrame, columns: list[str] | None = None) -> pd.DataFrame:
-    """Strings ready to render; drops ``method`` when ``display`` is present unless asked for."""
-    if columns is None:
-        columns = [c for c in df.columns if not (c in ("method", "method_a", "method_b", "file") and any(d in df.columns for d in ("display", "display_a")))]
-    out = pd.DataFrame({c: [_fmt(c, x) for x in df[c].tolist()] for c in columns}, columns=columns)
-    out.columns = [HEADERS.get(c, c) for c in columns]
-    return out
+def _cells(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
+    """Headers, formatted rows and right-alignment flags (plain lists: cheap for many small tables).
+
+    ``method`` ids (and ``file``) are left out when a ``display`` name is present.
+    """
+    cols = [c for c in df.columns if not (c in ("method", "method_a", "method_b", "file") and any(d in df.columns for d in ("display", "display_a")))]
+    values = [[_fmt(c, x) for x in df[c].tolist()] for c in cols]
+    rows = [list(r) for r in zip(*values, strict=True)] if cols else []
+    num = [pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool for c in cols]
+    return [HEADERS.get(c, c) for c in cols], rows, num
+
+
+def format_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The table as rendered: display headers, rounded strings (see module docstring)."""
+    head, rows, _ = _cells(df)
+    return pd.DataFrame(rows, columns=head, dtype=object)
 
 
 def to_markdown(df: pd.DataFrame, caption: str | None = None) -> str:
     """GitHub-flavoured Markdown table (numeric columns right-aligned)."""
-    f = format_frame(df)
-    head = "| " + " | ".join(f.columns) + " |"
-    align = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool else "---" for c in _src_cols(df, f)) + "|"
-    body = ["| " + " | ".join(s.replace("|", "\\|") for s in row) + " |" for row in f.itertuples(index=False)]
-    text = "\n".join([head, align, *body])
-    return (f"*{caption}*\n\n" if caption else "") + text + "\n"
-
-
-def _src_cols(df: pd.DataFrame, f: pd.DataFrame) -> list[str]:
-    inv = {}
-    for c in df.columns:
-        inv.setdefault(HEADERS.get(c, c), c)
-    return [inv[h] for h in f.columns]
+    head, rows, num = _cells(df)
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---:" if n else "---" for n in num) + "|"]
+    lines += ["| " + " | ".join(s.replace("|", "\\|") for s in row) + " |" for row in rows]
+    return (f"*{caption}*\n\n" if caption else "") + "\n".join(lines) + "\n"
 
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
@@ -91,26 +91,25 @@ def _tex(s: str) -> str:
 
 def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None) -> str:
     """LaTeX tabular with booktabs rules (\\toprule, \\midrule, \\bottomrule)."""
-    f = format_frame(df)
-    spec = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool else "l" for c in _src_cols(df, f))
+    head, rows, num = _cells(df)
+    spec = "".join("r" if n else "l" for n in num)
     lines = [r"\begin{table}[t]", r"\centering"]
     if caption:
         lines.append(r"\caption{" + _tex(caption) + "}")
     if label:
         lines.append(r"\label{" + label + "}")
-    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(_tex(c) for c in f.columns) + r" \\", r"\midrule"]
-    lines += [" & ".join(_tex(s) for s in row) + r" \\" for row in f.itertuples(index=False)]
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(_tex(c) for c in head) + r" \\", r"\midrule"]
+    lines += [" & ".join(_tex(s) for s in row) + r" \\" for row in rows]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 
 def to_html(df: pd.DataFrame, caption: str | None = None) -> str:
     """Plain HTML table (for the self-contained report)."""
-    f = format_frame(df)
-    num = [pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool for c in _src_cols(df, f)]
+    head, rows, num = _cells(df)
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in f.columns)
-    rows = "".join(
-        "<tr>" + "".join(f'<td class="{"num" if n else ""}">{html.escape(s)}</td>' for s, n in zip(row, num, strict=True)) + "</tr>" for row in f.itertuples(index=False)
+    th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="{"num" if n else ""}">{html.escape(s)}</td>' for s, n in zip(row, num, strict=True)) + "</tr>" for row in rows
     )
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>\n"
+    return f"<table>{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>\n"
