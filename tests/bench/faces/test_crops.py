@@ -1,0 +1,68 @@
+"""Crop rules (methods.md) and the spec-driven tensor conversion."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_bench.faces import crops
+from gaze4hri_bench.specs import get_spec
+
+pytestmark = pytest.mark.unit
+
+
+def _grid(h=400, w=600):
+    """Image whose pixel (y, x) encodes its own coordinates (R = x mod 256, G = y mod 256)."""
+    yy, xx = np.mgrid[0:h, 0:w]
+    return np.stack([xx % 256, yy % 256, np.full_like(xx, 200)], axis=2).astype(np.uint8)
+
+
+def test_head_rule_regions():
+    head = np.array([100.0, 50.0, 200.0, 170.0])  # w 100, h 120 -> max 120
+    assert np.allclose(crops.rule_square(head, "mcgaze_head_square", "head"), [150 - 96, 110 - 96, 150 + 96, 110 + 96])
+    s = 0.9 * 120
+    assert np.allclose(crops.rule_square(head, "gat_head_box", "head"), [150 - s / 2, 50 + 0.09 * 120, 150 + s / 2, 50 + 0.09 * 120 + s])
+    face = np.array([100.0, 100.0, 200.0, 200.0])
+    hb = crops.head_box_from_face(face)
+    assert np.allclose(hb, [85, 55, 215, 210])  # 1.3 w wide, +0.45 h above, +0.10 h below
+    assert np.allclose(crops.rule_square(face, "gat_head_box"), crops.rule_square(hb, "gat_head_box", "head"))
+
+
+def test_crop_samples_the_right_pixels_and_pads_black():
+    img = _grid()
+    p = crops.crop(img, [100, 50, 200, 170], "mcgaze_head_square", 192, box_kind="head")  # 192 px square -> 1 px/px
+    assert p.shape == (192, 192, 3)
+    assert p[0, 0, 0] == (150 - 96) % 256 and p[0, 0, 1] == (110 - 96) % 256
+    assert p[191, 191, 0] == (150 + 95) % 256
+    # a box at the image corner: the outside is black
+    q = crops.crop(img, [0, 0, 40, 40], "mcgaze_head_square", 64, box_kind="head")
+    assert (q[0, 0] == 0).all() and q[-1, -1, 2] == 200
+
+
+def test_l2cs_face_box_resizes_224_then_size():
+    img = _grid()
+    p = crops.crop(img, [100.0, 80.0, 212.0, 240.0], "l2cs_face_box", 448)
+    assert p.shape == (448, 448, 3)
+    # the box itself, no margin, anisotropic: left column ~ x = 100, top row ~ y = 80
+    assert abs(int(p[2, 0, 0]) - 100) <= 1 and abs(int(p[0, 2, 1]) - 80) <= 1
+    assert abs(int(p[-1, -1, 0]) - 211) <= 1 and abs(int(p[-1, -1, 1]) - 239) <= 1
+
+
+def test_errors():
+    with pytest.raises(Gaze4HRIError, match="did you mean gat_head_box"):
+        crops.crop(_grid(), [0, 0, 10, 10], "gat_head", 224)
+    with pytest.raises(ValueError, match="invalid box"):
+        crops.crop(_grid(), [10, 10, 5, 20], "gat_head_box", 224)
+
+
+def test_to_tensor_follows_spec():
+    patch = np.zeros((4, 4, 3), np.uint8)
+    patch[..., 0], patch[..., 1], patch[..., 2] = 255, 0, 51  # RGB
+    bgr = crops.to_tensor(patch, get_spec("puregaze_eth"))  # BGR, [0, 1], no mean/std
+    assert bgr.dtype == np.float32 and bgr.shape == (3, 4, 4)
+    assert np.allclose(bgr[:, 0, 0], [0.2, 0.0, 1.0])
+    l2 = crops.to_tensor(patch, get_spec("l2cs_gaze360"))  # RGB, ImageNet mean/std
+    assert np.allclose(l2[:, 0, 0], [(1 - 0.485) / 0.229, (0 - 0.456) / 0.224, (0.2 - 0.406) / 0.225], atol=1e-6)
+    mc = crops.to_tensor(patch, get_spec("mcgaze_gaze360"))  # mmdet mean/std on 0-255
+    assert np.allclose(mc[:, 0, 0], [(255 - 123.675) / 58.395, (0 - 116.28) / 57.12, (51 - 103.53) / 57.375], atol=1e-5)
+    assert mc.flags.c_contiguous
