@@ -1,0 +1,153 @@
+"""Safety monitor: each limit stops or refuses with its reason; the live check and
+the preview agree with hand-computed geometry."""
+import numpy as np
+import pytest
+from gaze4hri_acq.drivers.config import RobotConfig, validate
+from gaze4hri_acq.safety import SafetyLimits, SafetyMonitor, compose, exp_so3, ik_track, quat_of, rotvec_of
+from gaze4hri_acq.sim.arm import HOME_Q
+from gaze4hri_acq.trajectories import front_camera_pose, sample_path, tool0_for_camera
+from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.transforms import SE3
+from scipy.spatial.transform import Rotation
+
+from gaze4hri_core import kinematics
+
+pytestmark = pytest.mark.unit
+MS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def cal(default_calibration_dir):
+    return load_calibration(default_calibration_dir, "default")
+
+
+def _monitor(cal, **kw):
+    return SafetyMonitor(SafetyLimits(**kw), cal.T_world_base, cal.T_tool0_camera, "ur5", cal.eye_in_head)
+
+
+def _head_at_eye(cal, eye):
+    """Head-band pose whose eye midpoint (default subject) is ``eye``."""
+    return SE3(np.eye(3), eye) @ cal.T_head_eye.inv()
+
+
+def _front_tool(cal):
+    return tool0_for_camera(cal, front_camera_pose(cal))
+
+
+def test_limits_validate_and_name_the_field():
+    with pytest.raises(Exception, match="max_tcp_speed"):
+        validate(RobotConfig, {"limits": {"max_tcp_speed": 2.0}})
+    with pytest.raises(ValueError, match="workspace_min"):
+        SafetyLimits(workspace_min=(0, 0, 1), workspace_max=(1, 1, 0.5))
+    assert SafetyLimits().max_tcp_speed == 0.25 and SafetyLimits().min_camera_head_m == 0.35
+
+
+def test_fast_rotation_helpers_match_scipy():
+    rng = np.random.default_rng(1)
+    for w in rng.normal(0, 1.2, size=(50, 3)):
+        R = Rotation.from_rotvec(w).as_matrix()
+        np.testing.assert_allclose(exp_so3(w), R, atol=1e-12)
+        np.testing.assert_allclose(rotvec_of(R), Rotation.from_matrix(R).as_rotvec(), atol=1e-9)
+        q = Rotation.from_matrix(R).as_quat()
+        q = -q if q[3] < 0 else q
+        np.testing.assert_allclose(quat_of(R), q, atol=1e-12)
+    A, B = SE3.from_rotvec([0.1, 0.2, 0.3], [0.3, -0.2, 0.1]), SE3.from_rotvec([-0.4, 0, 1], [1.0, 0.5, -2])
+    assert compose(A, B).almost_equal(A @ B, 1e-12, 1e-12)
+
+
+def test_ik_track_follows_the_current_branch():
+    T = kinematics.forward(HOME_Q)
+    q = ik_track(T, HOME_Q + 0.02)
+    np.testing.assert_allclose(q, HOME_Q, atol=1e-6)
+    far = np.eye(4)
+    far[:3, 3] = [2.0, 0, 0]
+    assert ik_track(far, HOME_Q) is None
+
+
+def test_front_pose_is_ok_with_head_tracked(cal):
+    m = _monitor(cal)
+    m.update_head(0, _head_at_eye(cal, cal.eye_nominal_world))
+    np.testing.assert_allclose(m.head_world, cal.eye_nominal_world, atol=1e-12)
+    assert m.check(50 * MS, _front_tool(cal), 0.05).ok
+
+
+def test_mocap_loss_longer_than_100ms_stops(cal):
+    m = _monitor(cal)
+    T = _front_tool(cal)
+    assert m.check(0, T).code == "mocap_loss"  # never seen
+    m.update_head(0, _head_at_eye(cal, cal.eye_nominal_world))
+    m.update_head(10 * MS, None)  # untracked frames from here on
+    assert m.check(99 * MS, T).ok
+    v = m.check(101 * MS, T)
+    assert not v and v.code == "mocap_loss" and "101 ms" in v.reason
+    # silence counts as loss too; idle robots are not stopped for it
+    m.update_head(200 * MS, _head_at_eye(cal, cal.eye_nominal_world))
+    assert not m.check(320 * MS, T)
+    assert m.check(320 * MS, T, moving=False).ok
+
+
+def test_head_too_close_stops_with_distance(cal):
+    m = _monitor(cal)
+    cam = front_camera_pose(cal).t
+    toward = cam + (cal.eye_nominal_world - cam) * (0.20 / 0.5)  # the subject leans in: eyes 0.20 m from the camera
+    m.update_head(0, _head_at_eye(cal, toward))
+    v = m.check(1 * MS, _front_tool(cal))
+    assert not v and v.code == "head_distance"
+    assert "0.200 m" in v.reason and "0.350 m" in v.reason
+
+
+def test_workspace_speed_and_operator(cal):
+    m = _monitor(cal)
+    m.update_head(0, _head_at_eye(cal, cal.eye_nominal_world))
+    low = SE3(_front_tool(cal).R, _front_tool(cal).t + [0, 0, 0.30])  # Base z up: tool0 near the table
+    v = m.check(1 * MS, SE3(low.R, [0.5, 0.0, -0.05]))
+    assert v.code == "workspace" and "workspace box" in v.reason
+    assert m.check(1 * MS, _front_tool(cal), tcp_speed=0.30).code == "speed"
+    m.request_stop("key 's' pressed")
+    v = m.check(1 * MS, _front_tool(cal))
+    assert v.code == "operator" and "key 's'" in v.reason
+    m.clear_stop()
+    assert m.check(1 * MS, _front_tool(cal)).ok
+
+
+def test_preview_refuses_overspeed_and_accel_commands(cal):
+    m = _monitor(cal)
+    m.update_head(0, _head_at_eye(cal, cal.eye_nominal_world))
+    T0 = _front_tool(cal)
+    T1 = SE3(T0.R, T0.t + [0, 0.1, 0])
+    t, poses, _, _ = sample_path([T0, T1], 0.3, 0.5, 50)
+    v, _ = m.preview(t, poses, HOME_Q, 0.3, 0.5, now_ns=1 * MS)
+    assert v.code == "speed" and "0.300" in v.reason
+    v, _ = m.preview(t, poses, HOME_Q, 0.1, 3.0, now_ns=1 * MS)
+    assert v.code == "accel"
+
+
+def test_preview_refuses_unreachable_and_head_distance(cal):
+    m = _monitor(cal)
+    m.update_head(0, _head_at_eye(cal, cal.eye_nominal_world))
+    T0 = _front_tool(cal)
+    # straight at the subject: the camera passes within 0.35 m of the eyes
+    T1 = SE3(T0.R, T0.t + [0.25, 0, 0])  # Base +x points at the subject (registration yaw pi)
+    t, poses, _, _ = sample_path([T0, T1], 0.1, 0.5, 50)
+    v, q = m.preview(t, poses, HOME_Q, 0.1, 0.5, now_ns=1 * MS)
+    assert v.code == "head_distance" and q is None
+    # straight up beyond the UR5's 0.85 m reach (box widened so reach decides)
+    m2 = _monitor(cal, workspace_min=(-5, -5, -5), workspace_max=(5, 5, 5))
+    m2.update_head(0, _head_at_eye(cal, cal.eye_nominal_world))
+    T2 = SE3(T0.R, T0.t + [0.0, 0.0, 1.2])
+    v, _ = m2.preview(np.array([0.0, 10.0]), [T0, T2], HOME_Q, 0.25, 1.0, now_ns=1 * MS)
+    assert v.code == "unreachable" and "out of reach" in v.reason
+    # approaching the edge of the reach the joints speed up without bound: refused too
+    t, poses, _, _ = sample_path([T0, T2], 0.25, 1.0, 20)
+    v, _ = m2.preview(t, poses, HOME_Q, 0.25, 1.0, now_ns=1 * MS)
+    assert v.code in ("joint_speed", "ik_flip", "unreachable")
+
+
+def test_preview_refuses_a_configuration_flip(cal):
+    m = _monitor(cal, workspace_min=(-5, -5, -5), workspace_max=(5, 5, 5), require_head=False)
+    T0 = _front_tool(cal)
+    # the tool turned 150 deg about its axis within one 20 ms sample: joint 6 would
+    # have to jump, which a linear move cannot do
+    T1 = T0 @ SE3.from_rotvec([0, 0, 0], [0, 0, np.radians(150)])
+    v, _ = m.preview(np.array([0.0, 0.02]), [T0, T1], HOME_Q, 0.1, 0.5)
+    assert v.code == "ik_flip" and "joint 6" in v.reason

@@ -1,0 +1,131 @@
+"""Trajectories of the protocol: the geometry the study asks for, in the core's frames,
+and previews that pass the safety limits for every trial."""
+import numpy as np
+import pytest
+from gaze4hri_acq.safety import SafetyLimits, SafetyMonitor
+from gaze4hri_acq.trajectories import (
+    TrajectorySettings,
+    front_camera_pose,
+    interpolate_path,
+    plan_trial,
+    preview_move,
+    sample_path,
+    trapezoid,
+)
+from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.groundtruth import camera_yaw_deg
+from gaze4hri_core.transforms import SE3
+
+from gaze4hri_core import kinematics, protocol
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def cal(default_calibration_dir):
+    return load_calibration(default_calibration_dir, "default")
+
+
+def _cam(cal, T_base_tool0):
+    return cal.T_world_base @ T_base_tool0 @ cal.T_tool0_camera
+
+
+def test_trapezoid_profile():
+    p = trapezoid(0.2, 0.1, 0.5)  # accelerates 0.2 s over 0.01 m, cruises 1.8 s
+    assert p.t_acc == pytest.approx(0.2) and p.duration == pytest.approx(2.2)
+    assert float(p.s(p.duration)) == pytest.approx(0.2) and float(p.s(0.2)) == pytest.approx(0.01)
+    assert float(p.speed(1.0)) == pytest.approx(0.1) and float(p.speed(2.1)) == pytest.approx(0.05)
+    tri = trapezoid(0.01, 0.1, 0.5)  # too short to reach 0.1 m/s
+    assert tri.v == pytest.approx(np.sqrt(0.01 * 0.5)) and tri.duration == pytest.approx(2 * np.sqrt(0.01 / 0.5))
+    t = np.linspace(0, p.duration, 500)
+    assert np.all(np.diff(p.s(t)) >= -1e-15)
+
+
+def test_interpolation_is_linear_with_slerp():
+    A = SE3.identity()
+    B = SE3.from_rotvec([0.2, 0, 0], [0, 0, np.pi / 2])
+    mid = interpolate_path([A, B], np.array([0.1]))[0]
+    np.testing.assert_allclose(mid.t, [0.1, 0, 0])
+    np.testing.assert_allclose(mid.rotvec, [0, 0, np.pi / 4], atol=1e-12)
+
+
+def test_fixed_camera_is_the_front_position(cal):
+    plan = plan_trial(protocol.trial_by_id("illum100_P5"), cal, cal.eye_nominal_world)
+    assert plan.kind == "fixed" and plan.motion is None
+    cam = _cam(cal, plan.approach.waypoints_base[0])
+    d = cam.t - cal.eye_nominal_world
+    assert np.linalg.norm(d) == pytest.approx(0.5)
+    assert camera_yaw_deg(cam, cal.eye_nominal_world) == pytest.approx(0.0, abs=1e-9)
+    assert np.degrees(np.arcsin(d[2] / 0.5)) == pytest.approx(-6.0)
+    # optical axis (camera z) on the eyes
+    np.testing.assert_allclose(cam.R[:, 2], -d / 0.5, atol=1e-12)
+
+
+def test_arc_about_the_live_eye_keeps_the_axis_on_the_eyes(cal):
+    eye = cal.eye_nominal_world + np.array([0.02, -0.03, 0.01])  # the subject has moved
+    plan = plan_trial(protocol.trial_by_id("arc_P3"), cal, eye)
+    assert plan.kind == "arc" and plan.motion.constant_speed
+    poses = [plan.approach.waypoints_base[0], *plan.motion.waypoints_base]
+    yaws = []
+    for T in poses:
+        cam = _cam(cal, T)
+        assert np.linalg.norm(cam.t - eye) == pytest.approx(0.5, abs=1e-9)
+        np.testing.assert_allclose(cam.R[:, 2], (eye - cam.t) / 0.5, atol=1e-9)
+        yaws.append(camera_yaw_deg(cam, eye))
+    assert yaws[0] == pytest.approx(-30) and yaws[-1] == pytest.approx(30)
+    assert np.all(np.diff(yaws) > 0)
+
+
+def test_line_scans_move_along_image_axes_at_the_protocol_speed(cal):
+    for tid, axis, speed in (("mutual_h_slow", 0, 0.05), ("mutual_v_fast", 1, 0.1)):
+        plan = plan_trial(protocol.trial_by_id(tid), cal, cal.eye_nominal_world)
+        a = _cam(cal, plan.approach.waypoints_base[0])
+        b = _cam(cal, plan.motion.waypoints_base[0])
+        d = b.t - a.t
+        assert np.linalg.norm(d) == pytest.approx(0.2)
+        np.testing.assert_allclose(d / 0.2, a.R[:, axis], atol=1e-9)  # image x (h) or y (v)
+        np.testing.assert_allclose(a.R, b.R, atol=1e-12)  # orientation fixed
+        assert plan.motion.speed == speed and plan.motion.constant_speed
+        centre = front_camera_pose(cal)
+        np.testing.assert_allclose((a.t + b.t) / 2, centre.t, atol=1e-12)
+
+
+@pytest.mark.parametrize("trial_id", ["illum010_P1", "arc_P5", "conflict_left_H1", "mutual_h_fast", "mutual_v_slow"])
+def test_every_kind_of_trial_previews_safely_from_home(cal, trial_id):
+    from gaze4hri_acq.sim.arm import HOME_Q
+
+    m = SafetyMonitor(SafetyLimits(), cal.T_world_base, cal.T_tool0_camera, "ur5", cal.eye_in_head)
+    m.update_head(0, SE3(np.eye(3), cal.eye_nominal_world) @ cal.T_head_eye.inv())
+    plan = plan_trial(protocol.trial_by_id(trial_id), cal, cal.eye_nominal_world)
+    T_home = SE3.from_matrix(kinematics.forward(HOME_Q))
+    pv = preview_move(plan.approach, T_home, HOME_Q, m, now_ns=1)
+    assert pv.ok, pv.verdict.reason
+    if plan.motion is not None:
+        pv2 = preview_move(plan.motion, plan.approach.waypoints_base[0], pv.q[-1], m, now_ns=1)
+        assert pv2.ok, pv2.verdict.reason
+        assert pv2.commanded_speed.max() == pytest.approx(plan.motion.speed, rel=1e-6)
+        if plan.kind == "arc":
+            # the camera covers the 60 deg arc (0.52 m) at the requested 0.1 m/s on average (plus ramps)
+            cam_len = 0.5 * np.radians(60) * np.cos(np.radians(6))
+            assert cam_len / 0.1 < pv2.duration_s < cam_len / 0.1 + 0.5
+
+
+def test_a_preview_that_violates_a_limit_names_it(cal):
+    m = SafetyMonitor(SafetyLimits(min_camera_head_m=0.6), cal.T_world_base, cal.T_tool0_camera, "ur5", cal.eye_in_head)
+    m.update_head(0, SE3(np.eye(3), cal.eye_nominal_world) @ cal.T_head_eye.inv())
+    plan = plan_trial(protocol.trial_by_id("arc_P1"), cal, cal.eye_nominal_world, TrajectorySettings())
+    from gaze4hri_acq.sim.arm import HOME_Q
+
+    pv = preview_move(plan.approach, SE3.from_matrix(kinematics.forward(HOME_Q)), HOME_Q, m, now_ns=1)
+    assert not pv.ok and pv.verdict.code == "head_distance" and "0.600 m" in pv.verdict.reason
+
+
+def test_sample_path_respects_speed_and_accel():
+    A = SE3.identity()
+    B = SE3(np.eye(3), [0.3, 0.1, 0.0])
+    t, poses, v, prof = sample_path([A, B], 0.1, 0.4, 200)
+    pos = np.array([p.t for p in poses])
+    vel = np.linalg.norm(np.diff(pos, axis=0), axis=1) / np.diff(t)
+    assert vel.max() <= 0.1 + 1e-9
+    assert np.abs(np.diff(vel) / np.diff(t)[1:]).max() <= 0.4 * 1.05
+    np.testing.assert_allclose(pos[-1], B.t, atol=1e-12)
