@@ -1,0 +1,41 @@
+"""Against a session recorded by the acquisition simulator (gaze4hri_acq.simulate):
+the reader's ground truth matches the simulator's own truth (Topics.SIM_GAZE_TRUTH)
+to below 0.1 deg, and frames decode at the recorded resolution."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gaze4hri_core.gaze import angular_error_deg
+
+pytestmark = [pytest.mark.replay, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def sim_root(tmp_path_factory):
+    try:
+        from gaze4hri_acq.simulate import run_sim_session
+    except ImportError as e:
+        pytest.skip(f"gaze4hri_acq.simulate not importable ({e})")
+    root = tmp_path_factory.mktemp("sim")
+    run_sim_session(root, "S01", ["illum100_P5", "arc_P1", "mutual_h_fast"], resolution=(640, 360), trial_seconds=1.0)
+    return root
+
+
+def test_ground_truth_matches_simulator(sim_root):
+    from gaze4hri_bench.data import validity
+    from gaze4hri_bench.data.reader import Dataset
+
+    ds = Dataset(sim_root)
+    refs = ds.trials()
+    assert [r.trial for r in refs] == ["illum100_P5", "arc_P1", "mutual_h_fast"]
+    for ref in refs:
+        gt = ds.trial_ground_truth(ref)
+        counts = validity.count_reasons(gt)
+        assert counts["valid"] >= 0.8 * counts["total"], (ref.trial, counts)
+        m = gt[gt["valid"]].merge(ds.sim_truth(ref), on="t_ns", how="inner")
+        assert len(m) >= 0.8 * counts["valid"], ref.trial
+        err = angular_error_deg(m[["gt_x", "gt_y", "gt_z"]].to_numpy(), m[["x", "y", "z"]].to_numpy())
+        assert np.nanmax(err) < 0.1, (ref.trial, float(np.nanmax(err)))
+        f = next(ds.iter_frames(ref))
+        assert f.image.shape == (360, 640, 3) and f.image.dtype == np.uint8

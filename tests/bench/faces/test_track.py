@@ -1,0 +1,52 @@
+"""One pass over a recorded trial: detect + track + EAR + landmark head pose, then the
+face-based validity reasons (EAR blinks unless annotated; no_face)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gaze4hri_bench.faces.track import FACE_COLUMNS, face_reasons, track_trial
+
+pytestmark = pytest.mark.replay
+
+
+class _F:
+    def __init__(self, i, img):
+        self.index, self.image = i, img
+
+
+def test_track_trial_on_frames_with_a_face_and_empty_frames():
+    pytest.importorskip("mediapipe")
+    import cv2
+    import skimage.data
+
+    from gaze4hri_bench.faces.detectors import get_detector
+
+    face = cv2.resize(skimage.data.astronaut()[30:250, 120:340], (200, 200))
+    frames = []
+    for i in range(6):
+        img = np.full((360, 640, 3), 80, np.uint8)
+        if i != 3:  # frame 3: nobody
+            img[80:280, 200 + 4 * i:400 + 4 * i] = face
+        frames.append(_F(i, img))
+    K = np.array([[500.0, 0, 319.5], [0, 500.0, 179.5], [0, 0, 1]])
+    det = get_detector("mediapipe")
+    df = track_trial(frames, det, intrinsics=K)
+    det.close()
+    assert list(df.columns) == FACE_COLUMNS and list(df["frame"]) == list(range(6))
+    seen = df.drop(index=3)
+    assert df.loc[3, "x1"] != df.loc[3, "x1"] and df.loc[3, "n_faces"] == 0  # NaN: no face
+    assert seen["track_id"].nunique() == 1 and (seen["ear"] > 0.2).all()
+    # the landmark head pose puts the face in front of the camera, roughly frontal
+    assert (seen["lm_face_cz"] > 0.1).all()
+    R = seen[[f"lm_R_head_{i}{j}" for i in range(3) for j in range(3)]].to_numpy(float).reshape(-1, 3, 3)
+    assert (np.einsum("nii->n", R) > 2.0).all()  # rotation angle below ~60 deg from identity
+
+    gt = pd.DataFrame({"frame": range(6), "valid": True, "invalid_reason": ""})
+    gt.loc[0, ["valid", "invalid_reason"]] = [False, "mocap_lost"]
+    df.loc[1, "ear"] = 0.05  # a blink by EAR
+    out = face_reasons(gt, df, annotated=False)
+    assert list(out["invalid_reason"]) == ["mocap_lost", "blink", "", "no_face", "", ""]
+    out = face_reasons(gt, df, annotated=True)  # the annotation decides blinks
+    assert list(out["invalid_reason"]) == ["mocap_lost", "", "", "no_face", "", ""]
