@@ -1,0 +1,296 @@
+"""``gaze4hri-acq``: session, calibrate, replay, and node (what the launch files run).
+
+Bad input ends in one line ``error: ...`` and a non-zero exit, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gaze4hri_core.errors import Gaze4HRIError, SessionError
+from gaze4hri_core.protocol import EXPERIMENTS
+
+__all__ = ["main", "SessionArgs", "run_session_args", "build_parser"]
+
+BACKENDS = ("sim", "real")
+RESOLUTIONS = ("1920x1080", "1280x720", "960x540", "848x480", "640x360", "424x240")
+
+
+@dataclass(frozen=True)
+class SessionArgs:
+    subject: str
+    backend: str = "sim"
+    out_dir: Path = Path("sessions")
+    experiments: tuple[str, ...] | None = None
+    trial_ids: tuple[str, ...] | None = None
+    resume: bool = False
+    redo: tuple[str, ...] = ()
+    resolution: tuple[int, int] = (1920, 1080)
+    fps: float = 30.0
+    trial_seconds: float = 6.3
+    compression: str = "none"
+    calibration_dir: Path | None = None
+    seed: int = 0
+    real_time_factor: float = 6.0
+    robot_ip: str = "192.168.1.102"
+    motive_ip: str = "127.0.0.1"
+    local_ip: str = "127.0.0.1"
+    camera_serial: str = ""
+    yes: bool = False
+    quiet: bool = False
+    external_devices: bool = False
+    fail_after_bytes: int = -1
+    mocap_dropout: tuple[str, float, float] | None = None  # sim fault injection: (trial, at_s, duration_s)
+    protective_stop: tuple[str, float] | None = None  # sim fault injection: (trial, at_s)
+
+
+def _resolution(s: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in s.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"resolution must be WxH such as 1920x1080, got {s!r}") from None
+    if not (64 <= w <= 3840 and 36 <= h <= 2160):
+        raise argparse.ArgumentTypeError(f"resolution {s} outside 64x36 .. 3840x2160")
+    return w, h
+
+
+def _positive(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {s}")
+    return v
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2
+        sys.stderr.write(f"error: {message} (gaze4hri-acq {self.prog.split()[-1]}): see --help\n")
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gaze4hri-acq", description="Gaze4HRI acquisition: sessions, calibration runs, replay.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("session", help="record a subject's session (the 63 trials of the protocol)")
+    s.add_argument("--subject", required=True, help="subject id, e.g. S12")
+    s.add_argument("--backend", choices=BACKENDS, default="sim", help="simulated devices or the lab's UR5, RealSense and OptiTrack")
+    s.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, help="record only these experiments")
+    s.add_argument("--trials", nargs="+", metavar="ID", help="record only these trial ids (e.g. illum025_P3 arc_P5)")
+    s.add_argument("--out-dir", type=Path, default=Path("sessions"), help="sessions root; the session is OUT_DIR/SUBJECT")
+    s.add_argument("--resume", action="store_true", help="continue at the first trial not done")
+    s.add_argument("--redo", nargs="+", default=[], metavar="ID", help="record these trials again (previous bags kept under bags/.attempts)")
+    s.add_argument("--resolution", type=_resolution, default=(1920, 1080), metavar="WxH", help=f"colour resolution, one of {', '.join(RESOLUTIONS)}")
+    s.add_argument("--fps", type=_positive, default=30.0, help="colour frame rate (Hz)")
+    s.add_argument("--trial-seconds", type=_positive, default=6.3, help="recording length of a trial with a fixed camera (s); moving trials last their motion")
+    s.add_argument("--compression", choices=("none", "zstd", "lz4"), default="none", help="MCAP chunk compression (lossless either way)")
+    s.add_argument("--calibration", type=Path, dest="calibration_dir", help="calibration directory (default: the repository's calibration/)")
+    s.add_argument("--robot-ip", default="192.168.1.102", help="UR controller address (real backend)")
+    s.add_argument("--motive-ip", default="127.0.0.1", help="Motive PC address (real backend)")
+    s.add_argument("--local-ip", default="127.0.0.1", help="this PC's address on the Motive network")
+    s.add_argument("--camera-serial", default="", help="RealSense serial number (real backend; empty: the only camera)")
+    s.add_argument("--seed", type=int, default=0, help="simulation seed")
+    s.add_argument("--real-time-factor", type=_positive, default=6.0, help="simulated seconds per wall second (sim backend)")
+    s.add_argument("--yes", action="store_true", help="do not wait for Enter at the prompts (always on with --backend sim)")
+    s.add_argument("--quiet", action="store_true", help="no live status view")
+    s.add_argument("--external-devices", action="store_true", help="device nodes run elsewhere (ros2 launch): start only the orchestrator")
+    s.add_argument("--fail-after-bytes", type=int, default=-1, help=argparse.SUPPRESS)  # test hook: simulated full disk
+    s.add_argument("--sim-mocap-dropout", nargs=3, metavar=("TRIAL", "AT_S", "DURATION_S"), help=argparse.SUPPRESS)
+    s.add_argument("--sim-protective-stop", nargs=2, metavar=("TRIAL", "AT_S"), help=argparse.SUPPRESS)
+
+    c = sub.add_parser("calibrate", help="calibration runs: registration, eye-head, targets")
+    c.add_argument("procedure", choices=("registration", "eye-head", "targets"), help="which calibration to run")
+    c.add_argument("--backend", choices=BACKENDS, default="sim")
+    c.add_argument("--subject", help="subject id (eye-head)")
+    c.add_argument("--calibration", type=Path, dest="calibration_dir", help="calibration directory to update")
+    c.add_argument("--out", type=Path, help="write the result here instead of the calibration directory")
+    c.add_argument("--robot-ip", default="192.168.1.102")
+    c.add_argument("--motive-ip", default="127.0.0.1")
+    c.add_argument("--seed", type=int, default=0)
+
+    r = sub.add_parser("replay", help="republish a recorded session on its topics")
+    r.add_argument("session", type=Path, help="session directory (holds session.yaml)")
+    r.add_argument("--trial", action="append", dest="trials", metavar="ID", help="replay only this trial (repeatable)")
+    r.add_argument("--rate", type=_positive, default=1.0, help="playback speed factor (1 = original timing)")
+    r.add_argument("--loop", action="store_true", help="start over at the end")
+    r.add_argument("--quiet", action="store_true")
+
+    n = sub.add_parser("node", help="run device nodes in this process (what the launch files start)")
+    n.add_argument("names", nargs="+", help="node names from the node table (camera, recorder, mocap, robot)")
+    n.add_argument("--backend", choices=BACKENDS, default="sim")
+    return p
+
+
+# ---------------------------------------------------------------------- session
+def run_session_args(a: SessionArgs) -> Path:
+    """Build the nodes, run the orchestrator, shut down cleanly; returns the session dir."""
+    from .orchestrator.client import Interrupted
+    from .orchestrator.session import SessionConfig, run_session
+    from .runner import Stack, StackConfig
+
+    if a.backend not in BACKENDS:
+        raise Gaze4HRIError(f"unknown backend {a.backend!r}", None, f"use one of {', '.join(BACKENDS)}")
+    w, h = a.resolution
+    cam = {"width": int(w), "height": int(h), "fps": float(a.fps), "serial": a.camera_serial}
+    rob = {"robot_ip": a.robot_ip}
+    if a.calibration_dir is not None:
+        rob["calibration_dir"] = str(a.calibration_dir)
+    params = {"camera": cam, "mocap": {"motive_ip": a.motive_ip, "local_ip": a.local_ip}, "robot": rob,
+              "recorder": {"compression": a.compression, "backpressure": a.backend == "sim"}}
+    sim = {"real_time_factor": float(a.real_time_factor), "seed": int(a.seed)}
+    if a.calibration_dir is not None:
+        sim["calibration_dir"] = a.calibration_dir
+    nodes = ("orchestrator",) if a.external_devices else None
+    scfg = StackConfig(backend=a.backend, params=params, sim=sim, share_graph=a.external_devices or a.backend == "real",
+                       intra_process=not a.external_devices, **({"nodes": nodes} if nodes else {}))
+    cfg = SessionConfig(subject=a.subject, backend=a.backend, out_dir=Path(a.out_dir), experiments=a.experiments, trial_ids=a.trial_ids,
+                        resume=a.resume, redo=tuple(a.redo), resolution=(int(w), int(h)), fps=float(a.fps), trial_seconds=float(a.trial_seconds),
+                        compression=a.compression, calibration_dir=a.calibration_dir, auto_confirm=a.yes or a.backend == "sim",
+                        fail_after_bytes=a.fail_after_bytes,
+                        addresses={"camera": f"RealSense serial {a.camera_serial or 'any'}" if a.backend == "real" else "sim",
+                                   "mocap": f"Motive at {a.motive_ip}" if a.backend == "real" else "sim",
+                                   "robot": f"UR controller at {a.robot_ip}" if a.backend == "real" else "sim"})
+    stop = {"reason": None}
+
+    def on_signal(signum, _frame):
+        stop["reason"] = signal.Signals(signum).name
+
+    old = {}
+    in_main = _is_main_thread()
+    if in_main:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old[sig] = signal.signal(sig, on_signal)
+    view = None
+    try:
+        with Stack(scfg) as stack:
+            client = stack.nodes["orchestrator"]
+            client.session_id = f"{a.subject}"
+            if stack.world is not None:
+                _inject_sim_faults(stack, client, a)
+            if not a.quiet:
+                from .operator_view import OperatorView
+
+                view = OperatorView(client, Path(a.out_dir))
+                view.start()
+            confirm = None if cfg.auto_confirm else _confirm_enter
+            try:
+                sdir = run_session(cfg, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"])
+            except Interrupted as e:
+                raise SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
+                                   "the interrupted trial is marked incomplete; continue with --resume") from None
+            finally:
+                if view is not None:
+                    view.stop()
+            if view is not None:
+                view.summary(sdir)
+            return sdir
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+def _inject_sim_faults(stack, client, a: SessionArgs) -> None:
+    """Test hooks: a mocap dropout or a protective stop in a named trial (sim only)."""
+    if not (a.mocap_dropout or a.protective_stop):
+        return
+    import json
+
+    from rclpy.serialization import deserialize_message
+    from std_msgs.msg import String
+
+    from gaze4hri_core.session import Topics
+
+    world = stack.world
+
+    def on_event(_t, data):
+        e = json.loads(deserialize_message(data, String).data)
+        if e.get("event") != "start":
+            return
+        now = world.clock.now_ns()
+        if a.mocap_dropout and e.get("trial") == a.mocap_dropout[0]:
+            world.inject_dropout("head_band", float(a.mocap_dropout[2]), now + int(float(a.mocap_dropout[1]) * 1e9))
+        if a.protective_stop and e.get("trial") == a.protective_stop[0]:
+            world.arm.inject_protective_stop(now + int(float(a.protective_stop[1]) * 1e9))
+
+    stack.bus.subscribe(Topics.EVENTS, on_event)
+
+
+def _is_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _confirm_enter(prompt: str) -> None:
+    try:
+        input(f"\n>>> {prompt} ")
+    except EOFError:
+        raise Gaze4HRIError("no operator input (stdin closed)", None, "run with --yes to auto-confirm prompts") from None
+
+
+def _session_args(ns: argparse.Namespace) -> SessionArgs:
+    def trip(v, n):
+        return tuple(v) if v else None
+
+    md = ns.sim_mocap_dropout
+    ps = ns.sim_protective_stop
+    return SessionArgs(subject=ns.subject, backend=ns.backend, out_dir=ns.out_dir, experiments=trip(ns.experiments, 0),
+                       trial_ids=trip(ns.trials, 0), resume=ns.resume, redo=tuple(ns.redo), resolution=ns.resolution, fps=ns.fps,
+                       trial_seconds=ns.trial_seconds, compression=ns.compression, calibration_dir=ns.calibration_dir, seed=ns.seed,
+                       real_time_factor=ns.real_time_factor, robot_ip=ns.robot_ip, motive_ip=ns.motive_ip, local_ip=ns.local_ip,
+                       camera_serial=ns.camera_serial, yes=ns.yes, quiet=ns.quiet, external_devices=ns.external_devices,
+                       fail_after_bytes=ns.fail_after_bytes,
+                       mocap_dropout=(md[0], float(md[1]), float(md[2])) if md else None,
+                       protective_stop=(ps[0], float(ps[1])) if ps else None)
+
+
+# ------------------------------------------------------------------------ main
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--ros-args" in argv:  # launch appends ROS arguments; they go to rclpy, not argparse
+        i = argv.index("--ros-args")
+        argv, ros_args = argv[:i], argv[i:]
+    else:
+        ros_args = []
+    ns = build_parser().parse_args(argv)
+    try:
+        if ns.command == "session":
+            sdir = run_session_args(_session_args(ns))
+            print(f"session: {sdir}")
+            return 0
+        if ns.command == "replay":
+            from .replay import replay_session
+
+            n = replay_session(ns.session, trials=ns.trials, rate=ns.rate, loop=ns.loop, quiet=ns.quiet)
+            print(f"replayed {n} messages")
+            return 0
+        if ns.command == "calibrate":
+            from .calibrate import run_calibration
+
+            out = run_calibration(ns)
+            print(f"calibration written: {out}")
+            return 0
+        if ns.command == "node":
+            from .nodes.host import run_nodes
+
+            return run_nodes(ns.names, ns.backend, ros_args)
+    except Gaze4HRIError as e:
+        sys.stderr.write(f"error: {e.line()}\n")
+        return e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except OSError as e:
+        sys.stderr.write(f"error: {e.strerror or e} ({getattr(e, 'filename', '') or ''}): check the path and free space\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    os._exit(main()) if os.environ.get("GAZE4HRI_FAST_EXIT") else sys.exit(main())

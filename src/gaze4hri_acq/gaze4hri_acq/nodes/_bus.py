@@ -1,0 +1,59 @@
+"""Intra-process delivery for the one-process runner (rclpy has no intra-process
+transport): a publisher hands serialized CDR bytes straight to subscribers in the
+same process, and uses DDS only when a subscriber elsewhere is matched. This is
+rclcpp's intra-process idea at the bytes level: the recorder writes exactly the
+bytes that would have crossed DDS, with no deserialize/serialize round trip.
+"""
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+
+from rclpy.serialization import serialize_message
+
+__all__ = ["IntraProcessBus", "FastPublisher"]
+
+
+class IntraProcessBus:
+    """Topic -> local callbacks receiving (topic, cdr_bytes). One per runner, not global."""
+
+    def __init__(self) -> None:
+        self._subs: dict[str, list[Callable[[str, bytes], None]]] = defaultdict(list)
+        self._lock = threading.Lock()
+
+    def subscribe(self, topic: str, callback: Callable[[str, bytes], None]) -> None:
+        with self._lock:
+            self._subs[topic].append(callback)
+
+    def unsubscribe_all(self, callback_owner) -> None:
+        with self._lock:
+            for topic in list(self._subs):
+                self._subs[topic] = [c for c in self._subs[topic] if getattr(c, "__self__", None) is not callback_owner]
+
+    def deliver(self, topic: str, data: bytes) -> int:
+        subs = self._subs.get(topic)
+        if not subs:
+            return 0
+        for cb in list(subs):
+            cb(topic, data)
+        return len(subs)
+
+
+class FastPublisher:
+    """A publisher that accepts a message or its CDR bytes, feeds the local bus, and
+    publishes over DDS only when some other process listens."""
+
+    def __init__(self, node, msg_type, topic: str, qos, bus: IntraProcessBus | None = None):
+        self.topic = topic
+        self.pub = node.create_publisher(msg_type, topic, qos)
+        self.bus = bus
+
+    def publish(self, msg_or_bytes) -> None:
+        data = msg_or_bytes if isinstance(msg_or_bytes, (bytes, bytearray)) else None
+        if self.bus is not None:
+            if data is None:
+                data = serialize_message(msg_or_bytes)
+            self.bus.deliver(self.topic, data)
+        if self.pub.get_subscription_count() > 0:
+            self.pub.publish(data if data is not None else msg_or_bytes)

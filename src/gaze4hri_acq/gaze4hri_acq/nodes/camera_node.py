@@ -1,0 +1,135 @@
+"""Camera node: RGB frames as sensor_msgs/Image (rgb8, optical frame), CameraInfo
+(latched and once a second), per-frame metadata (frame number, device timestamp,
+domain) and fps/drop diagnostics. Frames are serialized by ``_cdr.encode_image``
+(one copy) and handed to the recorder as bytes in the one-process runner."""
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import Vector3Stamped
+from sensor_msgs.msg import CameraInfo, Image
+
+from gaze4hri_core.session import FRAMES, Topics
+
+from ._bus import FastPublisher
+from ._cdr import encode_image
+from .common import QOS_LATCHED, QOS_SENSOR, Param, diag_status, stamp_msg
+from .device import DeviceNode
+
+__all__ = ["CameraNode", "PARAMS", "camera_info_msg"]
+
+PARAMS = (
+    Param("backend", "sim", "device backend: simulated camera, RealSense D435i, or a RealSense playback file", ("sim", "real", "replay")),
+    Param("serial", "", "RealSense serial number; empty takes the only connected camera"),
+    Param("width", 1920, "colour stream width (px)", range=(160, 3840)),
+    Param("height", 1080, "colour stream height (px)", range=(120, 2160)),
+    Param("fps", 30.0, "colour stream rate (Hz)", range=(1.0, 90.0)),
+    Param("frame_id", FRAMES["camera"], "frame id of images and CameraInfo (REP-103 optical frame)"),
+    Param("playback_file", "", "RealSense playback file for backend 'replay'"),
+    Param("camera_info_period_s", 1.0, "republish CameraInfo every this many seconds", range=(0.1, 60.0)),
+)
+
+
+def camera_info_msg(intr, stamp_ns: int, frame_id: str) -> CameraInfo:
+    m = CameraInfo()
+    stamp_msg(m.header, stamp_ns, frame_id)
+    m.width, m.height = int(intr.width), int(intr.height)
+    m.distortion_model = intr.distortion_model
+    m.d = [float(x) for x in intr.D]
+    m.k = [float(x) for x in np.asarray(intr.K).ravel()]
+    m.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    P = np.zeros((3, 4))
+    P[:, :3] = intr.K
+    m.p = [float(x) for x in P.ravel()]
+    return m
+
+
+class CameraNode(DeviceNode):
+    PARAMS = PARAMS
+    device_label = "camera"
+
+    def __init__(self, name: str = "camera", **kw):
+        super().__init__(name, **kw)
+        self.frames = 0
+        self.dropped = 0
+        self._last_number: int | None = None
+        self._stamps: deque[float] = deque(maxlen=60)
+        self._last_info = 0.0
+        self._last_stamp_ns = 0
+
+    def make_driver(self):
+        from ..drivers.config import CameraConfig, validate
+        from ..drivers.registry import make_camera  # lazy: vendor SDKs load only when used
+
+        p = self.params
+        cfg = validate(CameraConfig, {"serial": p["serial"] or None, "width": p["width"], "height": p["height"], "fps": int(round(p["fps"])),
+                                      "replay_file": p["playback_file"] or None}, "camera parameters")
+        return make_camera(p["backend"], cfg)
+
+    def address(self) -> str:
+        return f"serial {self.params.get('serial') or 'any'}"
+
+    def connect(self) -> None:
+        self.driver.start()
+
+    def release(self) -> None:
+        if self.driver is not None:
+            self.driver.stop()
+
+    def setup_publishers(self) -> None:
+        self.pub_image = FastPublisher(self, Image, Topics.IMAGE, QOS_SENSOR, self.bus)
+        self.pub_info = FastPublisher(self, CameraInfo, Topics.CAMERA_INFO, QOS_LATCHED, self.bus)
+        self.pub_meta = FastPublisher(self, DiagnosticStatus, Topics.FRAME_META, QOS_SENSOR, self.bus)
+        self.pub_gaze_truth = FastPublisher(self, Vector3Stamped, Topics.SIM_GAZE_TRUTH, QOS_SENSOR, self.bus)
+        self.pub_blink_truth = FastPublisher(self, DiagnosticStatus, Topics.SIM_BLINK_TRUTH, QOS_SENSOR, self.bus)
+
+    def step(self) -> None:
+        f = self.driver.read(timeout_s=0.5)
+        if f is None:
+            return False
+        fid = self.params["frame_id"]
+        if self._last_number is not None and f.frame_number > self._last_number + 1:
+            self.dropped += f.frame_number - self._last_number - 1
+        self._last_number = f.frame_number
+        now = time.monotonic()
+        if now - self._last_info >= self.params["camera_info_period_s"] or self.frames == 0:
+            self.pub_info.publish(camera_info_msg(self.driver.intrinsics, f.stamp_ns, fid))
+            self._last_info = now
+        self.pub_image.publish(encode_image(f.stamp_ns, fid, f.image))
+        self.pub_meta.publish(diag_status("frame_meta", 0, "", {
+            "frame_number": f.frame_number, "stamp_ns": f.stamp_ns, "timestamp_domain": f.timestamp_domain,
+            "device_timestamp_ms": f.device_timestamp_ms}))
+        truth = getattr(f, "truth", None)
+        if truth is not None:  # simulated camera: the simulator's truth at the frame's stamp
+            self._publish_truth(f.stamp_ns, fid, truth)
+        self.frames += 1
+        self._stamps.append(now)
+        self._last_stamp_ns = self.stream_ns = f.stamp_ns
+        return True
+
+    def _publish_truth(self, stamp_ns: int, fid: str, truth) -> None:
+        v = Vector3Stamped()
+        stamp_msg(v.header, stamp_ns, fid)
+        g = truth.gaze_camera
+        if g is not None:
+            v.vector.x, v.vector.y, v.vector.z = (float(x) for x in g)
+        else:
+            v.vector.x = v.vector.y = v.vector.z = float("nan")
+        self.pub_gaze_truth.publish(v)
+        self.pub_blink_truth.publish(diag_status("blink", 0, "", {"stamp_ns": stamp_ns, "blink": "true" if truth.blink else "false"}))
+
+    def fps(self) -> float:
+        if len(self._stamps) < 2:
+            return 0.0
+        return (len(self._stamps) - 1) / max(self._stamps[-1] - self._stamps[0], 1e-9)
+
+    def diag_values(self) -> dict:
+        drv = int(getattr(self.driver, "dropped_frames", 0) or 0) if self.driver is not None else 0
+        return {"frames": self.frames, "dropped_frames": max(self.dropped, drv), "fps_wall": round(self.fps(), 2),
+                "last_stamp_ns": self._last_stamp_ns}
+
+    def handle_reset_counters(self, req: dict) -> dict:
+        return {}

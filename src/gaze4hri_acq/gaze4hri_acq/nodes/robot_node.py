@@ -1,0 +1,279 @@
+"""Robot node: tool0 pose in the controller Base frame, joint states and controller
+status at the RTDE rate; runs motions on request after a safety preview; runs the
+SafetyMonitor on live motion capture at every sample and stops the arm on a STOP
+verdict (head band lost, camera too close to the head, workspace, speed, operator),
+on a protective stop, or on ``/robot/stop``. Every stop is published as a fault
+event on /gaze4hri/events (recorded in the trial bag) and on /gaze4hri/safety.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.session import FRAMES, Topics
+from gaze4hri_core.transforms import SE3
+
+from ..safety import SafetyLimits, SafetyMonitor, Verdict
+from ..trajectories import Move, preview_move
+from ._bus import FastPublisher
+from .common import QOS_RELIABLE, QOS_SENSOR, Param, diag_array, diag_status, stamp_msg, subscribe, to_json
+from .device import DeviceNode
+from .mocap_node import pose_msg
+
+__all__ = ["RobotNode", "PARAMS", "JOINT_NAMES", "move_to_json", "move_from_json"]
+
+JOINT_NAMES = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
+_SL = SafetyLimits()
+
+PARAMS = (
+    Param("backend", "sim", "device backend: simulated UR5 or a UR controller over RTDE", ("sim", "real")),
+    Param("robot_ip", "192.168.1.102", "IP address of the UR controller (RTDE)"),
+    Param("robot_model", "ur5", "arm model (DH parameters)", ("ur5", "ur5e")),
+    Param("calibration_dir", "", "calibration directory (registration, hand-eye, scene); empty: the repository's calibration/"),
+    Param("subject", "", "subject id whose eye-head calibration places the eyes for the head-distance check"),
+    Param("max_tcp_speed", float(_SL.max_tcp_speed), "TCP speed limit (m/s)", range=(0.01, 1.0)),
+    Param("max_tcp_accel", float(_SL.max_tcp_accel), "TCP acceleration limit (m/s^2)", range=(0.01, 5.0)),
+    Param("min_camera_head_m", float(_SL.min_camera_head_m), "minimum camera-to-head distance (m)", range=(0.0, 2.0)),
+    Param("mocap_loss_timeout_s", float(_SL.mocap_loss_timeout_s), "stop a motion when the head band is lost this long (s)", range=(0.01, 5.0)),
+    Param("require_head", True, "refuse and stop motions while the head band is not tracked"),
+    Param("connect_timeout_s", 2.0, "give up connecting to the controller after this long (s)", range=(0.1, 30.0)),
+)
+
+
+def move_to_json(move: Move) -> dict:
+    return {"name": move.name, "waypoints": [[*map(float, T.t), *map(float, T.quat_xyzw)] for T in move.waypoints_base],
+            "speed": move.speed, "accel": move.accel, "blend": move.blend, "constant_speed": move.constant_speed}
+
+
+def move_from_json(d: dict) -> Move:
+    wps = tuple(SE3.from_quat(w[:3], w[3:7]) for w in d["waypoints"])
+    return Move(str(d.get("name", "move")), wps, float(d["speed"]), float(d["accel"]), float(d.get("blend", 0.0)),
+                bool(d.get("constant_speed", False)))
+
+
+class RobotNode(DeviceNode):
+    PARAMS = PARAMS
+    device_label = "robot"
+
+    def __init__(self, name: str = "robot", **kw):
+        super().__init__(name, **kw)
+        self.monitor: SafetyMonitor | None = None
+        self.state = None
+        self.safety_reason: str | None = None
+        self.samples = 0
+        self._motion: dict | None = None  # {"name", "t0_ns", "preview"}
+        self._was_protective = False
+        self._mocap_ns = 0
+        self._next_ns = 0
+        self._mocap_wall = time.monotonic()
+        self.create_service(Trigger, "/robot/stop", self._srv_stop)
+        self.create_service(Trigger, "/robot/clear_stop", self._srv_clear)
+
+    # ------------------------------------------------------------------ setup
+    def make_driver(self):
+        from ..drivers.config import RobotConfig, validate
+        from ..drivers.registry import make_robot
+
+        p = self.params
+        vals = {"host": p["robot_ip"], "model": p["robot_model"], "limits": self._limits(), "connect_timeout_s": p["connect_timeout_s"]}
+        if p["calibration_dir"]:
+            vals["calibration_dir"] = p["calibration_dir"]
+        if p["subject"]:
+            vals["subject"] = p["subject"]
+        return make_robot(p["backend"], validate(RobotConfig, vals, "robot parameters"))
+
+    def _limits(self) -> SafetyLimits:
+        p = self.params
+        return SafetyLimits(max_tcp_speed=p["max_tcp_speed"], max_tcp_accel=p["max_tcp_accel"], min_camera_head_m=p["min_camera_head_m"],
+                            mocap_loss_timeout_s=p["mocap_loss_timeout_s"], require_head=p["require_head"])
+
+    def address(self) -> str:
+        return f"UR controller at {self.params.get('robot_ip', '?')}"
+
+    def connect(self) -> None:
+        from pathlib import Path
+
+        p = self.params
+        cdir = Path(p["calibration_dir"]) if p["calibration_dir"] else Path(__file__).resolve().parents[4] / "calibration"
+        subj = p["subject"] or None
+        try:
+            cal = load_calibration(cdir, subj)
+        except Gaze4HRIError:
+            cal = load_calibration(cdir, None)  # no eye-head file yet: head-band origin stands in for the eyes
+        eye = cal.T_head_eye.t if cal.T_head_eye is not None else None
+        self.monitor = SafetyMonitor(self._limits(), cal.T_world_base, cal.T_tool0_camera, cal.robot_model, eye_in_head=eye)
+        self.driver.connect(timeout_s=p["connect_timeout_s"])
+
+    def release(self) -> None:
+        if self.driver is not None:
+            try:
+                self.driver.stop()
+            finally:
+                self.driver.close()
+
+    def setup_publishers(self) -> None:
+        self.pub_tcp = FastPublisher(self, PoseStamped, Topics.TCP_POSE, QOS_SENSOR, self.bus)
+        self.pub_js = FastPublisher(self, JointState, Topics.JOINT_STATES, QOS_SENSOR, self.bus)
+        self.pub_status = FastPublisher(self, DiagnosticArray, Topics.ROBOT_STATUS, QOS_SENSOR, self.bus)
+        self.pub_cmd = FastPublisher(self, TwistStamped, Topics.COMMANDED_SPEED, QOS_SENSOR, self.bus)
+        self.pub_safety = FastPublisher(self, DiagnosticArray, Topics.SAFETY, QOS_RELIABLE, self.bus)
+        self.pub_events = FastPublisher(self, String, Topics.EVENTS, QOS_RELIABLE, self.bus)
+        subscribe(self, self.bus, PoseStamped, Topics.HEAD_POSE, self._on_head, QOS_SENSOR)
+        subscribe(self, self.bus, DiagnosticArray, Topics.MOCAP_STATUS, self._on_mocap_status, QOS_SENSOR)
+
+    # ------------------------------------------------------------- mocap feed
+    # Safety is evaluated on the motion-capture stream's own clock (the stamp of its
+    # latest frame): a tracked-then-lost head band is seen through the 'lost' status,
+    # and a silent stream through a wall-clock watchdog. This keeps the check exact
+    # when the simulation runs faster than real time and a stream lags the clock.
+    def _on_head(self, m: PoseStamped) -> None:
+        if self.monitor is None:
+            return
+        p, q = m.pose.position, m.pose.orientation
+        t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+        self.monitor.update_head(t, SE3.from_quat([p.x, p.y, p.z], [q.x, q.y, q.z, q.w]))
+        self._mocap_seen(t)
+
+    def _on_mocap_status(self, m: DiagnosticArray) -> None:
+        if self.monitor is None:
+            return
+        t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+        for s in m.status:
+            if s.name == "head_band" and s.message == "lost":
+                self.monitor.update_head(t, None)
+        self._mocap_seen(t)
+
+    def _mocap_seen(self, t_ns: int) -> None:
+        if t_ns > self._mocap_ns:
+            self._mocap_ns = t_ns
+        self._mocap_wall = time.monotonic()
+
+    def safety_now_ns(self, robot_ns: int) -> int:
+        """Time at which to judge the head-band track: the mocap stream's latest stamp."""
+        return min(robot_ns, self._mocap_ns) if self._mocap_ns else robot_ns
+
+    def mocap_silent(self) -> bool:
+        limit = max(0.5, 5 * self.params.get("mocap_loss_timeout_s", 0.1))
+        return self.params.get("require_head", True) and time.monotonic() - self._mocap_wall > limit
+
+    # ---------------------------------------------------------------- stream
+    def step(self) -> None:
+        period = int(1e9 / float(getattr(self.driver, "rate_hz", 125.0)))
+        now = self.now_ns()
+        if self._next_ns == 0 or self._next_ns < now - 10 * period:
+            self._next_ns = now
+        if not self.wait_until_ns(self._next_ns):
+            return False
+        self._next_ns += period
+        st = self.driver.state()
+        self.stream_ns = st.stamp_ns
+        self.state = st
+        self.samples += 1
+        base = FRAMES["base"]
+        self.pub_tcp.publish(pose_msg(st.stamp_ns, base, st.T_base_tool0.t, st.T_base_tool0.quat_xyzw))
+        js = JointState(name=JOINT_NAMES, position=[float(x) for x in st.q], velocity=[float(x) for x in st.qd])
+        stamp_msg(js.header, st.stamp_ns, "")
+        self.pub_js.publish(js)
+        cmd = TwistStamped()
+        stamp_msg(cmd.header, st.stamp_ns, base)
+        if self._motion is not None and self._motion.get("preview") is not None:
+            pv = self._motion["preview"]
+            el = (st.stamp_ns - self._motion["t0_ns"]) / 1e9
+            cmd.twist.linear.x = float(np.interp(el, pv.t, pv.commanded_speed, right=0.0))  # speed along the path
+        self.pub_cmd.publish(cmd)
+        self.pub_status.publish(diag_array(st.stamp_ns, [diag_status("robot", 2 if st.protective_stop else 0, "protective stop" if st.protective_stop else "ok", {
+            "speed_scaling": st.speed_scaling, "protective_stop": st.protective_stop, "moving": st.moving, "connected": st.connected,
+            "controller_time_s": st.controller_time_s})]))
+        if st.protective_stop and not self._was_protective:
+            self._fault("protective_stop", "robot protective stop (controller)", st.stamp_ns)
+        self._was_protective = st.protective_stop
+        if self.monitor is not None and (st.moving or self._motion is not None):
+            v = self.monitor.check(self.safety_now_ns(st.stamp_ns), st.T_base_tool0, float(np.linalg.norm(st.tcp_speed[:3])), moving=True)
+            if v.ok and self.mocap_silent():
+                v = Verdict(False, "motion capture silent (no frame for "
+                                   f"{time.monotonic() - self._mocap_wall:.1f} s)", "mocap_loss")
+            if not v.ok:
+                self.driver.stop()
+                self._fault(v.code, v.reason, st.stamp_ns)
+        if self._motion is not None and not st.moving and not self.driver.is_moving():
+            if st.stamp_ns - self._motion["t0_ns"] > 20_000_000:  # the controller reports moving a cycle late
+                name = self._motion["name"]
+                self._motion = None
+                self.pub_events.publish(to_json({"event": "motion_done", "name": name, "stamp_ns": st.stamp_ns}))
+        return True
+
+
+    def _fault(self, code: str, reason: str, stamp_ns: int) -> None:
+        self.safety_reason = reason
+        name = self._motion["name"] if self._motion else None
+        self._motion = None
+        self.get_logger().warning(f"robot stopped: {reason}")
+        self.pub_events.publish(to_json({"event": "fault", "source": "robot", "code": code, "reason": reason, "motion": name, "stamp_ns": stamp_ns}))
+        self.pub_safety.publish(diag_array(stamp_ns, [diag_status("safety", 2, reason, {"code": code})]))
+
+    def on_stream_error(self, reason: str) -> None:
+        try:
+            if self.driver is not None:
+                self.driver.stop()
+        finally:
+            self.pub_events.publish(to_json({"event": "fault", "source": "robot", "code": "device", "reason": reason}))
+
+    # -------------------------------------------------------------- commands
+    def handle_move(self, req: dict) -> dict:
+        """Preview a motion with the safety monitor, then start it (asynchronous)."""
+        if self.state is None:
+            raise Gaze4HRIError("robot: no state received yet", self.address(), "wait for the robot node to be active")
+        move = move_from_json(req["move"])
+        st = self.state
+        pv = preview_move(move, st.T_base_tool0, st.q, self.monitor, now_ns=self.safety_now_ns(st.stamp_ns),
+                          check_mocap=bool(req.get("check_mocap", True)))
+        if not pv.ok:
+            raise Gaze4HRIError(f"robot: motion '{move.name}' refused: {pv.verdict.reason}", self.address(), "check the subject's position and the calibration")
+        self.safety_reason = None
+        self._motion = {"name": move.name, "t0_ns": st.stamp_ns, "preview": pv}
+        self.driver.move_linear(list(move.waypoints_base), move.speed, move.accel, move.blend, move.constant_speed)
+        self.pub_events.publish(to_json({"event": "motion_start", "name": move.name, "duration_s": pv.duration_s, "stamp_ns": st.stamp_ns}))
+        return {"duration_s": pv.duration_s}
+
+    def handle_stop(self, req: dict) -> dict:
+        reason = str(req.get("reason", "operator request"))
+        self._stop_robot(reason)
+        return {}
+
+    def handle_clear_stop(self, req: dict) -> dict:
+        if self.monitor is not None:
+            self.monitor.clear_stop()
+        self.safety_reason = None
+        return {}
+
+    def _stop_robot(self, reason: str) -> None:
+        if self.driver is not None:
+            self.driver.stop()
+        if self.monitor is not None:
+            self.monitor.request_stop(reason)
+        stamp = self.state.stamp_ns if self.state is not None else time.time_ns()
+        if self._motion is not None or reason:
+            self._fault("operator", f"stop requested: {reason}", stamp)
+
+    def _srv_stop(self, req, resp):
+        self._stop_robot("stop service")
+        resp.success, resp.message = True, "robot stopped"
+        return resp
+
+    def _srv_clear(self, req, resp):
+        self.handle_clear_stop({})
+        resp.success, resp.message = True, "motions allowed again"
+        return resp
+
+    def diag_values(self) -> dict:
+        st = self.state
+        return {"samples": self.samples, "moving": bool(st.moving) if st else False,
+                "protective_stop": bool(st.protective_stop) if st else False, "safety": self.safety_reason or "ok"}

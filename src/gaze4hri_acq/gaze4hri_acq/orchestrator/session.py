@@ -1,0 +1,406 @@
+"""The session orchestrator: runs the protocol trial by trial through the device
+nodes (lifecycle services, control/ack topics, events), writes per-trial status to
+session.yaml atomically, resumes, redoes, and survives signals and kills.
+
+Trial states (gaze4hri_core.session.TRIAL_STATUSES): pending -> recording -> done |
+failed (device fault, safety stop, head-pose check, disk full: reason recorded) |
+incomplete (interrupted by SIGINT/SIGTERM, or found 'recording' after a SIGKILL on
+the next start, its bag repaired).
+"""
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.errors import Gaze4HRIError, SessionError
+from gaze4hri_core.protocol import Trial, select, trial_by_id
+from gaze4hri_core.session import (
+    Topics, bag_dir, copy_calibration, load_manifest, manifest_path, mark, new_manifest, save_manifest, session_dir,
+)
+
+from ..nodes.robot_node import move_to_json
+from ..recorder.bag import repair_bag
+from ..trajectories import TrajectorySettings, plan_trial
+from .client import DeviceClient, Interrupted
+
+__all__ = ["SessionConfig", "run_session", "prompt_text", "estimate_session_bytes", "recover_killed_trials", "head_yaw_deg"]
+
+DEVICES = (("camera", "camera"), ("mocap", "motion capture"), ("robot", "robot"))
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Validated once, saved into session.yaml's settings."""
+
+    subject: str
+    backend: str = "sim"
+    out_dir: Path = Path("sessions")
+    experiments: tuple[str, ...] | None = None
+    trial_ids: tuple[str, ...] | None = None
+    resume: bool = False
+    redo: tuple[str, ...] = ()
+    resolution: tuple[int, int] = (1920, 1080)
+    fps: float = 30.0
+    trial_seconds: float = 6.3  # about 190 frames a video at 30 fps (gaze4hri.md)
+    compression: str = "none"
+    calibration_dir: Path | None = None
+    auto_confirm: bool = False
+    head_yaw_tolerance_deg: float = 7.0
+    head_hold_s: float = 0.3
+    head_check_timeout_s: float = 15.0
+    calibration_max_age_days: float = 30.0
+    disk_margin: float = 1.2
+    motion_timeout_s: float = 60.0
+    fail_after_bytes: int = -1
+    addresses: dict = field(default_factory=dict)
+
+    def settings(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if k not in ("subject", "out_dir", "resume", "redo", "auto_confirm", "calibration_dir", "trial_ids", "experiments", "fail_after_bytes")}
+        d["resolution"] = list(self.resolution)
+        return d
+
+
+def prompt_text(t: Trial) -> str:
+    """The operator's instruction for one trial (what the subject is told and the light)."""
+    light = f"set the light to {t.illumination} %"
+    if t.experiment == "conflict":
+        side = {"left": "left (+25 deg yaw)", "center": "straight ahead (0 deg)", "right": "right (-25 deg yaw)"}[t.condition]
+        return f"{light}, ask the subject to turn the head {side}, keep it still and look at {t.target}, press Enter"
+    if t.experiment == "mutual":
+        axis = "horizontally" if t.camera_motion.axis == "h" else "vertically"
+        return f"{light}, ask the subject to look into the camera while it moves {axis} ({t.camera_motion.speed_mps} m/s), press Enter"
+    if t.experiment == "viewpoint":
+        return f"{light}, ask the subject to look at {t.target} while the camera moves on the arc, press Enter"
+    return f"{light}, ask the subject to look at {t.target}, press Enter"
+
+
+def estimate_session_bytes(n_trials: int, resolution: tuple[int, int], fps: float, trial_seconds: float, margin: float = 1.2) -> int:
+    """Raw frames dominate: W x H x 3 bytes per frame; moving trials last up to ~8 s."""
+    w, h = resolution
+    per_s = w * h * 3 * fps + 100 * 300 + 125 * 500 + 2000
+    return int(n_trials * max(trial_seconds, 8.0) * per_s * margin)
+
+
+def head_yaw_deg(T_world_head, forward_world, T_head_eye=None) -> float:
+    """Head yaw about world z relative to the subject's forward (+left): the x axis of
+    the eye frame (head band x eye-head offset, as groundtruth.head_forward_in_camera)."""
+    fx = (T_world_head @ T_head_eye).R[:, 0] if T_head_eye is not None else T_world_head.R[:, 0]
+    f = np.asarray(forward_world, float)
+    a = math.atan2(fx[1], fx[0]) - math.atan2(f[1], f[0])
+    return math.degrees((a + math.pi) % (2 * math.pi) - math.pi)
+
+
+def recover_killed_trials(session: Path) -> list[str]:
+    """A trial left 'recording' (process killed): repair its bag, mark it incomplete."""
+    m = load_manifest(session)
+    fixed = []
+    for tid, rec in m.trials.items():
+        if rec.status == "recording":
+            note = "interrupted: process killed (found 'recording' on restart)"
+            b = bag_dir(session, tid)
+            if b.is_dir():
+                try:
+                    r = repair_bag(b)
+                    note += f"; bag repaired ({r.messages} messages kept)" if r.repaired else "; bag complete"
+                except Gaze4HRIError as e:
+                    note += f"; bag unreadable: {e.what}"
+            mark(m, tid, "incomplete", note)
+            fixed.append(tid)
+    if fixed:
+        save_manifest(session, m)
+    return fixed
+
+
+def _archive_bag(session: Path, tid: str, attempt: int) -> None:
+    """Move a previous attempt's bag aside so the redo writes a fresh one."""
+    b = bag_dir(session, tid)
+    if b.exists():
+        dst = Path(session) / "bags" / ".attempts" / f"{tid}.{attempt}"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if dst.exists():
+            shutil.rmtree(dst)
+        b.rename(dst)
+
+
+class _View:
+    """What the orchestrator tells the operator view (no-op by default)."""
+
+    def trial(self, i: int, n: int, trial: Trial, prompt: str) -> None: ...
+    def status(self, text: str) -> None: ...
+    def result(self, trial_id: str, status: str, reason: str | None) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm: Callable[[str], None] | None = None,
+                should_stop: Callable[[], str | None] = lambda: None) -> Path:
+    """Run (or resume) one subject's session; returns the session directory."""
+    view = view or _View()
+    root = Path(cfg.out_dir)
+    sdir = session_dir(root, cfg.subject)
+    try:
+        trials = _select(cfg)
+    except (KeyError, ValueError) as e:
+        raise SessionError(str(e).strip("'\""), None, "see 'gaze4hri-acq session --help' for trial ids and experiments") from None
+    exists = manifest_path(sdir).is_file()
+    if exists and not (cfg.resume or cfg.redo):
+        raise SessionError("session exists already", str(sdir), "continue it with --resume, redo trials with --redo ID, or pick another --out-dir")
+    if (cfg.resume or cfg.redo) and not exists:
+        raise SessionError("no session to resume", str(sdir), "start it without --resume")
+
+    # ---- pre-checks, before anything is written
+    cal_dir = Path(cfg.calibration_dir) if cfg.calibration_dir else (sdir / "calibration" if exists else _default_calibration())
+    calib = _check_calibration(cal_dir, cfg)
+    if not exists:
+        need = estimate_session_bytes(len(trials), cfg.resolution, cfg.fps, cfg.trial_seconds, cfg.disk_margin)
+        from ..nodes.common import disk_free_bytes
+
+        free = disk_free_bytes(root)
+        if free < need:
+            raise SessionError(f"not enough disk space for the session: {need / 1e9:.1f} GB needed, {free / 1e9:.1f} GB free", str(root),
+                               "free space, pick another --out-dir, or use --compression zstd")
+    view.status("bringing up devices")
+    for node, label in DEVICES:
+        client.bring_up(node, cfg.addresses.get(node, label))
+    client.request("recorder", "status", timeout_s=10.0)
+    _wait_streams(client)
+
+    # ---- session directory
+    if exists:
+        recovered = recover_killed_trials(sdir)
+        for tid in recovered:
+            view.message(f"{tid}: marked incomplete (the previous run was killed while recording it)")
+        manifest = load_manifest(sdir)
+        for tid in cfg.redo:
+            if tid not in manifest.trials:
+                raise SessionError(f"trial {tid} is not part of this session", str(manifest_path(sdir)), "pick a trial id listed in session.yaml")
+            mark(manifest, tid, "pending", f"redo requested (was {manifest.trials[tid].status})")
+        save_manifest(sdir, manifest)
+    else:
+        sdir.mkdir(parents=True, exist_ok=True)
+        manifest = new_manifest(cfg.subject, cfg.backend, [t.trial_id for t in trials], cfg.settings())
+        manifest.calibration = copy_calibration(cal_dir, sdir, cfg.subject if (cal_dir / "subjects" / f"{cfg.subject}.yaml").is_file() else None)
+        save_manifest(sdir, manifest)
+
+    todo = [trial_by_id(t) for t in (cfg.redo or manifest.pending())]
+    settings = TrajectorySettings()
+    n = len(manifest.trials)
+    order = list(manifest.trials)
+    for trial in todo:
+        reason = should_stop()
+        if reason:
+            raise Interrupted(reason)
+        i = order.index(trial.trial_id) + 1
+        prompt = prompt_text(trial)
+        view.trial(i, n, trial, prompt)
+        _run_trial(cfg, client, sdir, manifest, trial, calib, settings, view, confirm, should_stop, prompt)
+    return sdir
+
+
+def _default_calibration() -> Path:
+    from ..drivers.config import DEFAULT_CALIBRATION
+
+    return Path(DEFAULT_CALIBRATION)
+
+
+def _select(cfg: SessionConfig) -> list[Trial]:
+    ts = select(experiments=cfg.experiments, trial_ids=cfg.trial_ids)
+    if not ts:
+        raise ValueError("no trial matches the selection")
+    return list(ts)
+
+
+def _check_calibration(cal_dir: Path, cfg: SessionConfig):
+    subj = cfg.subject if (cal_dir / "subjects" / f"{cfg.subject}.yaml").is_file() else None
+    calib = load_calibration(cal_dir, subj)
+    if subj is None and cfg.backend == "real":
+        raise SessionError(f"no eye-head calibration for subject {cfg.subject}", str(cal_dir / "subjects"),
+                           f"run 'gaze4hri-acq calibrate eye-head --subject {cfg.subject}' first")
+    if cfg.backend == "real":
+        oldest = min((cal_dir / n).stat().st_mtime for n in calib.hashes)
+        age = (time.time() - oldest) / 86400
+        if age > cfg.calibration_max_age_days:
+            raise SessionError(f"calibration is {age:.0f} days old (limit {cfg.calibration_max_age_days:.0f})", str(cal_dir),
+                               "re-run 'gaze4hri-acq calibrate registration' and 'calibrate targets'")
+    return calib
+
+
+def _wait_streams(client: DeviceClient, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while client.device_ns == 0 or client.head is None:
+        if time.monotonic() > deadline:
+            what = "robot state" if client.device_ns == 0 else "head band pose"
+            raise SessionError(f"no {what} received within {timeout_s:.0f} s", None, "check that the devices stream (ros2 topic hz)")
+        time.sleep(0.05)
+
+
+def _eye_world(client: DeviceClient, calib) -> np.ndarray:
+    if client.head is None:
+        return calib.eye_nominal_world
+    T = client.head[1]
+    Te = _eye_head(calib)
+    return T.apply(Te.t) if Te is not None else T.t - np.array([0, 0, calib.head_band_above_eye_m])
+
+
+def _eye_head(calib):
+    """The subject's eye-head offset, else the calibration's default subject's."""
+    if calib.T_head_eye is not None:
+        return calib.T_head_eye
+    p = Path(calib.directory) / "subjects" / "default.yaml"
+    if p.is_file():
+        from gaze4hri_core.calibration import load_eye_head
+
+        return load_eye_head(p)
+    return None
+
+
+class _TrialFailed(Exception):
+    pass
+
+
+def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, settings, view, confirm, should_stop, prompt) -> None:
+    tid = trial.trial_id
+    rec = manifest.trials[tid]
+    if rec.attempts and bag_dir(sdir, tid).exists():
+        _archive_bag(sdir, tid, rec.attempts)
+
+    def check():
+        r = should_stop()
+        if r:
+            raise Interrupted(r)
+        if client.faults:
+            f = client.faults[-1]
+            raise _TrialFailed(f"{f.get('source', 'device')}: {f.get('reason')}")
+
+    client.faults.clear()
+    recording = False
+    drops0 = _camera_drops(client)
+    try:
+        client.publish_event("prompt", trial=tid, target=trial.target, condition=trial.condition, experiment=trial.experiment,
+                             illumination=trial.illumination, head_yaw_deg=trial.head_yaw_deg, text=prompt)
+        if confirm is not None and not cfg.auto_confirm:
+            confirm(prompt)
+        client.request("robot", "clear_stop")
+        plan = plan_trial(trial, calib, _eye_world(client, calib), settings)
+        view.status("moving to the start pose")
+        _move(cfg, client, plan.approach, check)
+        if trial.head_yaw_deg is not None:
+            view.status(f"head-pose check: yaw {trial.head_yaw_deg:+.0f} +/- {cfg.head_yaw_tolerance_deg:.0f} deg")
+            _head_check(cfg, client, calib, trial, check)
+        mark(manifest, tid, "recording", bag=str(bag_dir(sdir, tid).relative_to(sdir)))
+        save_manifest(sdir, manifest)
+        ack = client.request("recorder", "start", timeout_s=30.0, trial=tid, bag_dir=str(bag_dir(sdir, tid)), compression=cfg.compression,
+                             fail_after_bytes=cfg.fail_after_bytes, start_ns=client.device_ns)
+        recording = True
+        t0 = int(ack["start_ns"])
+        client.publish_event("start", trial=tid, target=trial.target, condition=trial.condition, experiment=trial.experiment,
+                             illumination=trial.illumination, head_yaw_deg=trial.head_yaw_deg, camera_motion=trial.to_dict()["camera_motion"])
+        view.status("recording")
+        if plan.motion is not None:
+            _move(cfg, client, plan.motion, check, wait=False)
+        end = t0 + int(cfg.trial_seconds * 1e9)
+        if not client.wait_device_time(end, timeout_wall_s=cfg.trial_seconds * 20 + 30, check=check):
+            raise _TrialFailed("device time stopped advancing (no robot state)")
+        if plan.motion is not None:
+            _wait_motion(cfg, client, plan.motion.name, check)
+            end = max(end, client.motion_done[plan.motion.name])
+        if not client.wait_device_time(end, timeout_wall_s=120.0, check=check, streams=("camera", "mocap", "robot")):
+            lag = {k: (end - v) / 1e9 for k, v in client.stream_ns.items() if v < end}
+            raise _TrialFailed(f"stream(s) stopped before the trial's end: {', '.join(f'{k} {v:.1f} s behind' for k, v in lag.items())}")
+        client.publish_event("stop", trial=tid)
+        ack = client.request("recorder", "stop", timeout_s=120.0, end_ns=end)
+        recording = False
+        counts = ack.get("counts", {})
+        frames = int(counts.get(Topics.IMAGE, 0))
+        dropped = int(ack.get("dropped_messages", 0)) + _camera_drops(client) - drops0
+        mark(manifest, tid, "done", None, frames=frames, dropped_frames=dropped)
+        save_manifest(sdir, manifest)
+        view.result(tid, "done", None)
+    except _TrialFailed as e:
+        reason = str(e)
+        _abort_trial(client, recording, reason)
+        status = "failed"
+        if "disk full" in reason:
+            mark(manifest, tid, status, reason)
+            save_manifest(sdir, manifest)
+            view.result(tid, status, reason)
+            raise SessionError(reason, str(sdir), "free disk space, then run the session again with --resume") from None
+        mark(manifest, tid, status, reason)
+        save_manifest(sdir, manifest)
+        view.result(tid, status, reason)
+    except Interrupted as e:
+        _abort_trial(client, recording, e.reason)
+        mark(manifest, tid, "incomplete" if recording else "pending", f"interrupted: {e.reason}" if recording else None)
+        save_manifest(sdir, manifest)
+        view.result(tid, "incomplete" if recording else "pending", e.reason)
+        raise
+    except Gaze4HRIError as e:
+        # a refusal (robot motion refused by the safety preview, recorder refused): the trial fails, the session goes on
+        _abort_trial(client, recording, e.line())
+        mark(manifest, tid, "failed", e.line())
+        save_manifest(sdir, manifest)
+        view.result(tid, "failed", e.line())
+
+
+def _abort_trial(client: DeviceClient, recording: bool, reason: str) -> None:
+    try:
+        client.request("robot", "stop", reason=reason, timeout_s=5.0)
+    except Gaze4HRIError:
+        pass  # the robot node is gone; the driver's own watchdog and the controller stop it
+    if recording:
+        client.publish_event("stop", reason=reason)
+        try:
+            client.request("recorder", "stop", timeout_s=120.0)
+        except Gaze4HRIError:
+            pass  # the fault is already the trial's reason; the bag is repaired by the recorder
+
+
+def _camera_drops(client: DeviceClient) -> int:
+    """Frames the camera lost (frame-number gaps), from its diagnostics."""
+    try:
+        return int(client.diag.get("gaze4hri/camera", {}).get("dropped_frames", 0))
+    except ValueError:
+        return 0
+
+
+def _move(cfg, client: DeviceClient, move, check, wait: bool = True) -> None:
+    client.motion_done.pop(move.name, None)
+    ack = client.request("robot", "move", move=move_to_json(move), timeout_s=15.0)
+    if wait:
+        _wait_motion(cfg, client, move.name, check, float(ack.get("duration_s", 10.0)))
+
+
+def _wait_motion(cfg, client: DeviceClient, name: str, check, duration_s: float | None = None) -> None:
+    deadline = time.monotonic() + cfg.motion_timeout_s
+    while name not in client.motion_done:
+        check()
+        if time.monotonic() > deadline:
+            raise _TrialFailed(f"robot motion '{name}' did not finish within {cfg.motion_timeout_s:.0f} s")
+        time.sleep(0.01)
+
+
+def _head_check(cfg, client: DeviceClient, calib, trial: Trial, check) -> None:
+    """Yaw within tolerance for ``head_hold_s`` of device time before recording starts."""
+    deadline = time.monotonic() + cfg.head_check_timeout_s
+    ok_since = None
+    yaw = float("nan")
+    while True:
+        check()
+        if client.head is not None:
+            t, T = client.head
+            yaw = head_yaw_deg(T, calib.subject_forward_world, _eye_head(calib))
+            if abs(yaw - trial.head_yaw_deg) <= cfg.head_yaw_tolerance_deg:
+                ok_since = t if ok_since is None else ok_since
+                if t - ok_since >= cfg.head_hold_s * 1e9:
+                    return
+            else:
+                ok_since = None
+        if time.monotonic() > deadline:
+            raise _TrialFailed(f"head-pose check: yaw {yaw:+.1f} deg, need {trial.head_yaw_deg:+.0f} +/- {cfg.head_yaw_tolerance_deg:.0f} deg")
+        time.sleep(0.01)

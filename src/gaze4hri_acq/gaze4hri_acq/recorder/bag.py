@@ -1,0 +1,357 @@
+"""One rosbag2 bag (MCAP storage) per trial, written with rosbags' Writer from CDR
+bytes, plus in-place repair of a bag whose writer died (SIGKILL, power, full disk).
+
+Crash model: rosbags' MCAP writer emits a chunk whenever 1 MiB is pending; we also
+close the pending chunk and flush the file every ``flush_interval_s`` so that low-rate
+topics reach the disk too. A killed writer leaves a file with complete chunks then
+a torn tail and no summary; ``repair_bag`` cuts the tail, appends the summary and
+writes metadata.yaml, so the bag reads with rosbags, mcap, Foxglove and
+``ros2 bag info`` as far as it was written. Repair needs no free space beyond a few
+KiB (it never copies the data), which matters after ENOSPC.
+
+The MCAP file is named ``<trial>_0.mcap`` as rosbag2 does (docs/session_layout.md).
+rosbags 0.11 internals used here (``Writer.storage``, ``McapWriter.close_chunk``,
+``McapWriter.bio``) are pinned by requirements/ros.txt and covered by tests/acq/test_bag.py.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import struct
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
+
+from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2.storage_mcap import Channel, McapWriter, PendingChunk, Schema
+from rosbags.typesys import Stores, get_typestore
+
+from gaze4hri_core.errors import SessionError
+
+__all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError"]
+
+COMPRESSIONS = ("none", "zstd", "lz4")
+_MAGIC = b"\x89MCAP0\r\n"
+_TYPESTORE = None
+
+
+class DiskFullError(OSError):
+    """Raised by TrialBag.write when the disk (or the injected fault) refuses bytes."""
+
+
+def _typestore():
+    global _TYPESTORE  # cached: building the store costs ~0.3 s and it is immutable
+    if _TYPESTORE is None:
+        _TYPESTORE = get_typestore(Stores.ROS2_KILTED)
+    return _TYPESTORE
+
+
+def mcap_file(bag_dir: Path) -> Path | None:
+    """The bag's MCAP file (rosbag2 name first, then rosbags' own name)."""
+    bag_dir = Path(bag_dir)
+    for p in (bag_dir / f"{bag_dir.name}_0.mcap", bag_dir / f"{bag_dir.name}.mcap"):
+        if p.is_file():
+            return p
+    found = sorted(bag_dir.glob("*.mcap"))
+    return found[0] if found else None
+
+
+class TrialBag:
+    """Writes one trial's bag. ``topics`` maps topic -> ROS type (MSG_TYPES subset).
+
+    ``fail_after_bytes`` is a fault-injection hook for tests: the write that would
+    exceed it raises ENOSPC exactly like a full disk.
+    """
+
+    def __init__(self, bag_dir: Path, topics: dict[str, str], compression: str = "none",
+                 flush_interval_s: float = 1.0, fail_after_bytes: int | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+        self.bag_dir = Path(bag_dir)
+        if self.bag_dir.exists():
+            raise SessionError("bag directory exists already", str(self.bag_dir), "move it away or redo the trial with --redo")
+        self.bag_dir.parent.mkdir(parents=True, exist_ok=True)
+        self._w = Writer(self.bag_dir, version=9, storage_plugin=StoragePlugin.MCAP)
+        self._w.open()
+        st = self._w.storage
+        if compression == "zstd":
+            from rosbags.rosbag2.storage_mcap import zstd  # the module rosbags itself decompresses with
+
+            st.compression, st.compressor = "zstd", lambda b: zstd.compress(b, 1)
+        elif compression == "lz4":
+            import lz4.frame
+
+            st.compression, st.compressor = "lz4", lz4.frame.compress
+        ts = _typestore()
+        self._conns = {t: self._w.add_connection(t, ty, typestore=ts) for t, ty in topics.items()}
+        self.compression = compression
+        self.flush_interval_s = flush_interval_s
+        self.fail_after_bytes = fail_after_bytes
+        self.bytes_written = 0
+        self.counts: dict[str, int] = defaultdict(int)
+        self.first_ns: int | None = None
+        self.last_ns: int | None = None
+        self._clock = clock
+        self._last_flush = clock()
+        self.closed = False
+        self.broken = False
+
+    @property
+    def mcap_path(self) -> Path:
+        return self._w.storage.path if self._w.storage is not None else (mcap_file(self.bag_dir) or self.bag_dir)
+
+    def write(self, topic: str, t_ns: int, data: bytes) -> None:
+        conn = self._conns.get(topic)
+        if conn is None:
+            return
+        if self.fail_after_bytes is not None and self.bytes_written + len(data) > self.fail_after_bytes:
+            self.broken = True
+            raise DiskFullError(errno.ENOSPC, "No space left on device (injected)", str(self.bag_dir))
+        try:
+            self._w.write(conn, t_ns, data)
+        except OSError as e:
+            self.broken = True
+            if e.errno == errno.ENOSPC:
+                raise DiskFullError(errno.ENOSPC, "No space left on device", str(self.bag_dir)) from e
+            raise
+        self.bytes_written += len(data)
+        self.counts[topic] += 1
+        self.first_ns = t_ns if self.first_ns is None else min(self.first_ns, t_ns)
+        self.last_ns = t_ns if self.last_ns is None else max(self.last_ns, t_ns)
+        if self._clock() - self._last_flush >= self.flush_interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        """Close the pending chunk and hand the bytes to the OS (survives SIGKILL)."""
+        st = self._w.storage
+        if st is None:
+            return
+        if st.chunk.bio.tell():
+            st.close_chunk()
+        st.bio.flush()
+        self._last_flush = self._clock()
+
+    def close(self) -> Path:
+        """Finish the bag (summary + metadata.yaml), fsync, rename to <trial>_0.mcap."""
+        if self.closed:
+            return self.bag_dir
+        self.closed = True
+        if self.broken:
+            self.abort_and_repair()
+            return self.bag_dir
+        st = self._w.storage
+        self._w.close()
+        with open(st.path, "rb") as f:
+            os.fsync(f.fileno())
+        _rename_to_rosbag2(self.bag_dir)
+        return self.bag_dir
+
+    def abort_and_repair(self) -> RepairResult:
+        """After a write error: drop the unwritable tail, keep every complete chunk."""
+        self.closed = True
+        st = self._w.storage
+        if st is not None:
+            try:
+                st.bio.flush()
+            except OSError:
+                pass  # the bytes that did not fit are the tail repair cuts anyway
+            try:
+                st.bio.close()
+            except OSError:
+                pass
+            self._w.storage = None
+        return repair_bag(self.bag_dir)
+
+
+def _rename_to_rosbag2(bag_dir: Path) -> None:
+    src = bag_dir / f"{bag_dir.name}.mcap"
+    dst = bag_dir / f"{bag_dir.name}_0.mcap"
+    if not src.is_file():
+        return
+    meta = bag_dir / "metadata.yaml"
+    text = meta.read_text("utf-8").replace(f"{bag_dir.name}.mcap", dst.name)
+    os.replace(src, dst)
+    tmp = meta.with_suffix(".yaml.tmp")
+    tmp.write_text(text, "utf-8")
+    os.replace(tmp, meta)
+
+
+# ----------------------------------------------------------------------- repair
+@dataclass
+class RepairResult:
+    bag_dir: Path
+    repaired: bool  # False: the bag was complete already
+    messages: int
+    chunks: int
+    cut_bytes: int
+
+
+def _u(fmt: str, b: bytes, off: int):
+    return struct.unpack_from(fmt, b, off)
+
+
+def _str(b: bytes, off: int) -> tuple[str, int]:
+    (n,) = _u("<I", b, off)
+    return b[off + 4: off + 4 + n].decode(), off + 4 + n
+
+
+def _decompress(data: bytes, compression: str, size: int) -> bytes:
+    if compression == "":
+        return data
+    if compression == "zstd":
+        from rosbags.rosbag2.storage_mcap import zstd
+
+        return zstd.decompress(data)
+    if compression == "lz4":
+        import lz4.frame
+
+        return lz4.frame.decompress(data)
+    raise SessionError(f"unsupported chunk compression {compression!r}", None, "use none, zstd or lz4")
+
+
+def repair_bag(bag_dir: Path) -> RepairResult:
+    """Make an interrupted bag readable as far as it was written (idempotent)."""
+    bag_dir = Path(bag_dir)
+    path = mcap_file(bag_dir)
+    if path is None:
+        raise SessionError("no MCAP file in bag directory", str(bag_dir), "the trial wrote nothing; redo it with --redo")
+    with open(path, "rb") as f:
+        buf = f.read()
+    if buf[:8] != _MAGIC:
+        raise SessionError("not an MCAP file (bad magic)", str(path), "redo the trial with --redo")
+    if len(buf) >= 45 and buf[-8:] == _MAGIC and (bag_dir / "metadata.yaml").is_file():
+        return RepairResult(bag_dir, False, -1, -1, 0)
+    off = 8
+    good_end = None
+    schemas: dict[int, Schema] = {}
+    channels: dict[int, Channel] = {}
+    chunks: list[dict] = []  # per chunk: offsets, times, sizes, message entries, index records seen
+    while off + 9 <= len(buf):
+        op = buf[off]
+        (ln,) = _u("<Q", buf, off + 1)
+        end = off + 9 + ln
+        if end > len(buf):
+            break  # torn record: the tail repair cuts
+        body = buf[off + 9: end]
+        if op == 0x06:  # chunk
+            cs, ce, usize, _crc = _u("<QQQI", body, 0)
+            comp, p = _str(body, 28)
+            (clen,) = _u("<Q", body, p)
+            try:
+                raw = _decompress(body[p + 8: p + 8 + clen], comp, usize)
+            except Exception:  # a chunk that does not decompress is the torn end
+                break
+            q = 0
+            entries: dict[int, list[tuple[int, int]]] = defaultdict(list)
+            while q + 9 <= len(raw):
+                rop = raw[q]
+                (rln,) = _u("<Q", raw, q + 1)
+                rb = raw[q + 9: q + 9 + rln]
+                if rop == 0x03:
+                    (sid,) = _u("<H", rb, 0)
+                    name, r = _str(rb, 2)
+                    enc, r = _str(rb, r)
+                    data, _ = _str(rb, r)
+                    schemas[sid] = Schema(sid, name, enc, data)
+                elif rop == 0x04:
+                    cid, sid = _u("<HH", rb, 0)
+                    topic, r = _str(rb, 4)
+                    menc, r = _str(rb, r)
+                    (mlen,) = _u("<I", rb, r)
+                    channels[cid] = Channel(cid, schemas[sid].name, topic, menc, rb[r + 4: r + 4 + mlen])
+                elif rop == 0x05:
+                    cid, _seq, lt = _u("<HIQ", rb, 0)
+                    entries[cid].append((lt, q))
+                q += 9 + rln
+            chunks.append({"start": off, "len": end - off, "cs": cs, "ce": ce, "comp": comp, "clen": clen,
+                           "usize": usize, "entries": entries, "index": {}, "index_end": end})
+            good_end = end
+        elif op == 0x07 and chunks:  # message index of the previous chunk
+            (cid,) = _u("<H", body, 0)
+            chunks[-1]["index"][cid] = off
+            chunks[-1]["index_end"] = end
+            good_end = end
+        elif op == 0x0F:  # data end: everything before it is complete
+            break
+        else:
+            good_end = end
+        off = end
+    if good_end is None:
+        raise SessionError("bag holds no complete record", str(path), "redo the trial with --redo")
+    cut = len(buf) - good_end
+    del buf
+    f = open(path, "r+b")  # noqa: SIM115 - handed to McapWriter, closed by its close()
+    if chunks and set(chunks[-1]["index"]) != set(chunks[-1]["entries"]):
+        # the last chunk's message index was torn: rewrite it after the chunk
+        c = chunks[-1]
+        good_end = c["start"] + c["len"]
+        f.seek(good_end)
+        f.truncate()
+        c["index"] = {}
+        for cid, ent in sorted(c["entries"].items()):
+            c["index"][cid] = f.tell()
+            rec = struct.pack("<HI", cid, 16 * len(ent)) + b"".join(struct.pack("<QQ", t, o) for t, o in ent)
+            f.write(b"\x07" + struct.pack("<Q", len(rec)) + rec)
+        c["index_end"] = good_end = f.tell()
+    f.seek(good_end)
+    f.truncate()
+    chunk_recs: list[BytesIO] = []
+    stats: dict[int, int] = defaultdict(int)
+    t_min, t_max = 2**63 - 1, 0
+    for c in chunks:
+        rec = BytesIO()
+        rec.write(struct.pack("<QQQQ", c["cs"], c["ce"], c["start"], c["len"]))
+        rec.write(struct.pack("<I", 10 * len(c["index"])))
+        for cid, o in sorted(c["index"].items()):
+            rec.write(struct.pack("<HQ", cid, o))
+        rec.write(struct.pack("<Q", c["index_end"] - (c["start"] + c["len"])))
+        comp_b = c["comp"].encode()
+        rec.write(struct.pack("<I", len(comp_b)) + comp_b)
+        rec.write(struct.pack("<QQ", c["clen"], c["usize"]))
+        chunk_recs.append(rec)
+        for cid, ent in c["entries"].items():
+            stats[cid] += len(ent)
+        if c["entries"]:
+            t_min, t_max = min(t_min, c["cs"]), max(t_max, c["ce"])
+
+    w = Writer(bag_dir / ".repair-placeholder", version=9, storage_plugin=StoragePlugin.MCAP)
+    w.path, w.metapath = bag_dir, bag_dir / "metadata.yaml"
+    st = McapWriter.__new__(McapWriter)
+    st.path = path
+    st.bio = f
+    st.schemas = sorted(schemas.values(), key=lambda s: s.id)
+    st.channels = sorted(channels.values(), key=lambda c: c.id)
+    st.chunks = chunk_recs
+    st.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
+    st.compression, st.compressor = "", (lambda x: x)
+    st.message_start_time, st.message_end_time = t_min, t_max
+    st.channel_stats = {c.id: stats.get(c.id, 0) for c in st.channels}
+    fmt = {"ros2msg": MessageDefinitionFormat.MSG, "ros2idl": MessageDefinitionFormat.IDL}
+    ts = _typestore()
+    for c in st.channels:
+        sc = next(s for s in st.schemas if s.name == c.schema)
+        try:
+            digest = ts.hash_rihs01(c.schema)
+        except Exception:  # a type this typestore does not know keeps no hash
+            digest = ""
+        conn = Connection(id=c.id, topic=c.topic, msgtype=c.schema, msgdef=MessageDefinition(fmt.get(sc.encoding, MessageDefinitionFormat.MSG), sc.data),
+                          digest=digest, msgcount=0, ext=ConnectionExtRosbag2(serialization_format=c.message_encoding, offered_qos_profiles=[]), owner=w)
+        w.connections.append(conn)
+        w.counts[c.id] = stats.get(c.id, 0)
+    if sum(stats.values()):
+        w.min_timestamp, w.max_timestamp = t_min, t_max
+    else:
+        w.min_timestamp = w.max_timestamp = 0
+    w.storage = st
+    try:
+        w.close()
+    except OSError as e:
+        raise SessionError(f"cannot finish the repaired bag ({os.strerror(e.errno or 0)})", str(path), "free some disk space and run 'gaze4hri-acq session --resume' again") from None
+    if path.name == f"{bag_dir.name}.mcap":
+        _rename_to_rosbag2(bag_dir)
+    return RepairResult(bag_dir, True, sum(stats.values()), len(chunk_recs), cut)

@@ -1,0 +1,254 @@
+"""Recorder node: on ``start`` opens the trial's bag and writes every recorded topic
+as the CDR bytes it received (raw subscriptions or the in-process bus: no
+deserialize/serialize), on ``stop`` closes it and acknowledges with counts.
+
+A writer thread drains a byte-bounded queue so disk latency never blocks the
+devices; with ``backpressure`` (simulation) a full queue makes the publisher wait
+instead of dropping, so the simulated session is lossless by construction and its
+speed is the recorder's. Log time = the message's header stamp (capture time on the
+host or simulation clock); messages without a header take the latest stamp seen.
+
+Disk full (ENOSPC, or the ``fail_after_bytes`` test hook): stop the robot through
+/robot/stop, keep the bag written so far (repaired in place), publish a fault event
+and refuse further trials until the operator frees space.
+"""
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from pathlib import Path
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.session import MSG_TYPES, Topics
+
+from ..nodes._bus import FastPublisher, IntraProcessBus
+from ..nodes._cdr import header_stamp_ns
+from ..nodes.common import (
+    QOS_LATCHED, QOS_RELIABLE, QOS_SENSOR, ControlMixin, Param, declare_params, diag_array, diag_status,
+    disk_free_bytes, read_params, subscribe, to_json,
+)
+from .bag import COMPRESSIONS, DiskFullError, TrialBag
+
+__all__ = ["RecorderNode", "PARAMS", "RECORDED_TOPICS"]
+
+# Headerless types: log time comes from the latest stamp of a companion topic (frame
+# metadata and blink truth travel with the image they describe) or the latest stamp seen.
+_NO_HEADER = {"std_msgs/msg/String", "diagnostic_msgs/msg/DiagnosticStatus"}
+_STAMP_FROM = {Topics.FRAME_META: Topics.IMAGE, Topics.SIM_BLINK_TRUTH: Topics.IMAGE}
+# Status topics are logged at their receipt on the session clock (rosbag2's receive
+# time), since nodes stamp them from timers that may run on the host clock.
+_RECEIPT_TIME = {Topics.DIAGNOSTICS, Topics.SAFETY}
+RECORDED_TOPICS = dict(MSG_TYPES)
+
+PARAMS = (
+    Param("compression", "none", "MCAP chunk compression (lossless either way)", COMPRESSIONS),
+    Param("flush_interval_s", 1.0, "close the pending chunk and flush at least this often (s): what a crash can lose", range=(0.05, 60.0)),
+    Param("queue_bytes", 768 * 1024 * 1024, "bytes buffered between the subscriptions and the writer thread", range=(16 * 1024 * 1024, 4 * 1024**3)),
+    Param("backpressure", False, "when the queue is full make publishers wait (simulation) instead of dropping (live devices)"),
+    Param("record_sim_truth", True, "record /sim/truth/* topics when present"),
+    Param("min_free_bytes", 256 * 1024 * 1024, "refuse to start a trial with less free disk than this", range=(0, 1 << 50)),
+    Param("fail_after_bytes", -1, "test hook: behave as if the disk filled after this many bytes in a bag (-1: off)", range=(-1, 1 << 50)),
+)
+
+
+class RecorderNode(ControlMixin, Node):
+    """Writes one bag per trial; controlled through /gaze4hri/control."""
+
+    def __init__(self, name: str = "recorder", *, bus: IntraProcessBus | None = None, context=None, parameter_overrides=None):
+        overrides = [Parameter(k, value=v) for k, v in (parameter_overrides or {}).items()]
+        super().__init__(name, context=context, parameter_overrides=overrides)
+        self.control_name = name
+        declare_params(self, PARAMS)
+        self.params = read_params(self, PARAMS)
+        self.bus = bus
+        self.bag: TrialBag | None = None
+        self.trial: str | None = None
+        self.fault: str | None = None
+        self.dropped_messages = 0
+        self.latest_ns = 0
+        self._latched: dict[str, tuple[int, bytes]] = {}
+        self._last_by_topic: dict[str, int] = {}
+        self._start_ns = 0
+        self._end_ns: int | None = None
+        self._q: queue.Queue = queue.Queue()
+        self._q_bytes = 0
+        self._q_cv = threading.Condition()
+        self._lock = threading.Lock()
+        self._writer_done = threading.Event()
+        self._writer_error: BaseException | None = None
+        self._types = {t: ty for t, ty in RECORDED_TOPICS.items() if self.params["record_sim_truth"] or not t.startswith("/sim/")}
+        for topic, ty in self._types.items():
+            qos = QOS_LATCHED if topic == Topics.CAMERA_INFO else (QOS_SENSOR if topic in (Topics.IMAGE,) else QOS_RELIABLE)
+            subscribe(self, bus, _msg_class(ty), topic, self._on_data, qos, raw=True)
+        self._events = FastPublisher(self, String, Topics.EVENTS, QOS_RELIABLE, bus)
+        self._status = FastPublisher(self, DiagnosticArray, Topics.DIAGNOSTICS, QOS_RELIABLE, bus)
+        self._robot_stop = self.create_client(Trigger, "/robot/stop")
+        self._init_control(bus)
+        self.create_timer(0.5, self._publish_status)
+        self._thread = threading.Thread(target=self._writer, name="recorder-writer", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------ data path
+    def _on_data(self, topic: str, data: bytes) -> None:
+        ty = self._types[topic]
+        if ty in _NO_HEADER or topic in _RECEIPT_TIME:
+            t = self._last_by_topic.get(_STAMP_FROM.get(topic, ""), self.latest_ns)
+            stamped = False
+        else:
+            t = header_stamp_ns(data)
+            self._last_by_topic[topic] = t
+            if t > self.latest_ns:
+                self.latest_ns = t
+            stamped = True
+        if topic == Topics.CAMERA_INFO:
+            self._latched[topic] = (t, data)
+        bag = self.bag
+        if bag is None:
+            return
+        # the trial is the time window [start_ns, end_ns] of the session clock: a stream
+        # lagging behind (a camera rendering slower than the sim clock) is cut at the same stamps
+        if stamped and (t < self._start_ns or (self._end_ns is not None and t > self._end_ns)):
+            return
+        t = max(t, self._start_ns)
+        n = len(data)
+        with self._q_cv:
+            limit = self.params["queue_bytes"]
+            if self._q_bytes + n > limit and self._q_bytes > 0:
+                if not self.params["backpressure"]:
+                    self.dropped_messages += 1
+                    return
+                while self._q_bytes + n > limit and self._q_bytes > 0 and self.bag is not None:
+                    self._q_cv.wait(0.1)
+            self._q_bytes += n
+        self._q.put((bag, topic, t, data))
+
+    def _writer(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            if isinstance(item, threading.Event):  # a stop barrier: everything before it is written
+                item.set()
+                continue
+            bag, topic, t, data = item
+            try:
+                if bag is not None and not bag.broken and self.fault is None:
+                    bag.write(topic, t, data)
+            except DiskFullError as e:
+                self._on_disk_full(str(e))
+            except OSError as e:
+                self._on_disk_full(f"write failed: {e}")
+            finally:
+                with self._q_cv:
+                    self._q_bytes -= len(data)
+                    self._q_cv.notify_all()
+
+    def _on_disk_full(self, what: str) -> None:
+        free = disk_free_bytes(self.bag.bag_dir) if self.bag else 0
+        self.fault = f"disk full while recording {self.trial} ({what}; {free / 1e6:.0f} MB free)"
+        self.get_logger().error(self.fault)
+        if self._robot_stop.service_is_ready():
+            self._robot_stop.call_async(Trigger.Request())
+        self._events.publish(to_json({"event": "fault", "source": "recorder", "code": "disk_full", "reason": self.fault, "trial": self.trial}))
+
+    # --------------------------------------------------------------- control
+    def handle_start(self, req: dict) -> dict:
+        if self.bag is not None:
+            raise Gaze4HRIError(f"recorder: already recording {self.trial}", None, "stop the running trial first")
+        bag_dir = Path(req["bag_dir"])
+        free = disk_free_bytes(bag_dir.parent)
+        if free < self.params["min_free_bytes"]:
+            raise Gaze4HRIError(f"recorder: only {free / 1e6:.0f} MB free", str(bag_dir.parent), "free disk space, then run the session with --resume")
+        self.fault = None
+        fab = int(req.get("fail_after_bytes", self.params["fail_after_bytes"]))
+        try:
+            bag = TrialBag(bag_dir, self._types, compression=str(req.get("compression", self.params["compression"])),
+                           flush_interval_s=self.params["flush_interval_s"], fail_after_bytes=fab if fab >= 0 else None)
+        except OSError as e:
+            raise Gaze4HRIError(f"recorder: cannot create the bag ({e.strerror})", str(bag_dir), "check the output directory and free space") from None
+        self.trial = str(req.get("trial"))
+        self.dropped_messages = 0
+        # the window opens after everything already delivered, so no stream has
+        # published a sample inside it before the bag existed
+        self._start_ns = max(int(req.get("start_ns", 0)), self.latest_ns + 1)
+        self._end_ns = None
+        for topic, (_t, data) in self._latched.items():  # CameraInfo once per trial even if published before it began
+            self._on_data_direct(bag, topic, max(self._start_ns, _t), data)
+        self.bag = bag
+        return {"bag": str(bag_dir), "start_ns": self._start_ns}
+
+    def _on_data_direct(self, bag: TrialBag, topic: str, t: int, data: bytes) -> None:
+        """Queue ahead of any data (the latched CameraInfo at a trial's start)."""
+        with self._q_cv:
+            self._q_bytes += len(data)
+        self._q.put((bag, topic, t, data))
+
+    def handle_stop(self, req: dict) -> dict:
+        bag = self.bag
+        if bag is None:
+            return {"counts": {}, "note": "not recording"}
+        if req.get("end_ns") is not None:
+            self._end_ns = int(req["end_ns"])
+        barrier = threading.Event()
+        self._q.put(barrier)
+        barrier.wait(timeout=float(req.get("timeout_s", 120.0)))
+        self.bag = None
+        with self._q_cv:
+            self._q_cv.notify_all()
+        try:
+            bag.close()
+        except OSError as e:
+            self._on_disk_full(f"closing the bag: {e}")
+            bag.abort_and_repair()
+        out = {"counts": dict(bag.counts), "bytes": bag.bytes_written, "dropped_messages": self.dropped_messages,
+               "duration_s": ((bag.last_ns or 0) - (bag.first_ns or 0)) / 1e9, "fault": self.fault}
+        self.trial = None
+        if self.fault:
+            out["ok"] = False
+            out["error"] = self.fault
+        return out
+
+    def handle_status(self, req: dict) -> dict:
+        return self.status_dict()
+
+    def status_dict(self) -> dict:
+        b = self.bag
+        return {"recording": b is not None, "trial": self.trial, "bytes": b.bytes_written if b else 0,
+                "duration_s": ((b.last_ns or 0) - (b.first_ns or 0)) / 1e9 if b and b.first_ns else 0.0,
+                "queue_bytes": self._q_bytes, "dropped_messages": self.dropped_messages, "fault": self.fault,
+                "latest_ns": self.latest_ns}
+
+    def recorded_duration_s(self) -> float:
+        b = self.bag
+        return ((b.last_ns or 0) - (b.first_ns or 0)) / 1e9 if b and b.first_ns else 0.0
+
+    def _publish_status(self) -> None:
+        s = self.status_dict()
+        level = 2 if self.fault else 0
+        self._status.publish(diag_array(self.latest_ns or time.time_ns(), [diag_status("gaze4hri/recorder", level, self.fault or "ok", s)]))
+
+    def shutdown(self) -> None:
+        """Close an open bag (SIGINT/SIGTERM path) and stop the writer thread."""
+        if self.bag is not None:
+            self.handle_stop({"timeout_s": 30.0})
+        self._q.put(None)
+        self._thread.join(timeout=10.0)
+
+
+def _msg_class(type_name: str):
+    pkg, _, name = type_name.split("/")
+    import importlib
+
+    return getattr(importlib.import_module(f"{pkg}.msg"), name)
+
+
+def parse_ack_counts(ack: dict) -> dict:
+    return json.loads(json.dumps(ack.get("counts", {})))

@@ -1,0 +1,222 @@
+"""The one-process runner: the nodes of nodes/table.py in one rclpy context with one
+executor thread and the in-process bus (what ``gaze4hri-acq session`` runs where
+``ros2 launch`` is absent). Each runner has its own rclpy Context, so tests can
+start and stop several in one interpreter; the DDS graph stays inside the process
+(ROS_AUTOMATIC_DISCOVERY_RANGE=OFF) unless ``share_graph`` asks to be visible to
+other ROS tools on the machine.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import MultiThreadedExecutor
+
+from .nodes._bus import IntraProcessBus
+from .nodes.common import CONFIG_DIR, load_param_yaml
+from .nodes.table import NODES, node_class
+
+__all__ = ["Stack", "StackConfig", "node_parameters"]
+
+
+def node_parameters(name: str, overrides: dict | None = None, config_dir: Path = CONFIG_DIR) -> dict:
+    """config/<name>.yaml (what launch loads) with ``overrides`` on top."""
+    p = config_dir / f"{name}.yaml"
+    params = load_param_yaml(p, name) if p.is_file() else {}
+    params.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return params
+
+
+@dataclass
+class StackConfig:
+    backend: str = "sim"
+    params: dict[str, dict] = field(default_factory=dict)  # node name -> parameter overrides
+    sim: dict = field(default_factory=dict)  # SimConfig fields (sim backend)
+    share_graph: bool = False
+    intra_process: bool = True  # False: talk over DDS only (device nodes in other processes)
+    nodes: tuple[str, ...] = tuple(n.name for n in NODES)
+
+
+class Stack:
+    """Builds the nodes, spins them, shuts them down (context manager)."""
+
+    def __init__(self, cfg: StackConfig):
+        self.cfg = cfg
+        if not cfg.share_graph:
+            os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")
+        self.context = Context()
+        rclpy.init(context=self.context, args=[])
+        self.bus = IntraProcessBus() if cfg.intra_process else None
+        self.world = None
+        self.nodes: dict = {}
+        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self._thread: threading.Thread | None = None
+        self._pacer: _Pacer | None = None
+        try:
+            factories = self._factories()
+            for spec in NODES:
+                if spec.name not in cfg.nodes:
+                    continue
+                cls = node_class(spec.name)
+                params = node_parameters(spec.name, {"backend": cfg.backend, **cfg.params.get(spec.name, {})}
+                                         if spec.lifecycle else cfg.params.get(spec.name, {}))
+                if spec.name == "orchestrator":
+                    params = {}
+                kw = {"bus": self.bus, "context": self.context, "parameter_overrides": params}
+                if spec.lifecycle and spec.name in factories:
+                    kw["driver_factory"] = factories[spec.name]
+                self.nodes[spec.name] = cls(spec.name, **kw)
+                self.executor.add_node(self.nodes[spec.name])
+        except BaseException:
+            self.close()
+            raise
+
+    def _factories(self) -> dict:
+        """Drivers sharing one simulated world (sim), or none: nodes build their own."""
+        if self.cfg.backend != "sim":
+            return {}
+        # sim code loads only for the sim backend
+        from .drivers.config import CameraConfig, MocapConfig, RobotConfig, SimConfig, validate
+        from .drivers.registry import make_camera, make_mocap, make_robot
+        from .sim.world import SimWorld
+
+        from .sim.clock import SimClock
+
+        simcfg = validate(SimConfig, self.cfg.sim, "simulation settings")
+        self.world = w = SimWorld(simcfg, clock=SimClock(manual=True))
+        self._pacer = _Pacer(w.clock, self, max_rate=simcfg.real_time_factor)
+        cam = node_parameters("camera", self.cfg.params.get("camera", {}))
+        rob = node_parameters("robot", self.cfg.params.get("robot", {}))
+        cam_cfg = validate(CameraConfig, {"width": int(cam["width"]), "height": int(cam["height"]), "fps": int(round(cam["fps"]))}, "camera")
+        rob_cfg = {"model": rob.get("robot_model", "ur5")}
+        if rob.get("calibration_dir"):
+            rob_cfg["calibration_dir"] = rob["calibration_dir"]
+            cam_cfg = validate(CameraConfig, {**cam_cfg.model_dump(), "calibration_dir": rob["calibration_dir"]}, "camera")
+        rob_cfg = validate(RobotConfig, rob_cfg, "robot")
+        self._subscribe_sim_subject()
+        return {
+            "camera": lambda: make_camera("sim", cam_cfg, world=w),
+            "mocap": lambda: make_mocap("sim", MocapConfig(), world=w),
+            "robot": lambda: make_robot("sim", rob_cfg, world=w),
+        }
+
+    def _subscribe_sim_subject(self) -> None:
+        """The simulated subject (and light) follow the operator's prompt event, as the
+        real subject follows the operator: the prompt is the only coupling."""
+        import json
+
+        from gaze4hri_core.protocol import trial_by_id
+        from gaze4hri_core.session import Topics
+
+        def on_event(_topic: str, data: bytes) -> None:
+            from rclpy.serialization import deserialize_message
+            from std_msgs.msg import String
+
+            try:
+                e = json.loads(deserialize_message(data, String).data)
+            except ValueError:
+                return
+            if e.get("event") == "prompt" and e.get("trial"):
+                self.world.set_trial(trial_by_id(e["trial"]))
+
+        self.bus.subscribe(Topics.EVENTS, on_event)
+
+    def start(self) -> Stack:
+        self._thread = threading.Thread(target=self._spin, name="executor", daemon=True)
+        self._thread.start()
+        if self._pacer is not None:
+            self._pacer.start()
+        return self
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except Exception:  # context shut down under the executor at close
+            pass
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop streams, close the recorder's bag, destroy nodes, shut the context down."""
+        if self._pacer is not None:
+            self._pacer.stop()
+        rec = self.nodes.get("recorder")
+        if rec is not None:
+            try:
+                rec.shutdown()
+            except Exception as e:  # keep closing the rest; the bag is repaired on the next start
+                print(f"warning: recorder shutdown: {e}")
+        for name in ("robot", "camera", "mocap"):
+            n = self.nodes.get(name)
+            if n is not None:
+                n._stop_thread()
+                try:
+                    n.release()
+                except Exception:
+                    pass
+        try:
+            self.executor.shutdown(timeout_sec=2.0)
+        except Exception:
+            pass
+        for n in self.nodes.values():
+            try:
+                n.destroy_node()
+            except Exception:
+                pass
+        if self.world is not None and hasattr(self.world, "close"):
+            self.world.close()
+        if self.context.ok():
+            rclpy.shutdown(context=self.context)
+        if self._thread is not None:
+            self._thread.join(timeout=3.0)
+
+
+class _Pacer(threading.Thread):
+    """Drives the simulation clock: as fast as every active stream keeps up (the clock
+    never leads the slowest of camera, motion capture and robot by more than
+    ``lead_s``, which must exceed the longest sample period, 33 ms at 30 fps) and at most ``max_rate`` simulated seconds per wall second. So no
+    simulated device ever falls behind its own clock, and a session runs as fast as
+    this machine renders and records it (docs/acquisition.md, "Simulation time")."""
+
+    def __init__(self, clock, stack: Stack, max_rate: float, step_s: float = 0.002, lead_s: float = 0.05):
+        super().__init__(name="sim-pacer", daemon=True)
+        self.clock, self.stack, self.max_rate = clock, stack, max_rate
+        self.step_ns, self.lead_ns = int(step_s * 1e9), int(lead_s * 1e9)
+        self._halt = threading.Event()
+
+    def _slowest(self) -> int | None:
+        stamps = []
+        for name in ("camera", "mocap", "robot"):
+            n = self.stack.nodes.get(name)
+            t = getattr(n, "stream_ns", 0) if n is not None and getattr(n, "streaming", False) else 0
+            if t:
+                stamps.append(t)
+        return min(stamps) if stamps else None
+
+    def run(self) -> None:
+        import time
+
+        wall0, sim0 = time.monotonic(), self.clock.now_ns()
+        while not self._halt.is_set():
+            now = self.clock.now_ns()
+            target = now + self.step_ns
+            slow = self._slowest()
+            if slow is not None:
+                target = min(target, slow + self.lead_ns)
+            target = min(target, sim0 + int((time.monotonic() - wall0) * self.max_rate * 1e9))
+            if target > now:
+                self.clock.advance_to(target)
+            else:
+                time.sleep(0.0005)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=2.0)
