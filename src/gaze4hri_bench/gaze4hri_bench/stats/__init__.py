@@ -1,5 +1,5 @@
 """Subject-level statistics, tables, figures and report from per-frame results
-(Sezer et al., Gaze4HRI, arXiv 2605.04770, Sec. IV-V; docs/statistics.md).
+(Sezer et al., Gaze4HRI, arXiv 2605.04770, the analyses of experiments 1-4 and Tables III-VII, S9, S10; docs/statistics.md).
 
 Public entry point: :func:`analyze`. The pure analysis functions live in
 :mod:`.analyses` (tables in, tables out) and :mod:`.inference` (tests, Holm, effect

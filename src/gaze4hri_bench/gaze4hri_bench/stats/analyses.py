@@ -5,7 +5,7 @@ Input everywhere: ``videos``, one row per (subject, method, input, trial) with
 video's valid frames, deg) and ``conflict_mean`` (deg), as made by
 :func:`gaze4hri_bench.stats.load.load_results`. Subject values are means of the
 subject's video means and the subject is the unit of inference (Sezer et al., arXiv
-2605.04770, Sec. IV-A). Each analysis returns an :class:`Analysis`: tidy tables
+2605.04770, "Analyses (all subject-level)"). Each analysis returns an :class:`Analysis`: tidy tables
 (columns documented in docs/statistics.md), its N, the subjects it excluded with the
 reason, and what it skipped and why.
 """
@@ -91,7 +91,7 @@ def _valid(videos: pd.DataFrame) -> pd.DataFrame:
 
 
 def subject_means(videos: pd.DataFrame, by: list[str], value: str = "error_mean") -> pd.DataFrame:
-    """Mean of each subject's video means per ``by`` cell (Sezer et al., Sec. IV-A).
+    """Mean of each subject's video means per ``by`` cell (Sezer et al., aggregation: frame -> video -> subject).
 
     Returns subject, ``by`` columns, ``value`` and ``n_videos``; videos without valid
     frames do not count.
@@ -299,7 +299,7 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
     """Experiment 3: error vs head-gaze conflict.
 
     Per subject s and method, OLS of video mean error on video mean conflict,
-    e = alpha_s + beta_s * gamma (Sezer et al., Sec. V-C); one-sided one-sample
+    e = alpha_s + beta_s * gamma (Sezer et al., exp. 3 analysis); one-sided one-sample
     t-test of {beta_s} > 0, Holm-corrected across methods; % of subjects with
     beta_s > 0; pairwise two-sided paired tests of the subject mean errors between
     methods (Holm across all pairs).
@@ -426,7 +426,7 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
     (per method the six condition pairs, two-sided paired, Holm within method,
     cohen_dz, cohen_dav), ``mutual_eccentricity`` (per method mean and SD over
     subjects of the per-subject OLS over valid frames E = a + b_pitch |pitch| +
-    b_yaw |yaw|, Sezer et al. Sec. V-E; ground-truth pitch/yaw in deg) and
+    b_yaw |yaw|, Sezer et al. exp. 4.2 analysis; ground-truth pitch/yaw in deg) and
     ``mutual_eccentricity_subjects``.
     """
     a = Analysis("mutual", "Mutual gaze (experiment 4.2)")

@@ -6,8 +6,8 @@ Each is checked in tests/stats against R (values quoted there) and scipy/statsmo
 
 References
 ----------
-Sezer et al., "Gaze4HRI", arXiv 2605.04770, Sec. IV-A (subject as the unit,
-Holm-corrected paired tests, alpha 0.05) and Sec. V.
+Sezer et al., "Gaze4HRI", arXiv 2605.04770, analyses (subject as the
+unit, Holm-corrected paired tests, alpha 0.05; CV of Table III).
 Holm, S. (1979). A simple sequentially rejective multiple test procedure.
 Scand. J. Statist. 6, 65-70.
 Lakens, D. (2013). Calculating and reporting effect sizes. Front. Psychol. 4:863

@@ -1,8 +1,8 @@
 """Read per-frame results (schema.py) and reduce them to video (trial) level at once.
 
 The study aggregates valid frames -> video mean -> subject mean (Sezer et al., arXiv
-2605.04770, Sec. IV-A "Evaluation protocol"). Only the video means and the frames of
-the mutual-gaze videos (for the eccentricity regression, Sec. V-E) are kept, so the
+2605.04770, "Analyses (all subject-level)"). Only the video means and the frames of
+the mutual-gaze videos (for the eccentricity regression of exp. 4.2) are kept, so the
 memory used does not grow with the number of frames: each file is read (only the
 columns needed), reduced with Arrow's hash aggregation and dropped.
 """

@@ -425,7 +425,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     doc.p(f"Generated {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by gaze4hri-bench analyze. "
           f"{len(loaded.files)} results file(s), {subjects} subjects, {main['method'].nunique()} methods, "
           f"{int(loaded.videos['n_frames'].sum()):,} frame rows. Frames -> video mean over valid frames -> subject mean of video means; "
-          f"the subject is the unit of inference (Sezer et al., Sec. IV-A); alpha = {alpha}; multiple comparisons Holm-corrected; "
+          f"the subject is the unit of inference (Sezer et al., analyses: all subject-level); alpha = {alpha}; multiple comparisons Holm-corrected; "
           "SDs with ddof 1; angles in degrees. Effect sizes: Cohen's d_z (paired differences) is the primary effect size; d_av is given alongside.")
     if warnings:
         doc.p("Warnings:", "skip")
