@@ -62,16 +62,17 @@ def _pose(sample) -> SE3:
     return SE3.from_quat(sample.position, sample.quat_xyzw)
 
 
-def collect(mocap, bodies: tuple[str, ...], n: int, timeout_s: float) -> list[dict]:
-    """Up to ``n`` mocap frames in which every body in ``bodies`` is tracked (bounded by
-    ``timeout_s`` wall seconds and 50 x n reads)."""
+def collect(mocap, bodies: tuple[str, ...], n: int, timeout_s: float, since_ns: int | None = None) -> list[dict]:
+    """Up to ``n`` mocap frames stamped at or after ``since_ns`` in which every body in
+    ``bodies`` is tracked (older, queued frames are skipped; bounded by ``timeout_s``
+    wall seconds and 50 x n reads)."""
     out: list[dict] = []
     t_end = time.monotonic() + timeout_s
-    for _ in range(50 * n):
+    for _ in range(50 * n + 10_000):
         if len(out) >= n or time.monotonic() > t_end:
             break
         f = mocap.read(0.1)
-        if f is None:
+        if f is None or (since_ns is not None and f.stamp_ns < since_ns):
             continue
         if all(b in f.bodies and f.bodies[b].tracking_valid for b in bodies):
             out.append({b: f.bodies[b] for b in bodies})
@@ -152,7 +153,7 @@ def run_registration(robot, mocap, run: RegistrationRun, center: SE3, clock, spe
         robot.move_linear([T], speed, accel)
         _wait_still(robot, move_timeout_s, clock)
         clock.sleep(settle_s)
-        frames = collect(mocap, (body,), run.samples_per_point, timeout_s=5.0 + run.samples_per_point / 10)
+        frames = collect(mocap, (body,), run.samples_per_point, timeout_s=5.0 + run.samples_per_point / 10, since_ns=clock.now_ns())
         if not frames:
             raise CalibrationError(f"motion capture does not see '{body}' at point {i + 1}", "registration run",
                                    f"check the marker on the flange is named '{body}' in Motive and is visible")
