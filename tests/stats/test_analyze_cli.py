@@ -242,3 +242,17 @@ def test_out_is_a_file(small_results, tmp_path, capsys):
     assert cli.main(["analyze", str(small_results), "--out", str(tmp_path / "f")]) == 2
     err = capsys.readouterr().err
     assert "is a file" in err and "Traceback" not in err
+
+
+def test_every_table_and_column_is_documented(small_report, repo_root):
+    """docs/statistics.md documents each table the command writes, and each of its columns."""
+    out, _ = small_report
+    doc = (repo_root / "docs" / "statistics.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line for line in doc.splitlines() if line.startswith("| `")}
+    for csv in sorted((out / "tables").glob("*.csv")):
+        assert csv.stem in rows, f"table {csv.stem} missing from docs/statistics.md"
+        cols = pd.read_csv(csv, nrows=0).columns
+        if "as above" in rows[csv.stem] or "as `" in rows[csv.stem]:
+            continue
+        missing = [c for c in cols if c not in rows[csv.stem]]
+        assert not missing, f"{csv.stem}: columns {missing} undocumented"
