@@ -256,3 +256,13 @@ def test_every_table_and_column_is_documented(small_report, repo_root):
             continue
         missing = [c for c in cols if c not in rows[csv.stem]]
         assert not missing, f"{csv.stem}: columns {missing} undocumented"
+
+
+def test_file_without_metadata_is_analysed(small_results, tmp_path):
+    """A lab's own file with the right columns and no provenance metadata is used; S10 says why it is empty."""
+    d = _copy_some(small_results, tmp_path / "in", ["l2cs_gaze360__crop.parquet", "gat_gaze360__crop.parquet"],
+                   lambda n, t: t.replace_schema_metadata(None))
+    s = analyze([d], tmp_path / "out", figures=False)
+    assert s["analyses"]["illumination"]["status"] == "ran"
+    assert s["analyses"]["efficiency"]["status"] == "skipped" and "timing" in s["analyses"]["efficiency"]["reasons"][0]
+    assert "(no metadata)" in (tmp_path / "out" / "report.md").read_text()
