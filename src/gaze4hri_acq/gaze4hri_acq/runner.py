@@ -38,6 +38,8 @@ class StackConfig:
     sim: dict = field(default_factory=dict)  # SimConfig fields (sim backend)
     share_graph: bool = False
     intra_process: bool = True  # False: talk over DDS only (device nodes in other processes)
+    ros_args: tuple[str, ...] = ()  # --ros-args ... from launch (parameter files, remaps)
+    load_config: bool = True  # read config/<node>.yaml here (launch passes the files itself)
     nodes: tuple[str, ...] = tuple(n.name for n in NODES)
 
 
@@ -49,21 +51,22 @@ class Stack:
         if not cfg.share_graph:
             os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")
         self.context = Context()
-        rclpy.init(context=self.context, args=[])
+        rclpy.init(context=self.context, args=["gaze4hri-acq", *cfg.ros_args] if cfg.ros_args else [])
         self.bus = IntraProcessBus() if cfg.intra_process else None
         self.world = None
         self.nodes: dict = {}
         self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
         self._thread: threading.Thread | None = None
         self._pacer: _Pacer | None = None
+        self._extra_nodes: list = []
         try:
             factories = self._factories()
             for spec in NODES:
                 if spec.name not in cfg.nodes:
                     continue
                 cls = node_class(spec.name)
-                params = node_parameters(spec.name, {"backend": cfg.backend, **cfg.params.get(spec.name, {})}
-                                         if spec.lifecycle else cfg.params.get(spec.name, {}))
+                over = {"backend": cfg.backend, **cfg.params.get(spec.name, {})} if spec.lifecycle else cfg.params.get(spec.name, {})
+                params = node_parameters(spec.name, over) if cfg.load_config else dict(over)
                 if spec.name == "orchestrator":
                     params = {}
                 kw = {"bus": self.bus, "context": self.context, "parameter_overrides": params}
@@ -71,6 +74,8 @@ class Stack:
                     kw["driver_factory"] = factories[spec.name]
                 self.nodes[spec.name] = cls(spec.name, **kw)
                 self.executor.add_node(self.nodes[spec.name])
+            for n in self._extra_nodes:
+                self.executor.add_node(n)
         except BaseException:
             self.close()
             raise
@@ -89,20 +94,21 @@ class Stack:
         simcfg = validate(SimConfig, self.cfg.sim, "simulation settings")
         self.world = w = SimWorld(simcfg, clock=SimClock(manual=True))
         self._pacer = _Pacer(w.clock, self, max_rate=simcfg.real_time_factor)
-        cam = node_parameters("camera", self.cfg.params.get("camera", {}))
-        rob = node_parameters("robot", self.cfg.params.get("robot", {}))
-        cam_cfg = validate(CameraConfig, {"width": int(cam["width"]), "height": int(cam["height"]), "fps": int(round(cam["fps"]))}, "camera")
-        rob_cfg = {"model": rob.get("robot_model", "ur5")}
-        if rob.get("calibration_dir"):
-            rob_cfg["calibration_dir"] = rob["calibration_dir"]
-            cam_cfg = validate(CameraConfig, {**cam_cfg.model_dump(), "calibration_dir": rob["calibration_dir"]}, "camera")
-        rob_cfg = validate(RobotConfig, rob_cfg, "robot")
         self._subscribe_sim_subject()
-        return {
-            "camera": lambda: make_camera("sim", cam_cfg, world=w),
-            "mocap": lambda: make_mocap("sim", MocapConfig(), world=w),
-            "robot": lambda: make_robot("sim", rob_cfg, world=w),
-        }
+
+        # built at each node's configure from its validated parameters (YAML, launch or CLI)
+        def camera():
+            p = self.nodes["camera"].params
+            return make_camera("sim", validate(CameraConfig, {"width": int(p["width"]), "height": int(p["height"]), "fps": int(round(p["fps"])),
+                                                              "calibration_dir": simcfg.calibration_dir}, "camera parameters"), world=w)
+
+        def robot():
+            p = self.nodes["robot"].params
+            vals = {"model": p["robot_model"], "calibration_dir": p["calibration_dir"] or simcfg.calibration_dir,
+                    "limits": self.nodes["robot"]._limits()}
+            return make_robot("sim", validate(RobotConfig, vals, "robot parameters"), world=w)
+
+        return {"camera": camera, "mocap": lambda: make_mocap("sim", MocapConfig(), world=w), "robot": robot}
 
     def _subscribe_sim_subject(self) -> None:
         """The simulated subject (and light) follow the operator's prompt event, as the
@@ -123,7 +129,15 @@ class Stack:
             if e.get("event") == "prompt" and e.get("trial"):
                 self.world.set_trial(trial_by_id(e["trial"]))
 
-        self.bus.subscribe(Topics.EVENTS, on_event)
+        if self.bus is not None:
+            self.bus.subscribe(Topics.EVENTS, on_event)
+        else:  # device nodes under ros2 launch: the orchestrator's prompt arrives over DDS
+            from rclpy.serialization import serialize_message
+            from std_msgs.msg import String
+
+            self._sim_node = rclpy.create_node("sim_world", context=self.context)
+            self._sim_node.create_subscription(String, Topics.EVENTS, lambda m: on_event(Topics.EVENTS, serialize_message(m)), 10)
+            self._extra_nodes.append(self._sim_node)
 
     def start(self) -> Stack:
         self._thread = threading.Thread(target=self._spin, name="executor", daemon=True)
@@ -166,7 +180,7 @@ class Stack:
             self.executor.shutdown(timeout_sec=2.0)
         except Exception:
             pass
-        for n in self.nodes.values():
+        for n in [*self.nodes.values(), *self._extra_nodes]:
             try:
                 n.destroy_node()
             except Exception:

@@ -73,7 +73,9 @@ class RobotNode(DeviceNode):
         self._was_protective = False
         self._mocap_ns = 0
         self._next_ns = 0
-        self._mocap_wall = time.monotonic()
+        self._first_ns = 0
+        self._status_key = None
+        self._status_ns = 0
         self.create_service(Trigger, "/robot/stop", self._srv_stop)
         self.create_service(Trigger, "/robot/clear_stop", self._srv_clear)
 
@@ -132,7 +134,7 @@ class RobotNode(DeviceNode):
     # ------------------------------------------------------------- mocap feed
     # Safety is evaluated on the motion-capture stream's own clock (the stamp of its
     # latest frame): a tracked-then-lost head band is seen through the 'lost' status,
-    # and a silent stream through a wall-clock watchdog. This keeps the check exact
+    # and a silent stream by comparing its stamps with the robot's. This keeps the check exact
     # when the simulation runs faster than real time and a stream lags the clock.
     def _on_head(self, m: PoseStamped) -> None:
         if self.monitor is None:
@@ -154,15 +156,19 @@ class RobotNode(DeviceNode):
     def _mocap_seen(self, t_ns: int) -> None:
         if t_ns > self._mocap_ns:
             self._mocap_ns = t_ns
-        self._mocap_wall = time.monotonic()
 
     def safety_now_ns(self, robot_ns: int) -> int:
         """Time at which to judge the head-band track: the mocap stream's latest stamp."""
         return min(robot_ns, self._mocap_ns) if self._mocap_ns else robot_ns
 
-    def mocap_silent(self) -> bool:
+    def mocap_silent(self, robot_ns: int) -> float | None:
+        """Seconds the motion-capture stream has been silent on the robot's clock, when
+        beyond max(0.5 s, 5 x mocap_loss_timeout_s); None while it streams."""
+        if not self.params.get("require_head", True):
+            return None
         limit = max(0.5, 5 * self.params.get("mocap_loss_timeout_s", 0.1))
-        return self.params.get("require_head", True) and time.monotonic() - self._mocap_wall > limit
+        gap = (robot_ns - self._mocap_ns) / 1e9 if self._mocap_ns else (robot_ns - self._first_ns) / 1e9
+        return gap if gap > limit else None
 
     # ---------------------------------------------------------------- stream
     def step(self) -> None:
@@ -175,6 +181,8 @@ class RobotNode(DeviceNode):
         self._next_ns += period
         st = self.driver.state()
         self.stream_ns = st.stamp_ns
+        if not self._first_ns:
+            self._first_ns = st.stamp_ns
         self.state = st
         self.samples += 1
         base = FRAMES["base"]
@@ -189,17 +197,20 @@ class RobotNode(DeviceNode):
             el = (st.stamp_ns - self._motion["t0_ns"]) / 1e9
             cmd.twist.linear.x = float(np.interp(el, pv.t, pv.commanded_speed, right=0.0))  # speed along the path
         self.pub_cmd.publish(cmd)
-        self.pub_status.publish(diag_array(st.stamp_ns, [diag_status("robot", 2 if st.protective_stop else 0, "protective stop" if st.protective_stop else "ok", {
-            "speed_scaling": st.speed_scaling, "protective_stop": st.protective_stop, "moving": st.moving, "connected": st.connected,
-            "controller_time_s": st.controller_time_s})]))
+        key = (st.protective_stop, st.moving, st.connected, round(st.speed_scaling, 3))
+        if key != self._status_key or st.stamp_ns - self._status_ns >= 100_000_000:  # 10 Hz and on every change
+            self._status_key, self._status_ns = key, st.stamp_ns
+            self.pub_status.publish(diag_array(st.stamp_ns, [diag_status("robot", 2 if st.protective_stop else 0, "protective stop" if st.protective_stop else "ok", {
+                "speed_scaling": st.speed_scaling, "protective_stop": st.protective_stop, "moving": st.moving, "connected": st.connected,
+                "controller_time_s": st.controller_time_s})]))
         if st.protective_stop and not self._was_protective:
             self._fault("protective_stop", "robot protective stop (controller)", st.stamp_ns)
         self._was_protective = st.protective_stop
         if self.monitor is not None and (st.moving or self._motion is not None):
             v = self.monitor.check(self.safety_now_ns(st.stamp_ns), st.T_base_tool0, float(np.linalg.norm(st.tcp_speed[:3])), moving=True)
-            if v.ok and self.mocap_silent():
-                v = Verdict(False, "motion capture silent (no frame for "
-                                   f"{time.monotonic() - self._mocap_wall:.1f} s)", "mocap_loss")
+            silent = self.mocap_silent(st.stamp_ns) if v.ok else None
+            if silent is not None:
+                v = Verdict(False, f"motion capture silent (no frame for {silent:.1f} s)", "mocap_loss")
             if not v.ok:
                 self.driver.stop()
                 self._fault(v.code, v.reason, st.stamp_ns)

@@ -170,8 +170,10 @@ class DeviceClient(Node):
             r = self._call(change, ChangeState.Request(transition=Transition(id=tid)), timeout_s)
             state = self.lifecycle_state(node, timeout_s)
             if r is None or not r.success or state != want:
-                why = self.device_error(node) or f"{label} failed (state {state})"
-                raise DeviceError(node, address, why.split(": ", 1)[-1] if why.startswith(f"{node}") else why, "check the device, its address and cables, then retry")
+                why = self.device_error(node)
+                if why:  # the driver's own line names the device, its address and the fix
+                    raise Gaze4HRIError(f"{node} node: {why}")
+                raise DeviceError(node, address, f"{label} failed (state {state})", "check the device, its address and cables, then retry")
 
     def shut_down(self, node: str, timeout_s: float = 5.0) -> None:
         change, _ = self._lifecycle_clients(node)

@@ -81,11 +81,22 @@ def prompt_text(t: Trial) -> str:
     return f"{light}, ask the subject to look at {t.target}, press Enter"
 
 
-def estimate_session_bytes(n_trials: int, resolution: tuple[int, int], fps: float, trial_seconds: float, margin: float = 1.2) -> int:
-    """Raw frames dominate: W x H x 3 bytes per frame; moving trials last up to ~8 s."""
+def trial_seconds_estimate(t: Trial, trial_seconds: float) -> float:
+    """Recording length of a trial: fixed camera ``trial_seconds``; a moving camera as
+    long as its motion (arc 0.52 m at 0.1 m/s, lines 0.2 m at their speed) plus ramps."""
+    cm = t.camera_motion
+    if cm.kind == "arc":
+        return max(trial_seconds, 0.5 * np.radians(60.0) / 0.1 + 1.0)
+    if cm.kind == "line":
+        return max(trial_seconds, 0.2 / (cm.speed_mps or 0.05) + 1.0)
+    return trial_seconds
+
+
+def estimate_session_bytes(trials: list[Trial], resolution: tuple[int, int], fps: float, trial_seconds: float, margin: float = 1.2) -> int:
+    """Raw frames dominate: W x H x 3 bytes per frame, plus poses and status."""
     w, h = resolution
     per_s = w * h * 3 * fps + 100 * 300 + 125 * 500 + 2000
-    return int(n_trials * max(trial_seconds, 8.0) * per_s * margin)
+    return int(sum(trial_seconds_estimate(t, trial_seconds) for t in trials) * per_s * margin)
 
 
 def head_yaw_deg(T_world_head, forward_world, T_head_eye=None) -> float:
@@ -158,7 +169,7 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
     cal_dir = Path(cfg.calibration_dir) if cfg.calibration_dir else (sdir / "calibration" if exists else _default_calibration())
     calib = _check_calibration(cal_dir, cfg)
     if not exists:
-        need = estimate_session_bytes(len(trials), cfg.resolution, cfg.fps, cfg.trial_seconds, cfg.disk_margin)
+        need = estimate_session_bytes(trials, cfg.resolution, cfg.fps, cfg.trial_seconds, cfg.disk_margin)
         from ..nodes.common import disk_free_bytes
 
         free = disk_free_bytes(root)

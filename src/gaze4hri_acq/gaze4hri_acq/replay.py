@@ -1,0 +1,107 @@
+"""Republish a recorded session on its original topics (lab replay, Foxglove, RViz):
+the bags' CDR bytes go out unchanged, paced by their log times (``rate`` 2 = twice as
+fast), trial after trial in protocol order."""
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from gaze4hri_core.errors import SessionError
+from gaze4hri_core.session import bag_dir, load_manifest
+
+from .nodes.common import QOS_LATCHED, QOS_RELIABLE
+from .recorder.bag import repair_bag
+
+__all__ = ["replay_session", "trial_bags"]
+
+
+def _msg_class(type_name: str):
+    pkg, _, name = type_name.split("/")
+    try:
+        return getattr(importlib.import_module(f"{pkg}.msg"), name)
+    except (ImportError, AttributeError):
+        raise SessionError(f"message type {type_name} is not installed", None, f"install the {pkg} message package") from None
+
+
+def trial_bags(session: Path, trials: list[str] | None = None) -> list[tuple[str, Path]]:
+    """(trial id, bag dir) of the session's recorded trials, in protocol order."""
+    session = Path(session)
+    m = load_manifest(session)
+    if trials:
+        unknown = [t for t in trials if t not in m.trials]
+        if unknown:
+            import difflib
+
+            near = difflib.get_close_matches(unknown[0], list(m.trials), n=1)
+            raise SessionError(f"trial {unknown[0]} is not in this session", str(session / "session.yaml"),
+                               f"did you mean {near[0]}?" if near else "pick a trial id listed in session.yaml")
+    out = []
+    for tid, rec in m.trials.items():
+        if trials and tid not in trials:
+            continue
+        b = bag_dir(session, tid)
+        if rec.status in ("done", "incomplete", "failed") and b.is_dir():
+            out.append((tid, b))
+    if not out:
+        raise SessionError("no recorded trial to replay", str(session), "record the session first, or check --trial")
+    return out
+
+
+def replay_session(session: Path, trials: list[str] | None = None, rate: float = 1.0, loop: bool = False, quiet: bool = False,
+                   context=None, on_trial: Callable[[str], None] | None = None, max_messages: int | None = None) -> int:
+    """Publish the session's messages with their original spacing divided by ``rate``.
+    Returns the number of messages published."""
+    import rclpy
+    from rclpy.context import Context
+    from rosbags.rosbag2 import Reader
+
+    if not rate > 0:
+        raise SessionError(f"rate must be positive, got {rate}", None, "use e.g. --rate 1 or --rate 0.5")
+    bags = trial_bags(Path(session), trials)
+    own = context is None
+    if own:
+        context = Context()
+        rclpy.init(context=context, args=[])
+    node = rclpy.create_node("replay", context=context)
+    pubs: dict[str, object] = {}
+    n = 0
+    try:
+        while True:
+            for tid, b in bags:
+                try:
+                    reader = Reader(b)
+                    reader.open()
+                except Exception:
+                    repair_bag(b)  # an interrupted bag: readable as far as written
+                    reader = Reader(b)
+                    reader.open()
+                if on_trial is not None:
+                    on_trial(tid)
+                if not quiet:
+                    print(f"replaying {tid} ({reader.message_count} messages, {reader.duration / 1e9:.1f} s)")
+                with reader:
+                    t_first = None
+                    wall0 = time.monotonic()
+                    for conn, t, raw in reader.messages():
+                        p = pubs.get(conn.topic)
+                        if p is None:
+                            qos = QOS_LATCHED if conn.topic.endswith("camera_info") else QOS_RELIABLE
+                            p = pubs[conn.topic] = node.create_publisher(_msg_class(conn.msgtype), conn.topic, qos)
+                        if t_first is None:
+                            t_first = t
+                        due = wall0 + (t - t_first) / 1e9 / rate
+                        dt = due - time.monotonic()
+                        if dt > 0:
+                            time.sleep(dt)
+                        p.publish(bytes(raw))
+                        n += 1
+                        if max_messages is not None and n >= max_messages:
+                            return n
+            if not loop:
+                return n
+    finally:
+        node.destroy_node()
+        if own and context.ok():
+            rclpy.shutdown(context=context)
