@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from gaze4hri_core.calibration import CameraIntrinsics
 
 from .base import CameraFrame, DeviceError, HostClock
@@ -60,7 +59,7 @@ class TimestampMapper:
         self.wrap_ms = wrap_ms
         self._last_hw: float | None = None
         self._wraps = 0
-        self._offset_ns: float | None = None
+        self._offset_ns: int | None = None  # integer ns: a float64 near 1.7e18 resolves only 256 ns
 
     def unwrap(self, ts_ms: float) -> float:
         if self._last_hw is not None and ts_ms < self._last_hw - self.wrap_ms / 2:
@@ -72,11 +71,11 @@ class TimestampMapper:
         if domain in ("global_time", "system_time"):
             return int(round(ts_ms * 1e6))
         if domain == "hardware_clock":
-            dev_ns = self.unwrap(ts_ms) * 1e6
-            off = arrival_ns - dev_ns
+            dev_ns = int(round(self.unwrap(ts_ms) * 1e6))
+            off = int(arrival_ns) - dev_ns
             if self._offset_ns is None or off < self._offset_ns:
                 self._offset_ns = off
-            return int(round(dev_ns + self._offset_ns))
+            return dev_ns + self._offset_ns
         return int(arrival_ns)
 
 

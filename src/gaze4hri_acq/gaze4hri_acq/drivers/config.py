@@ -43,7 +43,8 @@ class CameraConfig(_C):
     height: int = Field(default=1080, ge=36, le=1080, description="colour height (px)")
     fps: int = Field(default=30, ge=1, le=90, description="frame rate (Hz)")
     replay_file: Path | None = Field(default=None, description="RealSense recording (.db3) for the replay backend")
-    replay_realtime: bool = Field(default=False, description="replay at recorded speed (True) or as fast as read (False)")
+    replay_realtime: bool = Field(default=True, description="replay paced at the recorded rate (True, like a live camera) or "
+                                                            "as fast as possible (False: the pipeline's one-frame queue may skip frames a slow reader misses)")
     calibration_dir: Path = Field(default=DEFAULT_CALIBRATION, description="intrinsics for the sim backend (camera_info.yaml)")
     hw_clock_wrap_ms: float = Field(default=2.0**32 / 1000.0, gt=0,
                                     description="period of the device's 32-bit microsecond hardware clock (ms)")

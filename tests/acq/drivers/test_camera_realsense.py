@@ -1,0 +1,105 @@
+"""The RealSense backend's replay path: a recording made with librealsense's own
+software device and recorder, played back through the same pipeline code as live."""
+import time
+
+import numpy as np
+import pytest
+from gaze4hri_acq.drivers.base import DeviceError
+from gaze4hri_acq.drivers.camera_realsense import FrameCounter, TimestampMapper
+from gaze4hri_acq.drivers.config import CameraConfig
+from gaze4hri_acq.drivers.registry import make_camera
+
+rs = pytest.importorskip("pyrealsense2")
+W, H = 64, 36
+
+
+def _record(path, frame_numbers, t0_ms=1.7e12, domain=None, fx=46.0):
+    dev = rs.software_device()
+    sensor = dev.add_sensor("RGB Camera")
+    intr = rs.intrinsics()
+    intr.width, intr.height, intr.fx, intr.fy, intr.ppx, intr.ppy = W, H, fx, fx, 31.5, 17.5
+    intr.model = rs.distortion.brown_conrady
+    intr.coeffs = [0.1, -0.05, 0.0, 0.0, 0.01]
+    vs = rs.video_stream()
+    vs.type, vs.index, vs.uid, vs.width, vs.height, vs.fps, vs.bpp, vs.fmt = rs.stream.color, 0, 0, W, H, 30, 3, rs.format.rgb8
+    vs.intrinsics = intr
+    prof = sensor.add_video_stream(vs)
+    rec = rs.recorder(str(path), dev)
+    q = rs.frame_queue(64)
+    sensor.open(prof)
+    sensor.start(q)
+    for n in frame_numbers:
+        img = np.full((H, W, 3), n % 256, np.uint8)
+        f = rs.software_video_frame()
+        f.pixels, f.stride, f.bpp = img, W * 3, 3
+        f.timestamp = t0_ms + n * 1000 / 30
+        f.domain = domain or rs.timestamp_domain.global_time
+        f.frame_number = n
+        f.profile = prof.as_video_stream_profile()
+        sensor.on_video_frame(f)
+        time.sleep(1 / 30)  # the recorder stores arrival times, which realtime playback reproduces
+    time.sleep(0.2)
+    sensor.stop()
+    sensor.close()
+    del rec
+
+
+@pytest.mark.replay
+def test_replay_keeps_frames_numbers_stamps_and_intrinsics(tmp_path):
+    path = tmp_path / "take.db3"
+    numbers = [0, 1, 2, 3, 4, 6, 7, 9, 10, 11]
+    _record(path, numbers)
+    cam = make_camera("replay", CameraConfig(replay_file=path, replay_realtime=True))
+    cam.start()
+    frames = []
+    t_end = time.monotonic() + 20
+    while not cam.finished and time.monotonic() < t_end:
+        f = cam.read(0.3)
+        if f is not None:
+            frames.append(f)
+    cam.stop()
+    assert cam.finished
+    assert [f.frame_number for f in frames] == numbers
+    assert cam.dropped_frames == 2  # 5 and 8
+    assert all(f.timestamp_domain == "global_time" for f in frames)
+    np.testing.assert_allclose([f.stamp_ns for f in frames], [(1.7e12 + n * 1000 / 30) * 1e6 for n in numbers], rtol=0, atol=2e3)
+    assert [int(f.image[0, 0, 0]) for f in frames] == numbers and frames[0].image.shape == (H, W, 3)
+    K = cam.intrinsics.K
+    assert (cam.intrinsics.width, cam.intrinsics.height) == (W, H) and K[0, 0] == 46.0 and K[1, 2] == 17.5
+    assert cam.intrinsics.distortion_model == "plumb_bob"
+    np.testing.assert_allclose(cam.intrinsics.D, [0.1, -0.05, 0, 0, 0.01], atol=1e-7)
+    assert cam.intrinsics.to_camera_info_dict()["camera_matrix"]["data"][0] == 46.0
+
+
+@pytest.mark.replay
+def test_replay_of_a_missing_file_is_a_one_line_error(tmp_path):
+    cam = make_camera("replay", CameraConfig(replay_file=tmp_path / "nope.db3"))
+    with pytest.raises(DeviceError, match=r"RealSense D435i: recording not found \(.*nope.db3\)"):
+        cam.start()
+
+
+@pytest.mark.unit
+def test_no_camera_is_a_one_line_error():
+    if len(rs.context().query_devices()):
+        pytest.skip("a RealSense camera is connected")
+    with pytest.raises(DeviceError) as e:
+        make_camera("real", CameraConfig()).start()
+    assert "no RealSense camera found" in str(e.value) and "USB 3" in str(e.value)
+
+
+@pytest.mark.unit
+def test_hardware_clock_unwraps_and_maps_to_host():
+    m = TimestampMapper()
+    wrap = 2**32 / 1000.0  # ms
+    host0 = 1_700_000_000_000_000_000
+    dev = [wrap - 20.0, wrap - 10.0, 0.5, 10.5]  # the counter wraps between 2 and 3
+    delays = [3_000_000, 1_000_000, 2_000_000, 5_000_000]  # USB latency (ns); the least-delayed frame fixes the offset
+    out = [m.to_host_ns(d, "hardware_clock", host0 + i * 10_000_000 + delays[i]) for i, d in enumerate(dev)]
+    assert np.all(np.diff(out) > 0)
+    assert out[3] - out[2] == 10_000_000 and out[2] - out[1] == 10_500_000  # across the wrap
+    assert out[1] == host0 + 10_000_000 + 1_000_000  # offset from the least-delayed frame
+    assert m.to_host_ns(1234.5, "global_time", 0) == 1_234_500_000
+    c = FrameCounter()
+    for n in (10, 11, 14, 14, 15, 0):
+        c.add(n)
+    assert c.dropped == 2
