@@ -64,6 +64,8 @@ class LoadedResults:
     missing: (method, input) -> columns absent from its files.
     no_valid: (method, input) pairs without a single valid frame.
     duplicates: videos found in more than one file (the first file read is kept).
+    invalid: frames not valid per method, input and ``invalid_reason`` (columns method,
+    input, reason, frames).
     """
 
     videos: pd.DataFrame
@@ -72,6 +74,7 @@ class LoadedResults:
     missing: dict[tuple[str, str], set[str]]
     no_valid: list[tuple[str, str]]
     duplicates: int = 0
+    invalid: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def find_parquet(inputs: list[Path]) -> list[Path]:
@@ -188,7 +191,7 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
         raise Gaze4HRIError(f"results mix schema versions ({desc})", "analyze RESULTS", f"analyse files of one version ({SCHEMA_VERSION}) or re-run the pipeline")
     if versions and versions != {SCHEMA_VERSION}:
         raise Gaze4HRIError(f"results have schema {versions.pop()}, this version reads {SCHEMA_VERSION}", "analyze RESULTS", "use the gaze4hri-bench version that wrote them or re-run the pipeline")
-    vids, mutuals = [], []
+    vids, mutuals, reasons = [], [], []
     missing: dict[tuple[str, str], set[str]] = {}
     for info, pf in zip(infos, handles, strict=True):
         lacking = [c for c in CORE_COLUMNS if c in info.missing_columns]
@@ -196,15 +199,19 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
             info.status, info.reason = "excluded", f"missing required column(s) {', '.join(lacking)}"
             continue
         has = set(pf.schema_arrow.names)
-        want = list(CORE_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in has]
+        want = list(CORE_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in has] + (["invalid_reason"] if "invalid_reason" in has else [])
         # string keys read dictionary-encoded: Arrow then hashes small integer codes
-        dict_cols = [c for c in _KEYS if pa.types.is_string(pf.schema_arrow.field(c).type) or pa.types.is_large_string(pf.schema_arrow.field(c).type)]
+        dict_cols = [c for c in [*_KEYS, "invalid_reason"] if c in has and (pa.types.is_string(pf.schema_arrow.field(c).type) or pa.types.is_large_string(pf.schema_arrow.field(c).type))]
         table = pq.ParquetFile(info.path, read_dictionary=dict_cols).read(columns=want).unify_dictionaries()
         for c in _KEYS:
             if not pa.types.is_string(table[c].type) and not pa.types.is_dictionary(table[c].type):
                 table = table.set_column(table.schema.get_field_index(c), c, pc.cast(table[c], pa.string()))
         table = table.set_column(table.schema.get_field_index("error_deg"), "error_deg", pc.cast(table["error_deg"], pa.float64()))
         vid, mut = _reduce(table, has)
+        if "invalid_reason" in has:
+            bad = table.filter(pc.invert(pc.fill_null(table["valid"], False))).select(["method", "input", "invalid_reason"])
+            if bad.num_rows:
+                reasons.append(bad.group_by(["method", "input", "invalid_reason"]).aggregate([([], "count_all")]).to_pandas())
         del table
         pairs = vid[["method", "input"]].drop_duplicates().itertuples(index=False)
         for m, i in pairs:
@@ -234,4 +241,9 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
     mutual = pd.concat(mutuals, ignore_index=True) if mutuals else pd.DataFrame({c: [] for c in cols})
     for c in ["subject", "method", "input", "condition"]:
         mutual[c] = mutual[c].astype(str).astype("category")
-    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid, duplicates=duplicates)
+    inv = pd.concat(reasons, ignore_index=True) if reasons else pd.DataFrame(columns=["method", "input", "invalid_reason", "count_all"])
+    inv = inv.rename(columns={"invalid_reason": "reason", "count_all": "frames"})
+    for c in ("method", "input", "reason"):
+        inv[c] = inv[c].astype(str).replace({"": "(none given)", "None": "(none given)"})
+    inv = inv.groupby(["method", "input", "reason"], as_index=False)["frames"].sum()
+    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid, duplicates=duplicates, invalid=inv)

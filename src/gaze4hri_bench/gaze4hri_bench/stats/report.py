@@ -50,6 +50,7 @@ CAPTIONS = {
     "crop_vs_rectified": "Table S9: whole-dataset subject-level error, cropped vs rectified input; two-sided paired t-test, Holm across methods; effect size Cohen's d_z (also d_av), crop - rectified.",
     "efficiency": "Table S10: pipeline timings per results file.",
     "excluded": "Subjects excluded per analysis and why.",
+    "invalid_frames": "Frames left out of the evaluation, by method, input and reason (invalid_reason).",
 }
 # rendered (md/tex/html) columns per table; CSV keeps all
 SHOW = {
@@ -433,6 +434,15 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     doc.h(2, "Data")
     doc.table(cov, CAPTIONS["coverage"])
     doc.table(choice[["display", "input", "available", "rule", "whole_mean"]], CAPTIONS["input_choice"])
+    inv = loaded.invalid
+    if len(inv):
+        rank = {m: k for k, m in enumerate(dict.fromkeys(cov["method"]))}
+        inv = inv.sort_values(["method", "input", "reason"], key=lambda c: c.map(rank) if c.name == "method" else c).reset_index(drop=True)
+        w = inv.pivot_table(index=["method", "input"], columns="reason", values="frames", aggfunc="sum", fill_value=0, sort=False).reset_index()
+        w.columns.name = None
+        w.insert(1, "display", w["method"].map(A.display_name))
+        written.extend(_write_table("invalid_frames", inv.assign(display=inv["method"].map(A.display_name))[["method", "display", "input", "reason", "frames"]], tdir))
+        doc.table(w, CAPTIONS["invalid_frames"])
     sections = [("illumination", ["illumination_cv"], "illumination_levels"), ("viewpoint", ["viewpoint"], "viewpoint"),
                 ("conflict", ["conflict"], "conflict_slopes"), ("target", ["target_tests"], "target_heatmap"),
                 ("mutual", ["mutual", "mutual_eccentricity"], "mutual_conditions"), ("crop_vs_rectified", ["crop_vs_rectified"], "crop_vs_rectified"),
