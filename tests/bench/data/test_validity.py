@@ -28,20 +28,24 @@ def test_reasons_counted(sessions):
 
 @pytest.mark.replay
 def test_interpolation_refuses_gaps(tmp_path):
-    """A 40 ms robot gap exceeds the 30 ms limit (interp_gap); a 40 ms head gap is
-    bridged under the 50 ms default but refused with a 20 ms limit."""
+    """A 40 ms robot gap while the camera moves exceeds the 30 ms limit (interp_gap),
+    but is bridged while the robot stands still (the interpolation is exact); a 40 ms
+    head gap is bridged under the 50 ms default but refused with a 20 ms limit."""
     root = tmp_path / "root"
-    write_session(root, "S01", [TrialSpec("illum100_P1", seconds=0.6, robot_gap=(0.2, 0.235)),
-                                TrialSpec("illum100_P2", seconds=0.6, mocap_gap=(0.3, 0.325))], tmp=tmp_path)
+    write_session(root, "S01", [TrialSpec("arc_P1", seconds=0.6, robot_gap=(0.2, 0.235)),
+                                TrialSpec("illum100_P2", seconds=0.6, mocap_gap=(0.3, 0.325)),
+                                TrialSpec("illum100_P3", seconds=0.6, robot_gap=(0.2, 0.235))], tmp=tmp_path)
     ds = Dataset(root)
-    robot, head = ds.trials()
+    by = {r.trial: r for r in ds.trials()}
+    robot, head, static = by["arc_P1"], by["illum100_P2"], by["illum100_P3"]
+    assert ds.trial_ground_truth(static)["valid"].all()
     gr = ds.trial_ground_truth(robot)
     bad = gr.loc[gr["invalid_reason"] == "interp_gap", "t_ns"]
     assert len(bad) >= 1 and gr.loc[gr["invalid_reason"] == "interp_gap", "gt_x"].isna().all()
     gh = ds.trial_ground_truth(head)
     assert gh["valid"].all()  # 40 ms head gap bridged
     strict = Dataset(root, gt_options=GTOptions(max_gap_mocap_s=0.02))
-    gs = strict.trial_ground_truth(strict.trials()[1])
+    gs = strict.trial_ground_truth([r for r in strict.trials() if r.trial == "illum100_P2"][0])
     assert (gs["invalid_reason"] == "interp_gap").sum() >= 1
     with pytest.raises(ValueError):
         GTOptions(max_gap_mocap_s=0.2, mocap_lost_s=0.1)

@@ -58,7 +58,10 @@ class GTOptions:
     max_gap_mocap_s: largest head-band sample spacing bridged (mocap at 100 Hz: 10 ms
     nominal, so 50 ms bridges up to 4 lost samples); max_gap_robot_s: same for the
     robot pose (125 Hz: 8 ms nominal); mocap_lost_s: a gap longer than this is a
-    tracking loss. face_center: ``eth`` (eye midpoint + the ETH-XGaze face-centre
+    tracking loss. A longer robot gap is still bridged when the robot did not move
+    across it (bracketing poses within robot_static_m and robot_static_deg: the
+    interpolation is then exact; fixed-camera trials keep their frames through RTDE
+    drop-outs). face_center: ``eth`` (eye midpoint + the ETH-XGaze face-centre
     offset of the generic face model, faces.normalization.EYE_TO_FACE_CENTRE_MM) or
     ``eye`` (the eye midpoint itself). robot: ``auto`` (tcp pose, else joint states +
     forward kinematics), ``tcp`` or ``fk``."""
@@ -66,6 +69,8 @@ class GTOptions:
     max_gap_mocap_s: float = 0.050
     max_gap_robot_s: float = 0.030
     mocap_lost_s: float = 0.100
+    robot_static_m: float = 1e-4
+    robot_static_deg: float = 0.01
     face_center: str = "eth"
     robot: str = "auto"
 
@@ -140,6 +145,24 @@ def _interp(stream: PoseStream, t_ns: np.ndarray, t0: int, max_gap_s: float):
     return p, q, ok
 
 
+def _static(stream: PoseStream, t_ns: np.ndarray, options: GTOptions) -> np.ndarray:
+    """Whether the two samples around each query hold the same pose (within the
+    options' static tolerances); False outside the stream."""
+    t = stream.t_ns
+    out = np.zeros(len(t_ns), bool)
+    if len(t) < 2:
+        return out
+    i1 = np.searchsorted(t, t_ns, side="left")
+    inside = (i1 > 0) & (i1 < len(t))
+    a, b = i1[inside] - 1, i1[inside]
+    dp = np.linalg.norm(stream.p[b] - stream.p[a], axis=1)
+    qa = stream.q[a] / np.linalg.norm(stream.q[a], axis=1, keepdims=True)
+    qb = stream.q[b] / np.linalg.norm(stream.q[b], axis=1, keepdims=True)
+    dang = np.degrees(2 * np.arccos(np.clip(np.abs(np.sum(qa * qb, axis=1)), 0.0, 1.0)))
+    out[inside] = (dp <= options.robot_static_m) & (dang <= options.robot_static_deg)
+    return out
+
+
 def _rot(q: np.ndarray) -> np.ndarray:
     R = np.full((len(q), 3, 3), np.nan)
     for i, qi in enumerate(q):
@@ -174,16 +197,20 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
     robot = robot.sorted_unique()
     t0 = int(t[0]) if n else 0
     ph, qh, ok_h = _interp(head, t, t0, options.max_gap_mocap_s) if len(head.t_ns) else (np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool))
-    pr, qr, ok_r = _interp(robot, t, t0, options.max_gap_robot_s) if len(robot.t_ns) else (np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool))
     gap_h = bracket_gaps(head.t_ns, t)
     gap_r = bracket_gaps(robot.t_ns, t)
+    if len(robot.t_ns):
+        pr, qr, ok_r = _interp(robot, t, t0, np.inf)
+        ok_r &= (gap_r <= options.max_gap_robot_s) | _static(robot, t, options)
+    else:
+        pr, qr, ok_r = np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool)
     kind = np.asarray(frames.kind)
     masks = {
         "trial_incomplete": np.full(n, bool(incomplete)),
         "dropped_frame": kind == "dropped",
         "duplicate_frame": kind == "duplicate",
         "mocap_lost": gap_h > options.mocap_lost_s,
-        "interp_gap": (~ok_h) | (~ok_r) | (gap_r > options.max_gap_robot_s),
+        "interp_gap": (~ok_h) | (~ok_r),
     }
     reason = combine_reasons(masks, n)
     valid = reason == ""

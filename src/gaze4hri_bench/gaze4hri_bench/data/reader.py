@@ -128,8 +128,20 @@ class open_bag:
 
     def require(self, topic: str, why: str) -> None:
         if topic not in self.conns:
-            raise SessionError(f"topic {topic} missing from the bag ({why})", str(self.path),
-                               f"record {topic} ({MSG_TYPES.get(topic, '?')}); {_FIX_BAG}")
+            raise _missing_topic(topic, why, str(self.path))
+
+    def messages_of(self, topics: list[str]) -> Iterator[tuple[str, int, bytes]]:
+        """(topic, t_log_ns, raw) of several topics in one pass, in log-time order."""
+        conns = [c for t in topics for c in self.conns.get(t, [])]
+        if not conns:
+            return
+        try:
+            for c, t, raw in self.reader.messages(connections=conns):
+                yield c.topic, t, raw
+        except Gaze4HRIError:
+            raise
+        except Exception as e:
+            raise SessionError(f"bag is corrupt or truncated ({type(e).__name__}: {_short(e)})", str(self.path), _FIX_BAG) from None
 
     def messages(self, topic: str) -> Iterator[tuple[int, bytes]]:
         conns = self.conns.get(topic, [])
@@ -186,9 +198,15 @@ def decode_image(msg, where: str = "") -> np.ndarray:
     return np.ascontiguousarray(img)
 
 
-def _pose_stream(bag: open_bag, topic: str) -> PoseStream:
+def _missing_topic(topic: str, why: str, where: str) -> SessionError:
+    return SessionError(f"topic {topic} missing from the bag ({why})", where,
+                        f"record {topic} ({MSG_TYPES.get(topic, '?')}); {_FIX_BAG}")
+
+
+def _poses(bag: open_bag, topic: str, raws: list[bytes]) -> PoseStream:
+    """PoseStamped messages -> PoseStream (header stamps)."""
     t, P, Q = [], [], []
-    for _tl, raw in bag.messages(topic):
+    for raw in raws:
         m = bag.decode(raw, topic)
         t.append(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
         p, o = m.pose.position, m.pose.orientation
@@ -199,9 +217,10 @@ def _pose_stream(bag: open_bag, topic: str) -> PoseStream:
     return PoseStream(np.array(t, np.int64), np.array(P, float), np.array(Q, float))
 
 
-def _joint_stream(bag: open_bag, model: str) -> PoseStream:
+def _joints(bag: open_bag, raws: list[bytes], model: str) -> PoseStream:
+    """JointState messages -> tool0 poses by forward kinematics."""
     t, J = [], []
-    for _tl, raw in bag.messages(Topics.JOINT_STATES):
+    for raw in raws:
         m = bag.decode(raw, Topics.JOINT_STATES)
         if len(m.position) < 6:
             continue
@@ -210,19 +229,6 @@ def _joint_stream(bag: open_bag, model: str) -> PoseStream:
     if not t:
         return PoseStream.empty()
     return fk_stream(np.array(t, np.int64), np.array(J), model)
-
-
-def _frame_meta(bag: open_bag) -> dict[int, int]:
-    """stamp_ns -> frame_number from FRAME_META (DiagnosticStatus key/values)."""
-    out: dict[int, int] = {}
-    for _tl, raw in bag.messages(Topics.FRAME_META):
-        m = bag.decode(raw, Topics.FRAME_META)
-        kv = {v.key: v.value for v in m.values}
-        try:
-            out[int(kv["stamp_ns"])] = int(kv["frame_number"])
-        except (KeyError, ValueError):
-            continue
-    return out
 
 
 def build_frame_table(stamps: np.ndarray, numbers: np.ndarray, max_fill: int = 30) -> FrameTable:
@@ -287,6 +293,7 @@ class Dataset:
         self.blink_annotations = blink_annotations
         self._refs: list[TrialRef] | None = None
         self._tables: dict[str, FrameTable] = {}
+        self._scans: dict[str, dict] = {}
         self._ann: dict[Path, dict] = {}
 
     # -- discovery ----------------------------------------------------------------
@@ -325,6 +332,11 @@ class Dataset:
             if not cal_dir.is_dir():
                 raise SessionError("session has no calibration snapshot", str(cal_dir),
                                    "copy the calibration used for recording into <session>/calibration (docs/calibration.md)")
+            if not (cal_dir / "subjects" / f"{subject}.yaml").is_file():
+                raise SessionError(f"session calibration has no eye-head file for subject {subject}",
+                                   str(cal_dir / "subjects" / f"{subject}.yaml"),
+                                   "copy the subject's eye-head calibration (gaze4hri-acq calibrate eye-head) into "
+                                   "<session>/calibration/subjects/ (docs/calibration.md)")
             cal = load_calibration(cal_dir, subject)
             order = []
             for tid, rec in man.trials.items():
@@ -342,15 +354,43 @@ class Dataset:
         return list(refs)
 
     # -- frames -------------------------------------------------------------------
+    def _scan(self, ref: TrialRef) -> dict:
+        """One pass over the bag for everything small: image header stamps (read from
+        the CDR bytes, images not decoded), frame metadata and the pose streams;
+        cached per trial (a few hundred kB)."""
+        key = str(ref.bag_dir)
+        if key in self._scans:
+            return self._scans[key]
+        with open_bag(ref.bag_dir) as bag:
+            bag.require(Topics.IMAGE, "camera frames")
+            wanted = [t for t in (Topics.IMAGE, Topics.FRAME_META, Topics.HEAD_POSE, Topics.TCP_POSE, Topics.JOINT_STATES)
+                      if bag.has(t)]
+            raw_by = {t: [] for t in wanted}
+            for topic, _tl, raw in bag.messages_of(wanted):
+                raw_by[topic].append(_stamp_from_cdr(raw) if topic == Topics.IMAGE else raw)
+            scan = {"stamps": raw_by[Topics.IMAGE], "topics": set(wanted)}
+            meta: dict[int, int] = {}
+            for raw in raw_by.get(Topics.FRAME_META, []):
+                m = bag.decode(raw, Topics.FRAME_META)
+                kv = {v.key: v.value for v in m.values}
+                try:
+                    meta[int(kv["stamp_ns"])] = int(kv["frame_number"])
+                except (KeyError, ValueError):
+                    continue
+            scan["meta"] = meta
+            scan["head"] = _poses(bag, Topics.HEAD_POSE, raw_by.get(Topics.HEAD_POSE, []))
+            scan["tcp"] = _poses(bag, Topics.TCP_POSE, raw_by.get(Topics.TCP_POSE, []))
+            scan["joints_raw"] = raw_by.get(Topics.JOINT_STATES, [])  # decoded only when FK is needed
+        self._scans[key] = scan
+        return scan
+
     def frame_table(self, ref: TrialRef) -> FrameTable:
         """All frame slots of the trial (stride not applied), from the image headers and
         FRAME_META counters; cached per trial (small)."""
         key = str(ref.bag_dir)
         if key not in self._tables:
-            with open_bag(ref.bag_dir) as bag:
-                bag.require(Topics.IMAGE, "camera frames")
-                meta = _frame_meta(bag) if bag.has(Topics.FRAME_META) else {}
-                stamps = [_stamp_from_cdr(raw) for _t, raw in bag.messages(Topics.IMAGE)]
+            scan = self._scan(ref)
+            stamps, meta = scan["stamps"], scan["meta"]
             if not stamps:
                 raise SessionError("bag holds no camera frame", str(ref.bag_dir), _FIX_BAG)
             nums = [meta.get(s, -1) for s in stamps]
@@ -401,16 +441,21 @@ class Dataset:
         blinks and ``no_face`` are face-based and added later (validity.apply_face_reasons)."""
         table = self.frame_table(ref)
         opt = self.gt_options
-        with open_bag(ref.bag_dir) as bag:
-            bag.require(Topics.HEAD_POSE, "head-band pose for the ground truth")
-            head = _pose_stream(bag, Topics.HEAD_POSE)
-            use_tcp = opt.robot == "tcp" or (opt.robot == "auto" and bag.has(Topics.TCP_POSE))
-            if use_tcp:
-                bag.require(Topics.TCP_POSE, "robot tool pose for the camera pose")
-                robot = _pose_stream(bag, Topics.TCP_POSE)
-            else:
-                bag.require(Topics.JOINT_STATES, "joint states for the camera pose (no /robot/tcp_pose)")
-                robot = _joint_stream(bag, ref.calibration.robot_model)
+        scan = self._scan(ref)
+        where = str(ref.bag_dir)
+        if Topics.HEAD_POSE not in scan["topics"]:
+            raise _missing_topic(Topics.HEAD_POSE, "head-band pose for the ground truth", where)
+        head = scan["head"]
+        use_tcp = opt.robot == "tcp" or (opt.robot == "auto" and Topics.TCP_POSE in scan["topics"])
+        if use_tcp:
+            if Topics.TCP_POSE not in scan["topics"]:
+                raise _missing_topic(Topics.TCP_POSE, "robot tool pose for the camera pose", where)
+            robot = scan["tcp"]
+        else:
+            if Topics.JOINT_STATES not in scan["topics"]:
+                raise _missing_topic(Topics.JOINT_STATES, "joint states for the camera pose (no /robot/tcp_pose)", where)
+            with open_bag(ref.bag_dir) as bag:
+                robot = _joints(bag, scan["joints_raw"], ref.calibration.robot_model)
         rows = self._selected_rows(table)
         sub = FrameTable(table.frame[rows], table.t_ns[rows], table.frame_number[rows], table.kind[rows])
         gt = compute_ground_truth(sub, head, robot, ref.calibration, ref.protocol, opt, incomplete=(ref.status == "incomplete"))
