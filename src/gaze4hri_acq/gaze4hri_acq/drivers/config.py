@@ -30,6 +30,7 @@ class RobotConfig(_C):
     calibration_dir: Path = Field(default=DEFAULT_CALIBRATION, description="calibration directory (registration, hand-eye)")
     subject: str | None = Field(default="default", description="subject id for the eye-head offset used by the head distance check")
     limits: SafetyLimits = Field(default_factory=SafetyLimits)
+    read_only: bool = Field(default=False, description="stream state only (RTDE receive); refuse motions (hand-guided calibration, pendant-driven runs)")
     max_clock_drift_ms: float = Field(default=5.0, gt=0, description="controller/host clock drift that triggers a re-estimate (ms)")
 
     @property

@@ -75,20 +75,21 @@ class ClockMapper:
 
     def __init__(self, max_drift_ms: float = 5.0):
         self.max_drift_ns = max_drift_ms * 1e6
-        self.offset_ns: float | None = None
-        self.rtt_ns: float | None = None
+        self.offset_ns: int | None = None
+        self.rtt_ns: int | None = None
         self.reestimates = 0
 
     def add(self, host_before_ns: int, ctrl_s: float, host_after_ns: int) -> None:
-        rtt = host_after_ns - host_before_ns
-        off = (host_before_ns + host_after_ns) / 2 - ctrl_s * 1e9
+        # integer ns throughout: a float64 near 1.7e18 ns resolves only 256 ns
+        rtt = int(host_after_ns) - int(host_before_ns)
+        off = (int(host_before_ns) + int(host_after_ns)) // 2 - int(round(ctrl_s * 1e9))
         if self.rtt_ns is None or rtt < self.rtt_ns:
-            self.rtt_ns, self.offset_ns = float(rtt), off
+            self.rtt_ns, self.offset_ns = rtt, off
 
     def to_host_ns(self, ctrl_s: float) -> int:
         if self.offset_ns is None:
             raise RuntimeError("ClockMapper: no sample yet")
-        return int(round(ctrl_s * 1e9 + self.offset_ns))
+        return int(round(ctrl_s * 1e9)) + self.offset_ns
 
     def check(self, host_now_ns: int, ctrl_s: float) -> bool:
         """True if the mapping still holds (the newest state cannot lie in the future,
@@ -148,12 +149,14 @@ class RtdeRobot:
             raise DeviceError(_DEVICE, host, f"ur_rtde does not import ({e})", "pip install ur-rtde==1.6.*") from None
         try:
             self._rx = rtde_receive.RTDEReceiveInterface(host, self.rate_hz)
-            self._ctl = rtde_control.RTDEControlInterface(host, self.rate_hz)
+            if not self.config.read_only:
+                self._ctl = rtde_control.RTDEControlInterface(host, self.rate_hz)
         except RuntimeError as e:
             self.close()
             raise DeviceError(_DEVICE, f"{host}:{self.port}", f"ur_rtde could not connect ({str(e).splitlines()[0]})",
                               "put the robot in remote control mode and release any protective stop") from None
-        self._ctl.setTcp([0.0] * 6)  # poses are tool0 (the calibration's hand-eye is relative to tool0)
+        if self._ctl is not None:
+            self._ctl.setTcp([0.0] * 6)  # poses are tool0 (the calibration's hand-eye is relative to tool0)
         self._estimate_offset()
         self._stop_watch.clear()
         self._watch = threading.Thread(target=self._watchdog, name="rtde-safety", daemon=True)
@@ -186,9 +189,11 @@ class RtdeRobot:
         self._ctl = self._rx = None
 
     # ------------------------------------------------------------------ state
-    def _need(self):
-        if self._rx is None or self._ctl is None:
+    def _need(self, control: bool = False):
+        if self._rx is None:
             raise DeviceError(_DEVICE, self.config.host, "not connected", "call connect() first (lifecycle configure)")
+        if control and self._ctl is None:
+            raise DeviceError(_DEVICE, self.config.host, "connected read-only: motions are disabled", "set read_only:=false to move the robot")
 
     def state(self) -> RobotState:
         self._need()
@@ -209,6 +214,8 @@ class RtdeRobot:
 
     def is_moving(self) -> bool:
         self._need()
+        if self._ctl is None:
+            return bool(np.linalg.norm(np.asarray(self._rx.getActualTCPSpeed(), float)[:3]) > 1e-3)
         with self._lock:
             if self._moving and self._ctl.getAsyncOperationProgress() < 0:
                 self._moving = False
@@ -250,7 +257,7 @@ class RtdeRobot:
             raise MotionRefused(verdict.reason or "refused", _DEVICE)
 
     def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0, constant_speed: bool = False) -> None:
-        self._need()
+        self._need(control=True)
         with self._lock:
             self._preview(list(waypoints), speed, accel)
             path = build_path(list(waypoints), speed, accel, blend, constant_speed)
@@ -261,7 +268,7 @@ class RtdeRobot:
             self._moving = True
 
     def move_joints(self, q: np.ndarray, speed: float, accel: float) -> None:
-        self._need()
+        self._need(control=True)
         from gaze4hri_core import kinematics
 
         with self._lock:
