@@ -59,6 +59,7 @@ def bench(size: tuple[int, int], seconds: float, tmp: Path, detectors: list[str]
     from gaze4hri_bench.faces.detectors import available, get_detector
     from gaze4hri_bench.faces.tracking import SubjectTracker
     from gaze4hri_bench.specs import get_spec
+
     from tests.bench.data._session import TrialSpec, write_session
 
     w, h = size

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.groundtruth import gaze_in_camera
 from gaze4hri_core.protocol import trial_by_id

@@ -5,10 +5,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
+from gaze4hri_bench.data.reader import Dataset
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.session import Topics
-from gaze4hri_bench.data.reader import Dataset
 
 from ._session import TrialSpec, write_session
 

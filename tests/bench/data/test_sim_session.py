@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gaze4hri_core.gaze import angular_error_deg
 
 pytestmark = [pytest.mark.replay, pytest.mark.slow]

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_bench.data import validity
 from gaze4hri_bench.data.groundtruth import GTOptions
 from gaze4hri_bench.data.reader import Dataset
+from gaze4hri_core.errors import Gaze4HRIError
 
 from ._session import TrialSpec, write_session
 
@@ -94,7 +93,6 @@ def test_bad_annotation_files(tmp_path):
 @pytest.mark.unit
 def test_ear_blink_and_face_reasons():
     import pandas as pd
-
     from gaze4hri_bench.faces.landmarks import eye_aspect_ratio
 
     open_eye = np.array([[0, 0], [1, -0.3], [2, -0.3], [3, 0], [2, 0.3], [1, 0.3]], float)
@@ -104,6 +102,9 @@ def test_ear_blink_and_face_reasons():
     ear = np.array([0.3, 0.3, 0.1, 0.12, 0.3, 0.05, 0.3, np.nan])
     assert list(validity.blink_from_ear(ear)) == [0, 0, 1, 1, 0, 1, 0, 0]
     assert list(validity.blink_from_ear(ear, min_frames=2)) == [0, 0, 1, 1, 0, 0, 0, 0]
+    e2 = np.array([0.36, 0.37, 0.26, 0.36, 0.35])  # a shallow dip: only the relative rule sees it
+    assert not validity.blink_from_ear(e2).any()
+    assert list(validity.blink_from_ear(e2, relative=0.8)) == [0, 0, 1, 0, 0]
     gt = pd.DataFrame({"frame": range(4), "valid": [True, False, True, True],
                        "invalid_reason": ["", "mocap_lost", "", ""]})
     out = validity.apply_face_reasons(gt, blink=[1, 1, 0, 0], no_face=[0, 0, 1, 1])

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_bench.faces import crops
 from gaze4hri_bench.specs import get_spec
+from gaze4hri_core.errors import Gaze4HRIError
 
 pytestmark = pytest.mark.unit
 

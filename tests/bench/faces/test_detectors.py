@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_bench.faces import detectors as D
+from gaze4hri_core.errors import Gaze4HRIError
 
 FACE = np.array([175.0, 68.0, 275.0, 170.0])  # the astronaut's face in skimage.data.astronaut()
 

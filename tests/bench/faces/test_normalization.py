@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.spatial.transform import Rotation
-
-from gaze4hri_core.gaze import angular_error_deg, normalize as unit, pitchyaw_to_vector
 from gaze4hri_bench.faces import normalization as nz
+from gaze4hri_core.gaze import angular_error_deg, pitchyaw_to_vector
+from gaze4hri_core.gaze import normalize as unit
+from scipy.spatial.transform import Rotation
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from gaze4hri_bench.faces.track import FACE_COLUMNS, face_reasons, track_trial
 
 pytestmark = pytest.mark.replay
@@ -20,7 +19,6 @@ def test_track_trial_on_frames_with_a_face_and_empty_frames():
     pytest.importorskip("mediapipe")
     import cv2
     import skimage.data
-
     from gaze4hri_bench.faces.detectors import get_detector
 
     face = cv2.resize(skimage.data.astronaut()[30:250, 120:340], (200, 200))

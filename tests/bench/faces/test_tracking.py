@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gaze4hri_bench.faces.detectors import FaceDetection, get_detector
 from gaze4hri_bench.faces.tracking import SubjectTracker
 

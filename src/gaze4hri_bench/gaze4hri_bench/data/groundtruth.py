@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-
 from gaze4hri_core.calibration import Calibration
 from gaze4hri_core.gaze import angular_error_deg, normalize, vector_to_pitchyaw
 from gaze4hri_core.kinematics import forward as ur_forward

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from gaze4hri_core.calibration import Calibration, CameraIntrinsics, load_calibration
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
 from gaze4hri_core.protocol import Trial, trial_by_id

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from gaze4hri_core.errors import SessionError
 from gaze4hri_core.fileio import read_yaml
 
@@ -65,11 +64,16 @@ def combine_reasons(masks: dict[str, np.ndarray], n: int) -> np.ndarray:
     return out
 
 
-def blink_from_ear(ear, threshold: float = EAR_THRESHOLD, min_frames: int = 1) -> np.ndarray:
-    """Blink mask from per-frame EAR (NaN: unknown -> not a blink). Runs shorter than
-    ``min_frames`` are ignored (at 30 fps a blink lasts 3-12 frames; default keeps all)."""
+def blink_from_ear(ear, threshold: float = EAR_THRESHOLD, min_frames: int = 1, relative: float | None = None) -> np.ndarray:
+    """Blink mask from per-frame EAR (NaN: unknown -> not a blink): EAR < ``threshold``,
+    or, with ``relative``, EAR < relative x the trial's median EAR (EAR is subject
+    dependent, Soukupova & Cech 2016 Sec. 2; off by default because lids also lower
+    for steep downward gaze). Runs shorter than ``min_frames`` are ignored (at 30 fps
+    a blink lasts 3-12 frames; default keeps all)."""
     e = np.asarray(ear, float)
     b = np.isfinite(e) & (e < threshold)
+    if relative is not None and np.isfinite(e).any():
+        b |= np.isfinite(e) & (e < relative * np.nanmedian(e))
     if min_frames > 1 and b.any():
         out = np.zeros_like(b)
         i = 0

@@ -52,7 +52,8 @@ def track_trial(frames: Iterable, detector: Detector, tracker: SubjectTracker | 
     return df
 
 
-def face_reasons(gt: pd.DataFrame, faces: pd.DataFrame, annotated: bool, threshold: float | None = None) -> pd.DataFrame:
+def face_reasons(gt: pd.DataFrame, faces: pd.DataFrame, annotated: bool, threshold: float | None = None,
+                 relative: float | None = None) -> pd.DataFrame:
     """Add ``blink`` (EAR below the threshold, only when the trial has no human
     annotation: annotations take precedence) and ``no_face`` (no subject box) to the
     ground truth (data reasons win); see data.validity."""
@@ -62,5 +63,6 @@ def face_reasons(gt: pd.DataFrame, faces: pd.DataFrame, annotated: bool, thresho
     no_face = f["x1"].isna().to_numpy()
     blink = None
     if not annotated:
-        blink = validity.blink_from_ear(f["ear"].to_numpy(float), threshold if threshold is not None else validity.EAR_THRESHOLD)
+        blink = validity.blink_from_ear(f["ear"].to_numpy(float), threshold if threshold is not None else validity.EAR_THRESHOLD,
+                                        relative=relative)
     return validity.apply_face_reasons(gt, blink=blink, no_face=no_face)
