@@ -16,7 +16,6 @@ import threading
 from collections import deque
 
 import numpy as np
-
 from gaze4hri_core.transforms import motive_yup_to_zup
 
 from .base import DeviceError, HostClock, MocapFrame, RigidBodySample
