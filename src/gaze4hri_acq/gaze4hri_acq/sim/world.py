@@ -95,6 +95,10 @@ class SimWorld:
         self.mocap_rate_hz = cfg.mocap_rate_hz
         self.current_trial: Trial | None = None
 
+    def close(self) -> None:
+        """Detach the arm (nothing else holds resources); the world can be dropped."""
+        self.arm = None
+
     # ------------------------------------------------------------------ scenario
     def set_trial(self, trial: Trial | None, t_ns: int | None = None) -> None:
         """The subject starts the trial's task: look at its target (or the camera) with
