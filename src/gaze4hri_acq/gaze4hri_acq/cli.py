@@ -53,8 +53,8 @@ def _resolution(s: str) -> tuple[int, int]:
         w, h = (int(x) for x in s.lower().split("x"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"resolution must be WxH such as 1920x1080, got {s!r}") from None
-    if not (64 <= w <= 3840 and 36 <= h <= 2160):
-        raise argparse.ArgumentTypeError(f"resolution {s} outside 64x36 .. 3840x2160")
+    if not (64 <= w <= 1920 and 36 <= h <= 1080):
+        raise argparse.ArgumentTypeError(f"resolution {s} outside 64x36 .. 1920x1080 (the D435i colour sensor)")
     return w, h
 
 
@@ -207,15 +207,25 @@ def _inject_sim_faults(stack, client, a: SessionArgs) -> None:
     from gaze4hri_core.session import Topics
 
     world = stack.world
+    current = {"trial": None}
 
     def on_event(_t, data):
+        # faults are timed from the start of the trial's own robot motion (or of the
+        # recording for fixed-camera trials), so they land mid-motion whatever the load
         e = json.loads(deserialize_message(data, String).data)
-        if e.get("event") != "start":
+        if e.get("event") == "start":
+            current["trial"] = e.get("trial")
+            from gaze4hri_core.protocol import trial_by_id
+
+            if trial_by_id(e["trial"]).camera_motion.kind != "fixed":
+                return
+        elif not (e.get("event") == "motion_start" and e.get("name") != "approach"):
             return
         now = world.clock.now_ns()
-        if a.mocap_dropout and e.get("trial") == a.mocap_dropout[0]:
+        tid = current["trial"]
+        if a.mocap_dropout and tid == a.mocap_dropout[0]:
             world.inject_dropout("head_band", float(a.mocap_dropout[2]), now + int(float(a.mocap_dropout[1]) * 1e9))
-        if a.protective_stop and e.get("trial") == a.protective_stop[0]:
+        if a.protective_stop and tid == a.protective_stop[0]:
             world.arm.inject_protective_stop(now + int(float(a.protective_stop[1]) * 1e9))
 
     stack.bus.subscribe(Topics.EVENTS, on_event)

@@ -233,4 +233,5 @@ class _Pacer(threading.Thread):
 
     def stop(self) -> None:
         self._halt.set()
-        self.join(timeout=2.0)
+        if self.is_alive():
+            self.join(timeout=2.0)

@@ -24,8 +24,8 @@ __all__ = ["CameraNode", "PARAMS", "camera_info_msg"]
 PARAMS = (
     Param("backend", "sim", "device backend: simulated camera, RealSense D435i, or a RealSense playback file", ("sim", "real", "replay")),
     Param("serial", "", "RealSense serial number; empty takes the only connected camera"),
-    Param("width", 1920, "colour stream width (px)", range=(160, 3840)),
-    Param("height", 1080, "colour stream height (px)", range=(120, 2160)),
+    Param("width", 1920, "colour stream width (px)", range=(64, 1920)),
+    Param("height", 1080, "colour stream height (px)", range=(36, 1080)),
     Param("fps", 30.0, "colour stream rate (Hz)", range=(1.0, 90.0)),
     Param("frame_id", FRAMES["camera"], "frame id of images and CameraInfo (REP-103 optical frame)"),
     Param("playback_file", "", "RealSense playback file for backend 'replay'"),

@@ -83,8 +83,16 @@ class Param:
 
 
 def declare_params(node, params: tuple[Param, ...]) -> None:
+    """Declare with descriptions and ranges; an override outside them fails in one line."""
+    from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+
     for p in params:
-        node.declare_parameter(p.name, p.default, p.descriptor())
+        try:
+            node.declare_parameter(p.name, p.default, p.descriptor())
+        except (InvalidParameterValueException, InvalidParameterTypeException) as e:
+            allowed = f"allowed range is [{p.range[0]}, {p.range[1]}]" if p.range else (
+                f"use one of {', '.join(map(str, p.choices))}" if p.choices else f"use a {type(p.default).__name__}")
+            raise ParameterError(f"parameter '{p.name}' rejected ({e})".replace("\n", " "), node.get_name(), allowed) from None
 
 
 def read_params(node, params: tuple[Param, ...]) -> dict[str, Any]:

@@ -216,9 +216,18 @@ class RobotNode(DeviceNode):
                 self._fault(v.code, v.reason, st.stamp_ns)
         if self._motion is not None and not st.moving and not self.driver.is_moving():
             if st.stamp_ns - self._motion["t0_ns"] > 20_000_000:  # the controller reports moving a cycle late
-                name = self._motion["name"]
-                self._motion = None
-                self.pub_events.publish(to_json({"event": "motion_done", "name": name, "stamp_ns": st.stamp_ns}))
+                reason = getattr(st, "stop_reason", None)
+                goal = self._motion["goal"]
+                off = float(np.linalg.norm(st.T_base_tool0.t - goal.t))
+                if reason or off > 0.005:
+                    # the driver or the controller stopped the arm by itself (its own safety
+                    # monitor, protective stop, link loss): a fault, not the end of the motion
+                    self._fault("driver_stop", f"robot stopped by itself {off * 1e3:.0f} mm before the end of '{self._motion['name']}'"
+                                + (f": {reason}" if reason else ""), st.stamp_ns)
+                else:
+                    name = self._motion["name"]
+                    self._motion = None
+                    self.pub_events.publish(to_json({"event": "motion_done", "name": name, "stamp_ns": st.stamp_ns}))
         return True
 
 
@@ -249,7 +258,7 @@ class RobotNode(DeviceNode):
         if not pv.ok:
             raise Gaze4HRIError(f"robot: motion '{move.name}' refused: {pv.verdict.reason}", self.address(), "check the subject's position and the calibration")
         self.safety_reason = None
-        self._motion = {"name": move.name, "t0_ns": st.stamp_ns, "preview": pv}
+        self._motion = {"name": move.name, "t0_ns": st.stamp_ns, "preview": pv, "goal": move.waypoints_base[-1]}
         self.driver.move_linear(list(move.waypoints_base), move.speed, move.accel, move.blend, move.constant_speed)
         self.pub_events.publish(to_json({"event": "motion_start", "name": move.name, "duration_s": pv.duration_s, "stamp_ns": st.stamp_ns}))
         return {"duration_s": pv.duration_s}

@@ -63,8 +63,9 @@ def mcap_file(bag_dir: Path) -> Path | None:
 class TrialBag:
     """Writes one trial's bag. ``topics`` maps topic -> ROS type (MSG_TYPES subset).
 
-    ``fail_after_bytes`` is a fault-injection hook for tests: the write that would
-    exceed it raises ENOSPC exactly like a full disk.
+    ``fail_after_bytes`` is a fault-injection hook for tests: the file behaves like a
+    disk with that much room (the write that does not fit stores what fits, then
+    raises ENOSPC), so the torn tail and its repair are the real ones.
     """
 
     def __init__(self, bag_dir: Path, topics: dict[str, str], compression: str = "none",
@@ -87,6 +88,8 @@ class TrialBag:
             import lz4.frame
 
             st.compression, st.compressor = "lz4", lz4.frame.compress
+        if fail_after_bytes is not None:
+            st.bio = _FullDisk(st.bio, fail_after_bytes)
         ts = _typestore()
         self._conns = {t: self._w.add_connection(t, ty, typestore=ts) for t, ty in topics.items()}
         self.compression = compression
@@ -109,22 +112,19 @@ class TrialBag:
         conn = self._conns.get(topic)
         if conn is None:
             return
-        if self.fail_after_bytes is not None and self.bytes_written + len(data) > self.fail_after_bytes:
-            self.broken = True
-            raise DiskFullError(errno.ENOSPC, "No space left on device (injected)", str(self.bag_dir))
         try:
             self._w.write(conn, t_ns, data)
+            self.bytes_written += len(data)
+            self.counts[topic] += 1
+            self.first_ns = t_ns if self.first_ns is None else min(self.first_ns, t_ns)
+            self.last_ns = t_ns if self.last_ns is None else max(self.last_ns, t_ns)
+            if self._clock() - self._last_flush >= self.flush_interval_s:
+                self.flush()
         except OSError as e:
             self.broken = True
             if e.errno == errno.ENOSPC:
                 raise DiskFullError(errno.ENOSPC, "No space left on device", str(self.bag_dir)) from e
             raise
-        self.bytes_written += len(data)
-        self.counts[topic] += 1
-        self.first_ns = t_ns if self.first_ns is None else min(self.first_ns, t_ns)
-        self.last_ns = t_ns if self.last_ns is None else max(self.last_ns, t_ns)
-        if self._clock() - self._last_flush >= self.flush_interval_s:
-            self.flush()
 
     def flush(self) -> None:
         """Close the pending chunk and hand the bytes to the OS (survives SIGKILL)."""
@@ -179,6 +179,26 @@ def _rename_to_rosbag2(bag_dir: Path) -> None:
     tmp = meta.with_suffix(".yaml.tmp")
     tmp.write_text(text, "utf-8")
     os.replace(tmp, meta)
+
+
+class _FullDisk:
+    """A file object over a disk with ``room`` bytes: test stand-in for ENOSPC."""
+
+    def __init__(self, f, room: int):
+        self._f, self._room = f, room
+
+    def write(self, b) -> int:
+        pos = self._f.tell()
+        n = len(b)
+        if pos + n > self._room:
+            fit = max(0, self._room - pos)
+            self._f.write(bytes(memoryview(b)[:fit]))
+            self._f.flush()
+            raise OSError(errno.ENOSPC, "No space left on device (injected)")
+        return self._f.write(b)
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
 
 
 # ----------------------------------------------------------------------- repair

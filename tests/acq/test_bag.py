@@ -1,0 +1,132 @@
+"""Trial bags: readable by rosbags and mcap, lossless, optionally compressed; a bag
+cut anywhere (SIGKILL, power, full disk) is repaired to its last complete chunk."""
+import errno
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+from gaze4hri_acq.nodes._cdr import encode_image  # noqa: E402
+from gaze4hri_acq.recorder.bag import DiskFullError, TrialBag, mcap_file, repair_bag  # noqa: E402
+from gaze4hri_core.errors import SessionError  # noqa: E402
+from gaze4hri_core.session import MSG_TYPES, Topics  # noqa: E402
+from mcap.reader import make_reader  # noqa: E402
+from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
+from rosbags.rosbag2 import Reader  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+
+TOPICS = {Topics.IMAGE: MSG_TYPES[Topics.IMAGE], Topics.EVENTS: MSG_TYPES[Topics.EVENTS]}
+
+
+def _img(i):
+    return np.full((18, 32, 3), i % 256, np.uint8)
+
+
+def _write(d: Path, n: int, compression="none", close=True, **kw) -> TrialBag:
+    b = TrialBag(d, TOPICS, compression=compression, flush_interval_s=0.0, **kw)
+    for i in range(n):
+        t = 1_000_000_000 + i * 33_333_333
+        b.write(Topics.IMAGE, t, encode_image(t, "camera_color_optical_frame", _img(i)))
+        b.write(Topics.EVENTS, t, serialize_message(String(data=f"e{i}")))
+    if close:
+        b.close()
+    return b
+
+
+def _read_rosbags(d: Path):
+    with Reader(d) as r:
+        return [(c.topic, t, bytes(raw)) for c, t, raw in r.messages()]
+
+
+def _read_mcap(d: Path):
+    with open(mcap_file(d), "rb") as f:
+        return [(ch.topic, m.log_time, m.data) for _s, ch, m in make_reader(f).iter_messages()]
+
+
+@pytest.mark.replay
+@pytest.mark.parametrize("compression", ["none", "zstd", "lz4"])
+def test_bag_lossless_and_readable_by_rosbags_and_mcap(tmp_path, compression):
+    d = tmp_path / "trial"
+    _write(d, 12, compression)
+    assert (d / "metadata.yaml").is_file() and (d / "trial_0.mcap").is_file()
+    a, b = _read_rosbags(d), _read_mcap(d)
+    assert len(a) == len(b) == 24
+    imgs = [raw for topic, _t, raw in a if topic == Topics.IMAGE]
+    for i, raw in enumerate(imgs):
+        m = deserialize_message(raw, Image)
+        assert bytes(m.data) == _img(i).tobytes()  # lossless
+    meta = (d / "metadata.yaml").read_text()
+    assert "trial_0.mcap" in meta and "storage_identifier: mcap" in meta
+
+
+@pytest.mark.replay
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_compression_shrinks_compressible_frames(tmp_path, compression):
+    img = np.tile(np.arange(320, dtype=np.uint8)[None, :, None], (180, 1, 3))  # a smooth ramp compresses well
+    sizes = {}
+    for c in ("none", compression):
+        b = TrialBag(tmp_path / c, TOPICS, compression=c, flush_interval_s=60.0)
+        for i in range(10):
+            b.write(Topics.IMAGE, i, encode_image(i, "cam", img))
+        b.close()
+        sizes[c] = mcap_file(tmp_path / c).stat().st_size
+    assert sizes[compression] < sizes["none"] / 5
+
+
+@pytest.mark.replay
+@pytest.mark.parametrize("cut_fraction", [0.31, 0.5, 0.77, 0.999])
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_killed_writer_repairs_to_last_complete_chunk(tmp_path, cut_fraction, compression):
+    d = tmp_path / "trial"
+    b = _write(d, 20, compression, close=False)
+    b._w.storage.bio.flush()  # what the OS holds when the process dies
+    p = mcap_file(d)
+    data = p.read_bytes()
+    p.write_bytes(data[: int(len(data) * cut_fraction)])  # torn tail, no summary, no metadata.yaml
+    r = repair_bag(d)
+    assert r.repaired and r.cut_bytes > 0
+    a, m = _read_rosbags(d), _read_mcap(d)
+    assert len(a) == len(m) == r.messages > 0
+    # every kept message is intact and in order
+    ts = [t for topic, t, _ in a if topic == Topics.IMAGE]
+    assert ts == sorted(ts) and ts[0] == 1_000_000_000
+    assert not repair_bag(d).repaired  # idempotent
+
+
+@pytest.mark.replay
+def test_injected_disk_full_keeps_what_was_written(tmp_path):
+    d = tmp_path / "trial"
+    b = TrialBag(d, TOPICS, flush_interval_s=0.0, fail_after_bytes=10_500)  # room for a few 1.7 kB frames
+    written = 0
+    with pytest.raises(DiskFullError) as ei:
+        for i in range(50):
+            t = 1_000_000_000 + i
+            b.write(Topics.IMAGE, t, encode_image(t, "cam", _img(i)))
+            written += 1
+    assert ei.value.errno == errno.ENOSPC
+    assert 2 <= written < 10
+    assert mcap_file(d).stat().st_size == 10_500  # the disk is full: a torn chunk at the end
+    b.close()  # closes by repairing: summary + metadata.yaml over the complete chunks
+    a = _read_rosbags(d)
+    assert len(a) == len(_read_mcap(d)) == written
+    assert [deserialize_message(raw, Image).data.tobytes() for _t, _s, raw in a] == [_img(i).tobytes() for i in range(written)]
+
+
+@pytest.mark.replay
+def test_existing_bag_directory_is_refused(tmp_path):
+    (tmp_path / "trial").mkdir()
+    with pytest.raises(SessionError, match="exists already"):
+        TrialBag(tmp_path / "trial", TOPICS)
+
+
+@pytest.mark.replay
+def test_repair_refuses_non_mcap(tmp_path):
+    d = tmp_path / "trial"
+    d.mkdir()
+    (d / "trial_0.mcap").write_bytes(b"not an mcap file at all")
+    with pytest.raises(SessionError, match="bad magic"):
+        repair_bag(d)
+    shutil.rmtree(d)
