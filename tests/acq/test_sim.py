@@ -57,6 +57,18 @@ def test_drivers_satisfy_the_seam(lab):
     assert isinstance(robot, RobotDriver) and isinstance(camera, CameraDriver) and isinstance(mocap, MocapDriver)
 
 
+def test_first_move_right_after_start():
+    """The arm's monitor sees the head band at once, not only after time has passed."""
+    world = make_world(SimConfig(), clock=SimClock(manual=True))
+    robot = make_robot("sim", RobotConfig(), world=world)
+    robot.connect()
+    trial = protocol.trial_by_id("illum100_P2")
+    plan = plan_trial(trial, world.calib, world.truth(world.clock.now_ns()).eye_world)
+    robot.move_linear(list(plan.approach.waypoints_base), plan.approach.speed, plan.approach.accel)
+    _run_until_still(world, robot)
+    assert robot.state().stop_reason is None
+
+
 def test_clock_scaled_and_manual():
     c = SimClock(real_time_factor=20.0)
     t0 = c.now_ns()

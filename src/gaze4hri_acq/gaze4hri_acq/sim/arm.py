@@ -177,6 +177,8 @@ class SimArm:
 
     # ------------------------------------------------------------------ motion
     def _ready(self, what: str) -> None:
+        if self._head_feed is not None:
+            self._head_feed(self._t)  # the monitor sees motion capture up to now
         if not self.connected:
             raise DeviceError("UR robot (sim)", "sim", f"{what}: no connection to the controller", "reconnect the robot (sim: reconnect())")
         if self.protective_stop:
