@@ -43,3 +43,21 @@ def test_ground_truth_matches_simulator(sim_root):
         assert np.nanmax(err) < 0.1, (ref.trial, float(np.nanmax(err)))
         f = next(ds.iter_frames(ref))
         assert f.image.shape == (360, 640, 3) and f.image.dtype == np.uint8
+
+
+def test_simulator_blinks_as_annotation(sim_root):
+    from gaze4hri_bench.data import validity
+    from gaze4hri_bench.data.reader import Dataset
+
+    plain, withb = Dataset(sim_root), Dataset(sim_root, sim_blinks=True)
+    total = 0
+    for a, b in zip(plain.trials(), withb.trials(), strict=True):
+        ga, gb = plain.trial_ground_truth(a), withb.trial_ground_truth(b)
+        assert validity.count_reasons(ga)["blink"] == 0 and not plain.blinks_annotated(a)
+        assert withb.blinks_annotated(b)
+        blinked = gb["invalid_reason"] == "blink"
+        # only frames the data reasons left valid become blinks; nothing else changes
+        assert (ga.loc[blinked, "invalid_reason"] == "").all()
+        assert (ga.loc[~blinked, "invalid_reason"] == gb.loc[~blinked, "invalid_reason"]).all()
+        total += int(blinked.sum())
+    assert total > 0  # the simulated subject blinks within these three seconds

@@ -272,10 +272,13 @@ class Dataset:
     bags only when a trial's frames or ground truth are asked for.
 
     ``gt_options`` sets interpolation limits and the face-centre rule (GTOptions);
-    ``blink_annotations``: use <session>/annotations/blinks.yaml|csv when present."""
+    ``blink_annotations``: use <session>/annotations/blinks.yaml|csv when present;
+    ``sim_blinks``: in simulated sessions, use the simulator's blink truth
+    (Topics.SIM_BLINK_TRUTH) as the annotation of trials no human annotated."""
 
     def __init__(self, root: Path | str, subjects: list[str] | None = None, trials: list[str] | None = None,
-                 stride: int = 1, gt_options: GTOptions | None = None, blink_annotations: bool = True):
+                 stride: int = 1, gt_options: GTOptions | None = None, blink_annotations: bool = True,
+                 sim_blinks: bool = False):
         self.root = Path(root)
         if int(stride) < 1:
             raise Gaze4HRIError(f"stride must be >= 1, got {stride}", "--stride", "pass a positive integer")
@@ -290,6 +293,7 @@ class Dataset:
                     raise Gaze4HRIError(str(e.args[0]), "--trials", "use protocol trial ids (gaze4hri_core.protocol)") from None
         self.gt_options = gt_options or GTOptions()
         self.blink_annotations = blink_annotations
+        self.sim_blinks = sim_blinks
         self._refs: list[TrialRef] | None = None
         self._tables: dict[str, FrameTable] = {}
         self._scans: dict[str, dict] = {}
@@ -362,8 +366,8 @@ class Dataset:
             return self._scans[key]
         with open_bag(ref.bag_dir) as bag:
             bag.require(Topics.IMAGE, "camera frames")
-            wanted = [t for t in (Topics.IMAGE, Topics.FRAME_META, Topics.HEAD_POSE, Topics.TCP_POSE, Topics.JOINT_STATES)
-                      if bag.has(t)]
+            wanted = [t for t in (Topics.IMAGE, Topics.FRAME_META, Topics.HEAD_POSE, Topics.TCP_POSE, Topics.JOINT_STATES,
+                                  Topics.SIM_BLINK_TRUTH) if bag.has(t)]
             raw_by = {t: [] for t in wanted}
             for topic, _tl, raw in bag.messages_of(wanted):
                 raw_by[topic].append(_stamp_from_cdr(raw) if topic == Topics.IMAGE else raw)
@@ -377,6 +381,12 @@ class Dataset:
                 except (KeyError, ValueError):
                     continue
             scan["meta"] = meta
+            blinks = set()
+            for raw in raw_by.get(Topics.SIM_BLINK_TRUTH, []):
+                kv = {v.key: v.value for v in bag.decode(raw, Topics.SIM_BLINK_TRUTH).values}
+                if str(kv.get("blink", "")).lower() == "true" and "stamp_ns" in kv:
+                    blinks.add(int(kv["stamp_ns"]))
+            scan["sim_blinks"] = blinks
             scan["head"] = _poses(bag, Topics.HEAD_POSE, raw_by.get(Topics.HEAD_POSE, []))
             scan["tcp"] = _poses(bag, Topics.TCP_POSE, raw_by.get(Topics.TCP_POSE, []))
             scan["joints_raw"] = raw_by.get(Topics.JOINT_STATES, [])  # decoded only when FK is needed
@@ -461,7 +471,16 @@ class Dataset:
         ann = self.blink_ranges(ref)
         if ann is not None:
             gt = validity.apply_face_reasons(gt, blink=validity.annotation_mask(gt["frame"], ann))
+        elif self.sim_blinks and Topics.SIM_BLINK_TRUTH in scan["topics"]:
+            gt = validity.apply_face_reasons(gt, blink=gt["t_ns"].isin(scan["sim_blinks"]).to_numpy())
         return gt
+
+    def blinks_annotated(self, ref: TrialRef) -> bool:
+        """Whether blinks of this trial come from an annotation (human, or the simulator's
+        truth with ``sim_blinks``), so EAR must not decide them."""
+        if self.blink_ranges(ref) is not None:
+            return True
+        return self.sim_blinks and Topics.SIM_BLINK_TRUTH in self._scan(ref)["topics"]
 
     def blink_ranges(self, ref: TrialRef) -> list[tuple[int, int]] | None:
         """Human-annotated blink ranges of this trial, or None when not annotated."""
