@@ -104,18 +104,17 @@ class SimWorld:
         """The subject starts the trial's task: look at its target (or the camera) with
         the head free or held at the required yaw; the light goes to its level."""
         t_ns = self.clock.now_ns() if t_ns is None else int(t_ns)
-        with self._lock:
-            self.current_trial = trial
-            if trial is None:
-                self.subject.set_task(t_ns, None, None, "rest")
-                self.illumination = 100.0
-                return
-            self.illumination = float(trial.illumination)
-            if trial.target == "camera":
-                target = self.camera_centre
-            else:
-                target = self.calib.targets[trial.target]
-            self.subject.set_task(t_ns, target, trial.head_yaw_deg, trial.trial_id)
+        # no world lock here: the subject may ask the arm for the camera's position, and
+        # the arm holds its own lock while it feeds the monitor from the world (lock order:
+        # arm, then world)
+        self.current_trial = trial
+        if trial is None:
+            self.subject.set_task(t_ns, None, None, "rest")
+            self.illumination = 100.0
+            return
+        self.illumination = float(trial.illumination)
+        target = self.camera_centre if trial.target == "camera" else self.calib.targets[trial.target]
+        self.subject.set_task(t_ns, target, trial.head_yaw_deg, trial.trial_id)
 
     def set_gaze_target(self, target, head_yaw_deg: float | None = None, t_ns: int | None = None, label: str = "") -> None:
         """Look at a named target, a world point, 'camera', or None (straight ahead)."""
@@ -229,7 +228,7 @@ class SimWorld:
         samples the simulated motion capture publishes, dropouts included)."""
         if self.arm is None:
             return
-        with self._lock:
+        with self.arm._lock:  # called by the arm under its lock; never take the world's lock here
             k_now = self.mocap_index(t_ns)
             k0 = k_now - 20 if self._fed_k is None else self._fed_k + 1
             k0 = max(k0, k_now - 20)  # after a long idle gap only the recent past matters
