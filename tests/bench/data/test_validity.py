@@ -110,3 +110,26 @@ def test_ear_blink_and_face_reasons():
     out = validity.apply_face_reasons(gt, blink=[1, 1, 0, 0], no_face=[0, 0, 1, 1])
     assert list(out["invalid_reason"]) == ["blink", "mocap_lost", "no_face", "no_face"]
     assert not out["valid"].any()
+
+
+@pytest.mark.unit
+def test_ranges_round_trip(tmp_path):
+    frames = np.array([0, 1, 2, 3, 5, 6, 7, 8])  # frame 4 absent (stride or drop)
+    mask = np.array([0, 1, 1, 0, 1, 1, 0, 1], bool)
+    r = validity.mask_to_ranges(frames, mask)
+    assert r == [(1, 2), (5, 6), (8, 8)]
+    assert validity.mask_to_ranges([3, 4, 6], [1, 1, 1]) == [(3, 4), (6, 6)]
+    p = tmp_path / "blinks.yaml"
+    validity.save_blink_annotations(p, {"arc_P1": r, "illum100_P5": []}, subject="S01", note="EAR proposals")
+    assert validity.load_blink_annotations(p) == {"arc_P1": r, "illum100_P5": []}
+    assert list(validity.annotation_mask(frames, r)) == list(mask)
+
+
+@pytest.mark.replay
+def test_validity_report(sessions):
+    rep = Dataset(sessions).validity_report()
+    assert list(rep["trial"]) == ["illum100_P5", "arc_P1", "mutual_h_fast", "conflict_left_H2"]
+    assert set(validity.REASONS) <= set(rep.columns)
+    row = rep.set_index("trial").loc["illum100_P5"]
+    assert (row["dropped_frame"], row["duplicate_frame"], row["mocap_lost"]) == (2, 1, 5)
+    assert (rep[list(validity.REASONS)].sum(axis=1) + rep["valid"] == rep["total"]).all()

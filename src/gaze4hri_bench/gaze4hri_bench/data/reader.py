@@ -475,6 +475,17 @@ class Dataset:
             gt = validity.apply_face_reasons(gt, blink=gt["t_ns"].isin(scan["sim_blinks"]).to_numpy())
         return gt
 
+    def validity_report(self, refs: list[TrialRef] | None = None) -> pd.DataFrame:
+        """Frames removed per reason (data reasons and annotated blinks), one row per
+        trial: subject, trial, status, then validity.count_reasons columns."""
+        rows = []
+        for ref in refs if refs is not None else self.trials():
+            if ref.status not in TRIAL_STATUSES_READ:
+                continue
+            rows.append({"subject": ref.subject, "trial": ref.trial, "status": ref.status,
+                         **validity.count_reasons(self.trial_ground_truth(ref))})
+        return pd.DataFrame(rows)
+
     def blinks_annotated(self, ref: TrialRef) -> bool:
         """Whether blinks of this trial come from an annotation (human, or the simulator's
         truth with ``sim_blinks``), so EAR must not decide them."""

@@ -36,6 +36,8 @@ __all__ = [
     "apply_face_reasons",
     "count_reasons",
     "ANNOTATION_NAMES",
+    "mask_to_ranges",
+    "save_blink_annotations",
 ]
 
 DATA_REASONS = ("trial_incomplete", "dropped_frame", "duplicate_frame", "mocap_lost", "interp_gap")
@@ -172,3 +174,34 @@ def count_reasons(gt: pd.DataFrame) -> dict[str, int]:
     out["valid"] = int((r == "").sum())
     out["total"] = len(gt)
     return out
+
+
+def mask_to_ranges(frames, mask) -> list[tuple[int, int]]:
+    """Inclusive (first, last) frame ranges of consecutive True rows (rows in frame order)."""
+    f = np.asarray(frames, np.int64)
+    m = np.asarray(mask, bool)
+    out: list[tuple[int, int]] = []
+    start = None
+    for i in range(len(f)):
+        if m[i] and start is None:
+            start = i
+        if start is not None and (not m[i] or i == len(f) - 1 or f[i + 1] != f[i] + 1):
+            end = i if m[i] else i - 1
+            out.append((int(f[start]), int(f[end])))
+            start = None
+    return out
+
+
+def save_blink_annotations(path: Path | str, ranges: dict[str, list[tuple[int, int]]], subject: str | None = None,
+                           note: str | None = None) -> None:
+    """Write a gaze4hri/blinks@1 YAML file (e.g. EAR proposals for a human to review),
+    atomically; load_blink_annotations reads it back."""
+    from gaze4hri_core.fileio import write_yaml_atomic
+
+    data = {"format": "gaze4hri/blinks@1"}
+    if subject:
+        data["subject"] = subject
+    if note:
+        data["note"] = note
+    data["trials"] = {t: [[int(a), int(b)] for a, b in r] for t, r in ranges.items()}
+    write_yaml_atomic(path, data, header="Blink annotations: inclusive frame ranges per trial (docs/pipeline_data.md)")
