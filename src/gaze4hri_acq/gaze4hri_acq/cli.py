@@ -156,6 +156,9 @@ def run_session_args(a: SessionArgs) -> Path:
                         addresses={"camera": f"RealSense serial {a.camera_serial or 'any'}" if a.backend == "real" else "sim",
                                    "mocap": f"Motive at {a.motive_ip}" if a.backend == "real" else "sim",
                                    "robot": f"UR controller at {a.robot_ip}" if a.backend == "real" else "sim"})
+    from .orchestrator.session import check_inputs
+
+    check_inputs(cfg)  # bad input fails here, before any node starts
     stop = {"reason": None}
 
     def on_signal(signum, _frame):

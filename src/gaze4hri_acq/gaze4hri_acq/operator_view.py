@@ -59,12 +59,15 @@ class OperatorView:
         self._thread: threading.Thread | None = None
         self.results: list[tuple[str, str, str | None]] = []
 
-    # hooks called by the orchestrator
+    # hooks called by the orchestrator; the live table appears with the first one, so
+    # an error before the session starts stays a single line
     def trial(self, i: int, n: int, trial, prompt: str) -> None:
+        self._ensure_live()
         self.state["trial"] = f"{i}/{n}  {trial.trial_id}  ({trial.experiment}, {trial.condition}, target {trial.target})"
         self.state["prompt"] = prompt
 
     def status(self, text: str) -> None:
+        self._ensure_live()
         self.state["status"] = text
 
     def result(self, trial_id: str, status: str, reason: str | None) -> None:
@@ -102,6 +105,12 @@ class OperatorView:
                 self._live.update(render_status(self.state))
 
     def start(self) -> None:
+        """Arm the view; the table appears with the orchestrator's first status."""
+        self._armed = True
+
+    def _ensure_live(self) -> None:
+        if self._live is not None or not getattr(self, "_armed", False) or self._halt.is_set():
+            return
         self._live = Live(render_status(self.state), console=self.console, refresh_per_second=4, transient=False)
         self._live.start()
         self._thread = threading.Thread(target=self._loop, name="operator-view", daemon=True)

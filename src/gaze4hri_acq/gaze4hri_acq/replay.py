@@ -81,7 +81,7 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
                     on_trial(tid)
                 if not quiet:
                     print(f"replaying {tid} ({reader.message_count} messages, {reader.duration / 1e9:.1f} s)")
-                with reader:
+                try:
                     t_first = None
                     wall0 = time.monotonic()
                     for conn, t, raw in reader.messages():
@@ -99,6 +99,8 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
                         n += 1
                         if max_messages is not None and n >= max_messages:
                             return n
+                finally:
+                    reader.close()
             if not loop:
                 return n
     finally:

@@ -21,7 +21,7 @@ ARGUMENTS = [
     {"name": "out_dir", "default": "sessions", "description": "sessions root directory; the session is <out_dir>/<subject>"},
     {"name": "resume", "default": "false", "description": "continue the session at the first trial not done", "choices": ["true", "false"]},
     {"name": "robot_ip", "default": "192.168.1.102", "description": "IP address of the UR controller (RTDE)"},
-    {"name": "robot_model", "default": "ur5", "description": "arm model", "choices": ["ur5", "ur5e"]},
+    {"name": "robot_model", "default": "ur5", "description": "arm model (DH parameters and RTDE rate)", "choices": ["ur5", "ur5e"]},
     {"name": "motive_ip", "default": "127.0.0.1", "description": "IP address of the Motive PC streaming NatNet"},
     {"name": "local_ip", "default": "127.0.0.1", "description": "IP address of this machine's interface facing Motive"},
     {"name": "camera_serial", "default": "", "description": "RealSense serial number; empty takes the only connected camera"},

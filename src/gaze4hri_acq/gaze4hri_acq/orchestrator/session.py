@@ -153,17 +153,8 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
                 should_stop: Callable[[], str | None] = lambda: None) -> Path:
     """Run (or resume) one subject's session; returns the session directory."""
     view = view or _View()
+    sdir, trials, exists = check_inputs(cfg)
     root = Path(cfg.out_dir)
-    sdir = session_dir(root, cfg.subject)
-    try:
-        trials = _select(cfg)
-    except (KeyError, ValueError) as e:
-        raise SessionError(str(e).strip("'\""), None, "see 'gaze4hri-acq session --help' for trial ids and experiments") from None
-    exists = manifest_path(sdir).is_file()
-    if exists and not (cfg.resume or cfg.redo):
-        raise SessionError("session exists already", str(sdir), "continue it with --resume, redo trials with --redo ID, or pick another --out-dir")
-    if (cfg.resume or cfg.redo) and not exists:
-        raise SessionError("no session to resume", str(sdir), "start it without --resume")
 
     # ---- pre-checks, before anything is written
     cal_dir = Path(cfg.calibration_dir) if cfg.calibration_dir else (sdir / "calibration" if exists else _default_calibration())
@@ -212,6 +203,23 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
         view.trial(i, n, trial, prompt)
         _run_trial(cfg, client, sdir, manifest, trial, calib, settings, view, confirm, should_stop, prompt)
     return sdir
+
+
+def check_inputs(cfg: SessionConfig) -> tuple[Path, list[Trial], bool]:
+    """Validate the request before any device or directory is touched."""
+    sdir = session_dir(Path(cfg.out_dir), cfg.subject)
+    try:
+        trials = _select(cfg)
+        for t in cfg.redo:
+            trial_by_id(t)
+    except (KeyError, ValueError) as e:
+        raise SessionError(str(e).strip("'\""), None, "see 'gaze4hri-acq session --help' for trial ids and experiments") from None
+    exists = manifest_path(sdir).is_file()
+    if exists and not (cfg.resume or cfg.redo):
+        raise SessionError("session exists already", str(sdir), "continue it with --resume, redo trials with --redo ID, or pick another --out-dir")
+    if (cfg.resume or cfg.redo) and not exists:
+        raise SessionError("no session to resume", str(sdir), "start it without --resume")
+    return sdir, trials, exists
 
 
 def _default_calibration() -> Path:

@@ -1,0 +1,64 @@
+"""gaze4hri-acq replay: the recorded CDR goes out unchanged on the original topics,
+paced by the bag's log times (--rate)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("rclpy")
+import rclpy  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rosbags.rosbag2 import Reader  # noqa: E402
+
+from gaze4hri_acq.replay import replay_session  # noqa: E402
+from gaze4hri_core.errors import SessionError  # noqa: E402
+from gaze4hri_core.session import MSG_TYPES, Topics, bag_dir  # noqa: E402
+
+pytestmark = [pytest.mark.replay, pytest.mark.node]
+
+
+def _cls(ty):
+    import importlib
+
+    pkg, _, name = ty.split("/")
+    return getattr(importlib.import_module(f"{pkg}.msg"), name)
+
+
+def test_replay_republishes_bytes_with_original_timing(short_session):
+    ctx = Context()
+    rclpy.init(context=ctx, args=[])
+    node = rclpy.create_node("listener", context=ctx)
+    got = []
+    for topic in (Topics.IMAGE, Topics.TCP_POSE):
+        node.create_subscription(_cls(MSG_TYPES[topic]), topic, lambda b, t=topic: got.append((t, time.monotonic(), bytes(b))), 500, raw=True)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    import threading
+
+    th = threading.Thread(target=ex.spin, daemon=True)
+    th.start()
+    try:
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        n = replay_session(short_session, trials=["illum010_P1"], rate=2.0, quiet=True, context=ctx)
+        wall = time.monotonic() - t0
+        time.sleep(0.5)
+    finally:
+        ex.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    with Reader(bag_dir(short_session, "illum010_P1")) as r:
+        recorded = [bytes(raw) for c, _t, raw in r.messages() if c.topic == Topics.IMAGE]
+        duration = r.duration / 1e9
+        count = r.message_count
+    assert n == count
+    imgs = [b for t, _w, b in got if t == Topics.IMAGE]
+    assert imgs == recorded  # unchanged bytes, in order
+    assert duration / 2.0 * 0.8 <= wall <= duration / 2.0 + 2.0  # --rate 2: half the recorded span
+
+
+def test_replay_unknown_trial_is_one_line(short_session):
+    with pytest.raises(SessionError, match="did you mean illum010_P1"):
+        replay_session(short_session, trials=["illum010_P9"], quiet=True)
