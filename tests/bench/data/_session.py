@@ -176,6 +176,7 @@ def write_trial(session: Path, cal, spec: TrialSpec) -> tuple[Path, int]:
                 continue
             t_ns = T0 + int(round(t * 1e9))
             put(Topics.HEAD_POSE, t_ns, _pose_msg(ts, t_ns, "world", head_pose(cal, t, spec.head_yaw_amp_deg)))
+        q_prev = None
         for k in range(int(dur * 125) + 1):
             t = -0.05 + k * 0.008
             if spec.robot_gap and spec.robot_gap[0] <= t <= spec.robot_gap[1]:
@@ -183,6 +184,14 @@ def write_trial(session: Path, cal, spec: TrialSpec) -> tuple[Path, int]:
             t_ns = T0 + int(round(t * 1e9))
             T_bt = T_wb_inv @ camera_pose(cal, trial, t, spec.seconds) @ T_ct
             put(Topics.TCP_POSE, t_ns, _pose_msg(ts, t_ns, "base", T_bt))
+            if spec.extra.get("joints"):
+                from gaze4hri_core.kinematics import inverse
+
+                q = inverse(T_bt.matrix, cal.robot_model, q_near=q_prev)[0]
+                q_prev = q
+                js = g["sensor_msgs/msg/JointState"](header=_header(ts, t_ns, "base"), name=[f"j{j}" for j in range(6)],
+                                                     position=np.asarray(q, float), velocity=np.zeros(0), effort=np.zeros(0))
+                put(Topics.JOINT_STATES, t_ns, js)
         # frames, 30 Hz
         period = 1.0 / 30.0
         for i in range(n_frames):

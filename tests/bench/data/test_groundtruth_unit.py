@@ -86,3 +86,24 @@ def test_missing_streams_invalidate(cal):
     assert (gt["invalid_reason"] == "mocap_lost").all() and gt["gt_x"].isna().all()
     gt = compute_ground_truth(frames, head, PoseStream.empty(), cal, trial_by_id("illum100_P5"))
     assert (gt["invalid_reason"] == "interp_gap").all()
+
+
+@pytest.mark.replay
+def test_fk_from_recorded_joint_states(tmp_path, cal):
+    """A bag with /joint_states and no /robot/tcp_pose: the camera pose comes from the
+    UR forward kinematics and the ground truth matches the exact truth."""
+    from gaze4hri_core.gaze import angular_error_deg
+    from gaze4hri_core.session import Topics
+    from gaze4hri_bench.data.reader import Dataset
+
+    from ._session import TrialSpec, write_session
+
+    root = tmp_path / "root"
+    write_session(root, "S01", [TrialSpec("arc_P3", seconds=0.6, omit_topics=(Topics.TCP_POSE,), extra={"joints": True})],
+                  tmp=tmp_path)
+    ds = Dataset(root)
+    ref = ds.trials()[0]
+    gt = ds.trial_ground_truth(ref)
+    m = gt[gt["valid"]].merge(ds.sim_truth(ref), on="t_ns")
+    assert len(m) >= 15
+    assert np.nanmax(angular_error_deg(m[["gt_x", "gt_y", "gt_z"]].to_numpy(), m[["x", "y", "z"]].to_numpy())) < 0.1

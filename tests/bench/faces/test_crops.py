@@ -45,6 +45,9 @@ def test_l2cs_face_box_resizes_224_then_size():
     # the box itself, no margin, anisotropic: left column ~ x = 100, top row ~ y = 80
     assert abs(int(p[2, 0, 0]) - 100) <= 1 and abs(int(p[0, 2, 1]) - 80) <= 1
     assert abs(int(p[-1, -1, 0]) - 211) <= 1 and abs(int(p[-1, -1, 1]) - 239) <= 1
+    # a box past the image edge is clamped like the demo's slicing (no black border)
+    q = crops.crop(img, [550.0, 300.0, 650.0, 450.0], "l2cs_face_box", 224)
+    assert q[-1, -1, 2] == 200 and abs(int(q[-1, -1, 0]) - 599 % 256) <= 1
 
 
 def test_errors():

@@ -276,6 +276,8 @@ class Dataset:
     ``sim_blinks``: in simulated sessions, use the simulator's blink truth
     (Topics.SIM_BLINK_TRUTH) as the annotation of trials no human annotated."""
 
+    CACHE_TRIALS = 8  # trials whose frame table and pose streams stay cached (small, bounded)
+
     def __init__(self, root: Path | str, subjects: list[str] | None = None, trials: list[str] | None = None,
                  stride: int = 1, gt_options: GTOptions | None = None, blink_annotations: bool = True,
                  sim_blinks: bool = False):
@@ -389,8 +391,13 @@ class Dataset:
             scan["sim_blinks"] = blinks
             scan["head"] = _poses(bag, Topics.HEAD_POSE, raw_by.get(Topics.HEAD_POSE, []))
             scan["tcp"] = _poses(bag, Topics.TCP_POSE, raw_by.get(Topics.TCP_POSE, []))
-            scan["joints_raw"] = raw_by.get(Topics.JOINT_STATES, [])  # decoded only when FK is needed
+            # joint states are decoded only when forward kinematics is the camera source
+            need_fk = self.gt_options.robot == "fk" or (self.gt_options.robot == "auto" and Topics.TCP_POSE not in wanted)
+            scan["joints"] = (_joints(bag, raw_by.get(Topics.JOINT_STATES, []), ref.calibration.robot_model)
+                              if need_fk else PoseStream.empty())
         self._scans[key] = scan
+        while len(self._scans) > self.CACHE_TRIALS:  # bounded: a study has thousands of trials
+            self._scans.pop(next(iter(self._scans)))
         return scan
 
     def frame_table(self, ref: TrialRef) -> FrameTable:
@@ -406,6 +413,8 @@ class Dataset:
             if meta and any(n < 0 for n in nums):
                 nums = [-1] * len(stamps)  # partial metadata: fall back to stamps
             self._tables[key] = build_frame_table(np.array(stamps), np.array(nums))
+            while len(self._tables) > self.CACHE_TRIALS:
+                self._tables.pop(next(iter(self._tables)))
         return self._tables[key]
 
     def _selected_rows(self, table: FrameTable) -> np.ndarray:
@@ -463,8 +472,7 @@ class Dataset:
         else:
             if Topics.JOINT_STATES not in scan["topics"]:
                 raise _missing_topic(Topics.JOINT_STATES, "joint states for the camera pose (no /robot/tcp_pose)", where)
-            with open_bag(ref.bag_dir) as bag:
-                robot = _joints(bag, scan["joints_raw"], ref.calibration.robot_model)
+            robot = scan["joints"]
         rows = self._selected_rows(table)
         sub = FrameTable(table.frame[rows], table.t_ns[rows], table.frame_number[rows], table.kind[rows])
         gt = compute_ground_truth(sub, head, robot, ref.calibration, ref.protocol, opt, incomplete=(ref.status == "incomplete"))

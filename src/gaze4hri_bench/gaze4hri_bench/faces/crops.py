@@ -74,10 +74,14 @@ def crop_square(image: np.ndarray, region, out_w: int, out_h: int | None = None)
 
 def _l2cs(image, face_box, size):
     x1, y1, x2, y2 = np.asarray(face_box, float)
-    # official demo: integer box clamped at 0, frame[y1:y2, x1:x2] -> 224 -> 448
+    # official demo (l2cs/pipeline.py): integer box clamped at 0, frame[y1:y2, x1:x2]
+    # (slicing also clamps at the far edges) -> 224 -> 448
+    H, W = image.shape[:2]
     x1, y1 = max(int(x1), 0), max(int(y1), 0)
-    x2, y2 = int(x2), int(y2)
-    p = crop_square(image, (x1, y1, x2, y2), 224)
+    x2, y2 = min(int(x2), W), min(int(y2), H)
+    if x2 <= x1 or y2 <= y1:
+        raise ValueError(f"crop: face box {np.round(face_box, 1).tolist()} lies outside the {W}x{H} image")
+    p = cv2.resize(np.ascontiguousarray(image[y1:y2, x1:x2]), (224, 224), interpolation=cv2.INTER_LINEAR)
     return p if size == 224 else cv2.resize(p, (size, size), interpolation=cv2.INTER_LINEAR)
 
 
