@@ -92,9 +92,9 @@ def test_missing_streams_invalidate(cal):
 def test_fk_from_recorded_joint_states(tmp_path, cal):
     """A bag with /joint_states and no /robot/tcp_pose: the camera pose comes from the
     UR forward kinematics and the ground truth matches the exact truth."""
+    from gaze4hri_bench.data.reader import Dataset
     from gaze4hri_core.gaze import angular_error_deg
     from gaze4hri_core.session import Topics
-    from gaze4hri_bench.data.reader import Dataset
 
     from ._session import TrialSpec, write_session
 
