@@ -1,0 +1,107 @@
+"""`gaze4hri-bench run` end to end on real MCAP sessions (tests/bench/data/_session.py:
+rosbags-written bags, a real face photograph moving across the frame), real face
+detection and tracking, tiny ONNX models, both input types, then resume, and the CLI's
+bad-input paths (one line, non-zero exit, no traceback)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from gaze4hri_bench.cli import main as cli
+from gaze4hri_bench.schema import COLUMNS, METADATA_KEY
+
+from .data._session import TrialSpec, write_session
+
+pytestmark = [pytest.mark.replay, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def session_root(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("e2e")
+    root = tmp / "sessions"
+    write_session(root, "S01", [TrialSpec("illum100_P5", size=(320, 180), drop=(5,)),
+                                TrialSpec("mutual_h_fast", size=(320, 180), seconds=0.5)], tmp=tmp)
+    return root
+
+
+@pytest.fixture(scope="module")
+def run_out(session_root, tiny_models, tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    argv = ["run", "--method", "tiny_test", "-m", "straight", "-m", "head_pose", "--input", "both",
+            "--data", str(session_root), "--models-dir", str(tiny_models), "--out", str(out), "--batch", "4",
+            "--no-progress"]
+    assert cli(argv) == 0
+    return out, argv
+
+
+def test_one_file_per_method_and_input(run_out):
+    out, _ = run_out
+    names = sorted(p.name for p in out.glob("*.parquet"))
+    assert names == ["head_pose__none.parquet", "straight__none.parquet", "tiny_test__crop.parquet",
+                     "tiny_test__rectified.parquet"]
+
+
+@pytest.mark.parametrize("fname", ["tiny_test__crop", "tiny_test__rectified", "straight__none", "head_pose__none"])
+def test_rows_and_provenance(run_out, fname):
+    out, _ = run_out
+    pf = pq.ParquetFile(out / f"{fname}.parquet")
+    df = pf.read().to_pandas()
+    assert pf.schema_arrow.names == list(COLUMNS)
+    assert len(df) == 30 + 15 and not df.duplicated(["trial", "frame"]).any()
+    dropped = df[(df["trial"] == "illum100_P5") & (df["frame"] == 5)]
+    assert dropped["invalid_reason"].tolist() == ["dropped_frame"] and dropped["error_deg"].isna().all()
+    v = df[df["valid"]]
+    assert len(v) >= 0.8 * len(df)  # the face is found in (nearly) every frame
+    np.testing.assert_allclose(np.linalg.norm(v[["pred_x", "pred_y", "pred_z"]], axis=1), 1.0, atol=1e-9)
+    assert v["error_deg"].between(0, 180).all() and df.loc[~df["valid"], "error_deg"].isna().all()
+    md = json.loads(pf.schema_arrow.metadata[METADATA_KEY])
+    t = md["timing"]
+    assert t["frames"] == 29 + 15 and t["device"] == "cpu" and t["batch"] == 4
+    assert md["calibration_hashes"]["S01"] and md["git"] and md["command_line"].startswith("gaze4hri-bench")
+    if fname.startswith("tiny_test"):
+        assert md["spec"]["name"] == "tiny_test" and len(md["weights_sha256"]) == 64 and md["weights"]["random_init"]
+        assert t["infer_s"] > 0 and t["preprocess_s"] > 0
+        assert (md["detector"] is not None) == fname.endswith("crop")
+
+
+def test_rerun_resumes_without_work(run_out, capsys):
+    out, argv = run_out
+    before = {p: p.stat().st_mtime_ns for p in (out / ".parts").rglob("*.parquet")}
+    assert cli(argv) == 0
+    log = capsys.readouterr().out
+    assert "0 trial(s) to run, 2 already done (resumed)" in log
+    assert all(p.stat().st_mtime_ns == m for p, m in before.items())
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "gaze4hri_bench.cli", *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_cli_bad_inputs_are_one_line(session_root, tmp_path):
+    r = _cli("run", "--method", "l2sc", "--data", str(session_root), "--out", str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "did you mean l2cs_gaze360" in r.stderr
+    r = _cli("run", "--method", "gazetr_eth", "--data", str(session_root), "--out", str(tmp_path), "--models-dir", str(tmp_path))
+    assert r.returncode == 3 and "Traceback" not in r.stderr and r.stderr.strip().count("\n") == 0
+    assert "gazetr_eth.onnx" in r.stderr and "gaze4hri-bench models import gazetr_eth CHECKPOINT" in r.stderr
+    assert "https://github.com/yihuacheng/GazeTR" in r.stderr
+    r = _cli("run", "--method", "straight", "--data", str(tmp_path / "nope"), "--out", str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "--data" in r.stderr
+
+
+def test_methods_command_lists_status(tiny_models, capsys):
+    assert cli(["methods", "--models-dir", str(tiny_models)]) == 0
+    text = capsys.readouterr().out
+    for name in ("puregaze_eth", "gat_gaze360", "head_pose", "straight"):
+        assert name in text
+    assert "tiny_test" not in text
+    assert "verified, RANDOM weights" in text and "ready (no weights needed)" in text
+    assert cli(["methods", "--models-dir", str(tiny_models.parent / "empty"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    missing = [r for r in rows if r["status"] == "missing weights"]
+    assert len(missing) == 7 and all("models import" in r["fix"] for r in missing)
