@@ -90,3 +90,31 @@ def test_ground_truth_matches_simulator_truth(sessions):
         assert len(m) >= 20, ref.trial
         err = angular_error_deg(m[["gt_x", "gt_y", "gt_z"]].to_numpy(), m[["x", "y", "z"]].to_numpy())
         assert np.nanmax(err) < 0.1, (ref.trial, np.nanmax(err))
+
+
+def test_joint_state_cdr_both_layouts():
+    """JointState written by rclpy (Fast-CDR pads the empty effort sequence: 268 bytes)
+    and by rosbags (264 bytes) both give the stamp and positions."""
+    from gaze4hri_bench.data.reader import joint_state_cdr
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_KILTED)
+    g = ts.types
+    names = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
+    q = np.array([0.1, -1.2, 1.3, -0.4, 1.5, -3.0])
+    m = g["sensor_msgs/msg/JointState"](header=g["std_msgs/msg/Header"](stamp=g["builtin_interfaces/msg/Time"](sec=12, nanosec=345),
+                                        frame_id=""), name=names, position=q, velocity=np.zeros(6), effort=np.zeros(0))
+    raws = [bytes(ts.serialize_cdr(m, "sensor_msgs/msg/JointState"))]
+    try:
+        from rclpy.serialization import serialize_message
+        from sensor_msgs.msg import JointState
+
+        j = JointState()
+        j.header.stamp.sec, j.header.stamp.nanosec = 12, 345
+        j.name, j.position, j.velocity = names, q.tolist(), [0.0] * 6
+        raws.append(serialize_message(j))
+    except ImportError:
+        pass
+    for raw in raws:
+        stamp, pos = joint_state_cdr(raw)
+        assert stamp == 12_000_000_345 and np.array_equal(pos, q)

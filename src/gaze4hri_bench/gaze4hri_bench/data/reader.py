@@ -216,15 +216,51 @@ def _poses(bag: open_bag, topic: str, raws: list[bytes]) -> PoseStream:
     return PoseStream(np.array(t, np.int64), np.array(P, float), np.array(Q, float))
 
 
+def joint_state_cdr(raw: bytes) -> tuple[int, np.ndarray]:
+    """(stamp ns, positions) of a CDR sensor_msgs/JointState, parsed directly.
+
+    rclpy (Fast-CDR) and rosbags disagree on the padding of empty float64 sequences
+    (JointState with no efforts: 268 vs 264 bytes), and rosbags' strict size check then
+    rejects what a real ROS 2 recorder wrote; the fields read here (header stamp, name
+    sequence, position sequence) lie before any such padding in both layouts."""
+    little = raw[1] == 1
+    e = "<" if little else ">"
+    o = 4  # CDR alignment is relative to the end of the 4-byte encapsulation header
+
+    def align(off: int, n: int) -> int:
+        return off + (-(off - 4)) % n
+
+    sec, nsec = struct.unpack_from(e + "iI", raw, o)
+    o += 8
+    n = struct.unpack_from(e + "I", raw, o)[0]  # frame_id
+    o += 4 + n
+    o = align(o, 4)
+    count = struct.unpack_from(e + "I", raw, o)[0]  # names
+    o += 4
+    for _ in range(count):
+        o = align(o, 4)
+        n = struct.unpack_from(e + "I", raw, o)[0]
+        o += 4 + n
+    o = align(o, 4)
+    count = struct.unpack_from(e + "I", raw, o)[0]  # position
+    o = align(o + 4, 8)
+    if o + 8 * count > len(raw):
+        raise ValueError("JointState position sequence runs past the message")
+    return sec * 1_000_000_000 + nsec, np.frombuffer(raw, e + "f8", count, o).astype(float)
+
+
 def _joints(bag: open_bag, raws: list[bytes], model: str) -> PoseStream:
     """JointState messages -> tool0 poses by forward kinematics."""
     t, J = [], []
     for raw in raws:
-        m = bag.decode(raw, Topics.JOINT_STATES)
-        if len(m.position) < 6:
+        try:
+            stamp, pos = joint_state_cdr(raw)
+        except (struct.error, ValueError) as e:
+            raise SessionError(f"cannot decode a sensor_msgs/msg/JointState message ({e})", str(bag.path), _FIX_BAG) from None
+        if len(pos) < 6:
             continue
-        t.append(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
-        J.append(np.asarray(m.position[:6], float))
+        t.append(stamp)
+        J.append(pos[:6])
     if not t:
         return PoseStream.empty()
     return fk_stream(np.array(t, np.int64), np.array(J), model)
