@@ -123,7 +123,7 @@ def rtde_emulator():
 
 @pytest.mark.replay
 def test_read_only_robot_streams_real_rtde_state(rtde_emulator, default_calibration_dir):
-    rtde_emulator("--q", *map(str, Q), "--uptime", "1000", "--scaling", "0.75", "--pstop-after", "0.6")
+    rtde_emulator("--q", *map(str, Q), "--uptime", "1000", "--scaling", "0.75", "--pstop-after", "2.5")
     robot = make_robot("real", RobotConfig(host="127.0.0.1", read_only=True, connect_timeout_s=3.0))
     assert isinstance(robot, RtdeRobot)
     t_host = time.time_ns()
@@ -135,11 +135,11 @@ def test_read_only_robot_streams_real_rtde_state(rtde_emulator, default_calibrat
         assert st.T_base_tool0.almost_equal(SE3.from_matrix(kinematics.forward(Q)), 1e-9, 1e-9)
         assert st.speed_scaling == 0.75 and 1000.0 <= st.controller_time_s < 1010.0
         # controller uptime mapped to host time: now, not 1000 s after boot
-        assert abs(st.stamp_ns - time.time_ns()) < 50e6 and st.stamp_ns > t_host - 1e9
+        assert abs(st.stamp_ns - time.time_ns()) < 200e6 and st.stamp_ns > t_host - 1e9
         assert not st.protective_stop
         with pytest.raises(DeviceError, match="read-only"):
             robot.move_linear([st.T_base_tool0], 0.1, 0.5)
-        t_end = time.monotonic() + 5
+        t_end = time.monotonic() + 8
         while not robot.state().protective_stop and time.monotonic() < t_end:
             time.sleep(0.02)
         assert robot.state().protective_stop
