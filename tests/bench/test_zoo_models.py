@@ -22,6 +22,10 @@ zoo_registry = pytest.importorskip("gaze4hri_bench.zoo.registry", reason="model 
 pytest.importorskip("torch", reason="the zoo needs PyTorch (pip install -e 'src/gaze4hri_bench[zoo]')")
 
 
+#: families whose first export is too slow for the default suite on a 2-core machine
+HEAVY = {"mcgaze"}
+
+
 def _source_key(spec) -> str:
     import gaze4hri_bench.zoo as zoo
 
@@ -52,6 +56,9 @@ def test_zoo_export_decodes_to_unit_camera_vectors(name, zoo_cache):
     from gaze4hri_bench.zoo import export as ex
 
     path = zoo_cache / f"{name}-{_source_key(spec)}.onnx"
+    if not path.is_file() and spec.family in HEAVY and not os.environ.get("GAZE4HRI_TEST_HEAVY"):
+        pytest.skip(f"tracing {spec.family} takes ~4 min on 2 cores: run once with GAZE4HRI_TEST_HEAVY=1 "
+                    "(the export is then cached)")
     if not path.is_file():
         model = ex.random_model(zoo_registry.load_family(spec.family), spec, seed=0)
         tmp = ex.export_onnx(model, spec, path.with_name(f".{path.name}.{os.getpid()}.tmp"))

@@ -58,7 +58,9 @@ def _simulate(out: Path, n: int, trials: list[str], seconds: float, log) -> Path
     for i in range(1, n + 1):
         subject = f"S{i:02d}"
         t0 = time.perf_counter()
-        run_sim_session(root, subject=subject, trial_ids=list(trials), trial_seconds=seconds, seed=i, quiet=True)
+        done = (root / subject / "session.yaml").is_file()
+        run_sim_session(root, subject=subject, trial_ids=list(trials), trial_seconds=seconds, seed=i, quiet=True,
+                        resume=done)
         log(f"  simulated {subject}: {len(trials)} trials x {seconds:g} s in {time.perf_counter() - t0:.0f} s")
     return root
 
