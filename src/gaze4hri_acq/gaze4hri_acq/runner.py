@@ -40,6 +40,7 @@ class StackConfig:
     intra_process: bool = True  # False: talk over DDS only (device nodes in other processes)
     ros_args: tuple[str, ...] = ()  # --ros-args ... from launch (parameter files, remaps)
     load_config: bool = True  # read config/<node>.yaml here (launch passes the files itself)
+    wrap_drivers: dict = field(default_factory=dict)  # sim only: node name -> f(driver, world) -> driver (benchmarks)
     nodes: tuple[str, ...] = tuple(n.name for n in NODES)
 
 
@@ -108,7 +109,10 @@ class Stack:
                     "limits": self.nodes["robot"]._limits()}
             return make_robot("sim", validate(RobotConfig, vals, "robot parameters"), world=w)
 
-        return {"camera": camera, "mocap": lambda: make_mocap("sim", MocapConfig(), world=w), "robot": robot}
+        facs = {"camera": camera, "mocap": lambda: make_mocap("sim", MocapConfig(), world=w), "robot": robot}
+        for name, wrap in self.cfg.wrap_drivers.items():
+            facs[name] = (lambda f, g: lambda: g(f(), w))(facs[name], wrap)
+        return facs
 
     def _subscribe_sim_subject(self) -> None:
         """The simulated subject (and light) follow the operator's prompt event, as the
@@ -206,26 +210,36 @@ class _Pacer(threading.Thread):
         self.step_ns, self.lead_ns = int(step_s * 1e9), int(lead_s * 1e9)
         self._halt = threading.Event()
 
-    def _slowest(self) -> int | None:
-        stamps = []
+    def _slowest(self) -> tuple[int | None, bool]:
+        """(latest stamp of the slowest streaming device, whether a configured device
+        has not streamed yet)."""
+        stamps, waiting = [], False
         for name in ("camera", "mocap", "robot"):
             n = self.stack.nodes.get(name)
-            t = getattr(n, "stream_ns", 0) if n is not None and getattr(n, "streaming", False) else 0
+            if n is None or getattr(n, "driver", None) is None:
+                continue
+            t = getattr(n, "stream_ns", 0) if getattr(n, "streaming", False) else 0
             if t:
                 stamps.append(t)
-        return min(stamps) if stamps else None
+            else:
+                waiting = True
+        return (min(stamps) if stamps else None), waiting
 
     def run(self) -> None:
         import time
 
-        wall0, sim0 = time.monotonic(), self.clock.now_ns()
+        wall_prev = time.monotonic()
         while not self._halt.is_set():
             now = self.clock.now_ns()
-            target = now + self.step_ns
-            slow = self._slowest()
+            wall = time.monotonic()
+            dt_wall, wall_prev = wall - wall_prev, wall
+            slow, waiting = self._slowest()
+            # while a configured device has not streamed yet (bring-up), run at real
+            # time: running ahead would leave it a backlog of samples in the past
+            rate = 1.0 if waiting else self.max_rate
+            target = now + min(self.step_ns, int(dt_wall * rate * 1e9) + 1)
             if slow is not None:
                 target = min(target, slow + self.lead_ns)
-            target = min(target, sim0 + int((time.monotonic() - wall0) * self.max_rate * 1e9))
             if target > now:
                 self.clock.advance_to(target)
             else:

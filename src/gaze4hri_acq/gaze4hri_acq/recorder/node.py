@@ -101,7 +101,7 @@ class RecorderNode(ControlMixin, Node):
         ty = self._types[topic]
         if ty in _NO_HEADER or topic in _RECEIPT_TIME:
             t = self._last_by_topic.get(_STAMP_FROM.get(topic, ""), self.latest_ns)
-            stamped = False
+            stamped = topic in _STAMP_FROM  # cut with the frame it describes
         else:
             t = header_stamp_ns(data)
             self._last_by_topic[topic] = t
