@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Peak memory of `run` on a long session: the pipeline streams frames (one trial's
+rows and a few batches in memory), so peak RSS must not grow with the session length
+and stays under 2 GB for a 10-minute session.
+
+Writes one real MCAP trial of --minutes at 30 fps (tests/bench/data/_session.py;
+default 160x90 frames to keep the bag under 1 GB), runs head_pose (decode + ground
+truth) and the tiny test network on rectified input (decode + data normalization +
+ONNX inference; no face detector, whose model memory is constant), sampling the whole
+process's RSS every 50 ms. Repeat with a short trial to see that the peak is flat.
+
+    .venv/bin/python benchmarks/bench_pipeline_memory.py --minutes 10
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--size", default="160x90")
+    a = ap.parse_args()
+    import psutil
+
+    from gaze4hri_bench.methods.testing import TINY_SPEC, build_gradient_onnx
+    from gaze4hri_bench.pipeline.results import read_metadata
+    from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
+    from gaze4hri_bench.zoo import store
+    from tests.bench.data._session import TrialSpec, write_session
+
+    w, h = (int(v) for v in a.size.split("x"))
+    tmp = Path(tempfile.mkdtemp(prefix="g4h_mem_"))
+    proc = psutil.Process()
+    peak = [proc.memory_info().rss]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], proc.memory_info().rss)
+            time.sleep(0.05)
+
+    try:
+        t0 = time.perf_counter()
+        write_session(tmp / "sessions", "S01", [TrialSpec("illum100_P5", seconds=a.minutes * 60, size=(w, h))], tmp=tmp)
+        bag_mb = sum(p.stat().st_size for p in (tmp / "sessions").rglob("*.mcap")) / 2**20
+        print(f"wrote {a.minutes:g} min ({bag_mb:.0f} MB bag) in {time.perf_counter() - t0:.0f} s", flush=True)
+        models = tmp / "models"
+        p = build_gradient_onnx(TINY_SPEC, models / TINY_SPEC.weights_file)
+        store.write_record(models, "tiny_test", {"method": "tiny_test", "random_init": True, "onnx_sha256": store.sha256_file(p)})
+        base = proc.memory_info().rss
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        t0 = time.perf_counter()
+        paths = run_benchmark(RunConfig(methods=("head_pose", "tiny_test"), input="rectified", data=tmp / "sessions",
+                                        out=tmp / "out", models_dir=models, progress=False, device="cpu"), log=lambda *_: None)
+        stop.set()
+        th.join()
+        for path in paths:
+            t = read_metadata(path)["timing"]
+            print(f"{path.name}: {t['frames']} frames, {t['fps']} fps, per-trial peak RSS {t['peak_rss_mb']} MB")
+        print(f"process RSS before the run {base / 2**20:.0f} MB, peak during the run {peak[0] / 2**20:.0f} MB "
+              f"({time.perf_counter() - t0:.0f} s)")
+    finally:
+        stop.set()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
