@@ -130,3 +130,29 @@ def test_repair_refuses_non_mcap(tmp_path):
     with pytest.raises(SessionError, match="bad magic"):
         repair_bag(d)
     shutil.rmtree(d)
+
+
+@pytest.mark.replay
+def test_large_frames_bypass_the_chunk_buffer_and_still_repair(tmp_path):
+    """Frames of 1 MiB and more are written as their own chunk (no payload copies);
+    readers and the repair see ordinary MCAP."""
+    d = tmp_path / "trial"
+    b = TrialBag(d, TOPICS, flush_interval_s=60.0)
+    big = lambda i: np.full((480, 800, 3), i, np.uint8)  # noqa: E731  1.15 MB
+    for i in range(6):
+        b.write(Topics.EVENTS, 10 * i, serialize_message(String(data=f"e{i}")))
+        b.write(Topics.IMAGE, 10 * i + 1, encode_image(10 * i + 1, "cam", big(i)))
+    b._w.storage.bio.flush()
+    p = mcap_file(d)
+    full = p.read_bytes()
+    b.close()
+    a = _read_rosbags(d)
+    assert [t for _tp, t, _ in a] == [0, 1, 10, 11, 20, 21, 30, 31, 40, 41, 50, 51] and len(_read_mcap(d)) == 12
+    assert [deserialize_message(raw, Image).data[0] for tp, _t, raw in a if tp == Topics.IMAGE] == list(range(6))
+    # the same bytes cut mid-frame, as a kill would leave them
+    d2 = tmp_path / "cut" / "trial"
+    d2.mkdir(parents=True)
+    (d2 / "trial.mcap").write_bytes(full[: int(len(full) * 0.6)])
+    r = repair_bag(d2)
+    kept = _read_rosbags(d2)
+    assert r.messages == len(kept) == len(_read_mcap(d2)) and 4 <= len(kept) < 12

@@ -35,6 +35,7 @@ from gaze4hri_core.errors import SessionError
 __all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError"]
 
 COMPRESSIONS = ("none", "zstd", "lz4")
+_BIG = 1 << 20  # messages this large bypass the chunk buffer (uncompressed bags)
 _MAGIC = b"\x89MCAP0\r\n"
 _TYPESTORE = None
 
@@ -113,7 +114,10 @@ class TrialBag:
         if conn is None:
             return
         try:
-            self._w.write(conn, t_ns, data)
+            if self.compression == "none" and len(data) >= _BIG:
+                self._write_big(conn, t_ns, data)
+            else:
+                self._w.write(conn, t_ns, data)
             self.bytes_written += len(data)
             self.counts[topic] += 1
             self.first_ns = t_ns if self.first_ns is None else min(self.first_ns, t_ns)
@@ -125,6 +129,40 @@ class TrialBag:
             if e.errno == errno.ENOSPC:
                 raise DiskFullError(errno.ENOSPC, "No space left on device", str(self.bag_dir)) from e
             raise
+
+    def _write_big(self, conn, t: int, data: bytes) -> None:
+        """One large message as its own uncompressed chunk, written straight to the file.
+
+        Same records as rosbags' McapWriter.close_chunk (chunk, message index, chunk
+        index entry) without its four intermediate copies of the payload: at 1080p
+        (6 MB a frame) the copies, not the disk, bounded the recorder (docs/perf/acq.md).
+        """
+        st = self._w.storage
+        if st.chunk.bio.tell():
+            st.close_chunk()  # smaller messages already pending go first, in order
+        hdr = struct.pack("<HIQQ", conn.id, 0, t, t)
+        msg_len = len(hdr) + len(data)
+        records = 9 + msg_len
+        body = struct.pack("<QQQII", t, t, records, 0, 0) + struct.pack("<Q", records)  # times, size, crc 0, compression ""
+        chunk_start = st.bio.tell()
+        st.bio.write(b"\x06" + struct.pack("<Q", len(body) + records) + body + b"\x05" + struct.pack("<Q", msg_len) + hdr)
+        st.bio.write(data)
+        chunk_end = st.bio.tell()
+        idx = struct.pack("<HI", conn.id, 16) + struct.pack("<QQ", t, 0)
+        st.bio.write(b"\x07" + struct.pack("<Q", len(idx)) + idx)
+        ci = BytesIO()
+        ci.write(struct.pack("<QQQQ", t, t, chunk_start, chunk_end - chunk_start))
+        ci.write(struct.pack("<I", 10) + struct.pack("<HQ", conn.id, chunk_end))
+        ci.write(struct.pack("<Q", st.bio.tell() - chunk_end))
+        ci.write(struct.pack("<I", 0) + struct.pack("<QQ", records, records))
+        st.chunks.append(ci)
+        st.message_start_time = min(t, st.message_start_time)
+        st.message_end_time = max(t, st.message_end_time)
+        st.channel_stats[conn.id] += 1
+        w = self._w
+        w.counts[conn.id] += 1
+        w.min_timestamp = min(t, w.min_timestamp)
+        w.max_timestamp = max(t, w.max_timestamp)
 
     def flush(self) -> None:
         """Close the pending chunk and hand the bytes to the OS (survives SIGKILL)."""
