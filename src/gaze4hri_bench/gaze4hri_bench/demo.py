@@ -20,14 +20,14 @@ from pathlib import Path
 
 __all__ = ["add_arguments", "main", "DEMO_TRIALS", "DEMO_SUBJECTS"]
 
-#: one subject's demo trials: every illumination level, rows/columns of the grid at
-#: illumination 100 (experiment 4.1), the arc (2), three head-gaze conflicts (3) and
-#: the four mutual-gaze scans (4.2)
+#: one subject's demo trials: every illumination level, the three grid rows at
+#: illumination 100 (experiment 4.1), the arc (2), two head-gaze conflicts (3) and the
+#: four mutual-gaze scans (4.2)
 DEMO_TRIALS = (
     "illum010_P5", "illum025_P5", "illum050_P5", "illum100_P5",
-    "illum100_P2", "illum100_P8", "illum100_P4", "illum100_P6",
+    "illum100_P2", "illum100_P8",
     "arc_P5",
-    "conflict_left_H2", "conflict_center_H2", "conflict_right_H2",
+    "conflict_left_H2", "conflict_right_H2",
     "mutual_h_slow", "mutual_h_fast", "mutual_v_slow", "mutual_v_fast",
 )
 DEMO_SUBJECTS = 3  # the statistics' subject-level tests need at least 3
@@ -39,11 +39,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--subjects", type=int, default=DEMO_SUBJECTS, metavar="N", help=f"simulated subjects (default {DEMO_SUBJECTS})")
     p.add_argument("--seconds", type=float, default=1.0, metavar="S", help="seconds per simulated trial (default 1.0)")
     p.add_argument("--trials", nargs="+", default=list(DEMO_TRIALS), metavar="TRIAL",
-                   help="trial ids per subject (default: 16 trials covering the four experiments)")
+                   help="trial ids per subject (default: 13 trials covering the four experiments)")
     p.add_argument("--method", action="append", dest="methods", metavar="NAME",
                    help="methods to run (default: every method whose weights are present, plus the baselines)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "tensorrt"), help="inference device (default auto)")
     p.add_argument("--fresh", action="store_true", help="delete the output folder first")
+
+
+def _demo_calibration(dst: Path, n: int) -> Path:
+    """The acquisition's default calibration with an eye-head file per simulated subject
+    (the simulated subjects wear the default head band: subjects/default.yaml)."""
+    from gaze4hri_acq.drivers.config import DEFAULT_CALIBRATION
+
+    if not dst.is_dir():
+        shutil.copytree(DEFAULT_CALIBRATION, dst)
+    for i in range(1, n + 1):
+        f = dst / "subjects" / f"S{i:02d}.yaml"
+        if not f.is_file():
+            shutil.copy2(dst / "subjects" / "default.yaml", f)
+    return dst
 
 
 def _simulate(out: Path, n: int, trials: list[str], seconds: float, log) -> Path:
@@ -55,12 +69,13 @@ def _simulate(out: Path, n: int, trials: list[str], seconds: float, log) -> Path
         raise Gaze4HRIError("the simulator is not available", f"missing module {e.name}",
                             "install the acquisition package (make bootstrap), or run `gaze4hri-bench run --data DIR` on recorded sessions") from None
     root = out / "sessions"
+    cal = _demo_calibration(out / "calibration", n)
     for i in range(1, n + 1):
         subject = f"S{i:02d}"
         t0 = time.perf_counter()
         done = (root / subject / "session.yaml").is_file()
         run_sim_session(root, subject=subject, trial_ids=list(trials), trial_seconds=seconds, seed=i, quiet=True,
-                        resume=done)
+                        resume=done, calibration_dir=cal)
         log(f"  simulated {subject}: {len(trials)} trials x {seconds:g} s in {time.perf_counter() - t0:.0f} s")
     return root
 
