@@ -31,11 +31,11 @@ def main() -> int:
     ap.add_argument("--size", default="160x90")
     a = ap.parse_args()
     import psutil
-
     from gaze4hri_bench.methods.testing import TINY_SPEC, build_gradient_onnx
     from gaze4hri_bench.pipeline.results import read_metadata
     from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
     from gaze4hri_bench.zoo import store
+
     from tests.bench.data._session import TrialSpec, write_session
 
     w, h = (int(v) for v in a.size.split("x"))

@@ -69,6 +69,7 @@ def main() -> int:
     from gaze4hri_bench.pipeline.results import read_metadata
     from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
     from gaze4hri_bench.specs import SPECS
+
     from tests.bench.data._session import TrialSpec, write_session
 
     w, h = (int(v) for v in a.size.split("x"))

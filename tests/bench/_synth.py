@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from gaze4hri_core.calibration import CameraIntrinsics
 from gaze4hri_core.gaze import angular_error_deg, normalize, pitchyaw_to_vector
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gaze4hri_bench.methods import METHODS, get_method
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gaze4hri_bench.methods import get_method
 from gaze4hri_bench.methods.base import FrameContext
 from gaze4hri_bench.methods.network import box_ray, ray_basis

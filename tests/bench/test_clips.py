@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gaze4hri_bench.methods import get_method
 from gaze4hri_bench.methods.base import Prepared
 from gaze4hri_bench.methods.clips import CentredWindow, SlidingWindow

@@ -11,7 +11,6 @@ import sys
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from gaze4hri_bench.cli import main as cli
 from gaze4hri_bench.schema import COLUMNS, METADATA_KEY
 
@@ -24,7 +23,7 @@ pytestmark = [pytest.mark.replay, pytest.mark.slow]
 def session_root(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
     root = tmp / "sessions"
-    write_session(root, "S01", [TrialSpec("illum100_P5", size=(320, 180), drop=(5,)),
+    write_session(root, "S01", [TrialSpec("illum100_P5", size=(320, 180), seconds=0.5, drop=(5,)),
                                 TrialSpec("mutual_h_fast", size=(320, 180), seconds=0.5)], tmp=tmp)
     return root
 
@@ -52,7 +51,7 @@ def test_rows_and_provenance(run_out, fname):
     pf = pq.ParquetFile(out / f"{fname}.parquet")
     df = pf.read().to_pandas()
     assert pf.schema_arrow.names == list(COLUMNS)
-    assert len(df) == 30 + 15 and not df.duplicated(["trial", "frame"]).any()
+    assert len(df) == 15 + 15 and not df.duplicated(["trial", "frame"]).any()
     dropped = df[(df["trial"] == "illum100_P5") & (df["frame"] == 5)]
     assert dropped["invalid_reason"].tolist() == ["dropped_frame"] and dropped["error_deg"].isna().all()
     v = df[df["valid"]]
@@ -61,7 +60,7 @@ def test_rows_and_provenance(run_out, fname):
     assert v["error_deg"].between(0, 180).all() and df.loc[~df["valid"], "error_deg"].isna().all()
     md = json.loads(pf.schema_arrow.metadata[METADATA_KEY])
     t = md["timing"]
-    assert t["frames"] == 29 + 15 and t["device"] == "cpu" and t["batch"] == 4
+    assert t["frames"] == 14 + 15 and t["device"] == "cpu" and t["batch"] == 4
     assert md["calibration_hashes"]["S01"] and md["git"] and md["command_line"].startswith("gaze4hri-bench")
     if fname.startswith("tiny_test"):
         assert md["spec"]["name"] == "tiny_test" and len(md["weights_sha256"]) == 64 and md["weights"]["random_init"]

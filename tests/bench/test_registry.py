@@ -3,7 +3,6 @@ did-you-mean line, every entry builds and states its kind and inputs."""
 from __future__ import annotations
 
 import pytest
-
 from gaze4hri_bench.methods import METHODS, get_method, method_names
 from gaze4hri_bench.specs import ALIASES, SPECS
 from gaze4hri_core.errors import Gaze4HRIError

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from gaze4hri_bench.pipeline import results
 from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
 from gaze4hri_bench.schema import COLUMNS, METADATA_KEY, SCHEMA_VERSION

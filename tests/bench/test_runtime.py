@@ -9,7 +9,6 @@ import time
 import numpy as np
 import onnxruntime as ort
 import pytest
-
 from gaze4hri_bench.methods import get_method
 from gaze4hri_bench.methods.testing import TINY_SPEC, build_gradient_onnx
 from gaze4hri_bench.pipeline.runtime import MissingWeightsError, Runner, choose_providers, prefetch, resolve_model

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from gaze4hri_bench.methods import get_method
 from gaze4hri_bench.pipeline.runtime import Runner
 from gaze4hri_bench.specs import SPECS

@@ -7,7 +7,6 @@ estimate (the "head-gaze conflict" of Sezer et al., Sec. III-D, as an error).
 from __future__ import annotations
 
 import numpy as np
-
 from gaze4hri_core.gaze import normalize
 
 from .base import FrameContext, GazeMethod

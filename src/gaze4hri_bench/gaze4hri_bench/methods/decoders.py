@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-
 from gaze4hri_core.gaze import convert_frame, normalize, pitchyaw_to_vector
 
 __all__ = ["DECODERS", "decode", "l2cs_angles_deg", "softmax", "L2CS_BINS", "L2CS_BIN_DEG", "L2CS_OFFSET_DEG"]

@@ -15,7 +15,6 @@ network's Frame A output is then mapped to the camera frame:
 from __future__ import annotations
 
 import numpy as np
-
 from gaze4hri_core.gaze import normalize, ray_frame_to_camera
 
 from ..specs import MethodSpec, get_spec

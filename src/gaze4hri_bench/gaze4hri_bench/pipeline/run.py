@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.gaze import angular_error_deg, normalize
 

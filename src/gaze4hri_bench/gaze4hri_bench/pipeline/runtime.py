@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 from gaze4hri_core.errors import Gaze4HRIError
 
 from ..specs import MethodSpec
