@@ -295,8 +295,9 @@ def test_convert_official_checkpoint(model, official_file, manifest):
     assert [(k, tuple(v.shape)) for k, v in obj["state_dict"].items()] == mcgaze.official_shapes()
     sd, dropped = mcgaze.split_checkpoint(obj)
     assert dropped == [n for n, _ in manifest["dropped"]]
-    fresh = mcgaze.build()
-    fresh.load_state_dict(mcgaze.convert_checkpoint(obj), strict=True)
+    with torch.device("meta"):
+        fresh = mcgaze.MCGaze()
+    fresh.load_state_dict(mcgaze.convert_checkpoint(obj), strict=True, assign=True)
     for k, v in model.state_dict().items():
         assert torch.equal(fresh.state_dict()[k], v), k
     # DataParallel prefix is accepted too
