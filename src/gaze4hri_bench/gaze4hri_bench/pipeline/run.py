@@ -240,6 +240,9 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
     peak = proc.memory_info().rss
     times = StageTimes()
     gt = ds.trial_ground_truth(tref)
+    if bar is not None:
+        bar.total = len(gt)
+        bar.refresh()
     geo = gt_geometry(gt)
     faces = _Faces(cfg.detector, faces_cache) if job.method.needs_face(job.input_type) else None
     if faces is not None and faces.cached:
