@@ -91,7 +91,7 @@ def run(sim_seconds: float, compression: str, width: int, height: int, distinct:
             while len(st.nodes["camera"].driver._cache) < distinct:
                 time.sleep(0.05)
         cam = st.nodes["camera"]
-        frames0, dropped0 = cam.frames, cam.dropped
+        dropped0 = cam.dropped
         ack = c.request("recorder", "start", trial="bench", bag_dir=str(out / "bench"), compression=compression, start_ns=c.device_ns)
         t0_ns = int(ack["start_ns"])
         w0 = time.monotonic()

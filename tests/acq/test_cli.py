@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("rclpy")
-from rosbags.rosbag2 import Reader  # noqa: E402
-
 from gaze4hri_core.session import bag_dir, load_manifest  # noqa: E402
+from rosbags.rosbag2 import Reader  # noqa: E402
 
 CLI = [sys.executable, "-m", "gaze4hri_acq.cli"]
 ENV = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF", "PYTHONUNBUFFERED": "1"}

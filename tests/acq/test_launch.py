@@ -106,9 +106,21 @@ def test_config_yaml_matches_declared_parameters(spec):
 
 @pytest.mark.node
 def test_invalid_parameter_fails_at_start_up_naming_it():
-    from gaze4hri_core.errors import Gaze4HRIError
-
     from gaze4hri_acq.runner import Stack, StackConfig
+    from gaze4hri_core.errors import Gaze4HRIError
 
     with pytest.raises(Gaze4HRIError, match="parameter 'width'.*allowed range is \\[64, 1920\\]"):
         Stack(StackConfig(backend="sim", params={"camera": {"width": 5000}}))
+
+
+@pytest.mark.unit
+def test_orchestrator_yaml_tunes_the_session_config():
+    from dataclasses import fields
+
+    from gaze4hri_acq.orchestrator.session import SessionConfig
+
+    values = yaml.safe_load((CONFIG / "orchestrator.yaml").read_text())["orchestrator"]["ros__parameters"]
+    names = {f.name for f in fields(SessionConfig)}
+    assert set(values) <= names
+    cfg = SessionConfig(subject="S1", **values)
+    assert cfg.head_yaw_tolerance_deg == values["head_yaw_tolerance_deg"]

@@ -8,13 +8,12 @@ import pytest
 
 pytest.importorskip("rclpy")
 import rclpy  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rosbags.rosbag2 import Reader  # noqa: E402
-
 from gaze4hri_acq.replay import replay_session  # noqa: E402
 from gaze4hri_core.errors import SessionError  # noqa: E402
 from gaze4hri_core.session import MSG_TYPES, Topics, bag_dir  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rosbags.rosbag2 import Reader  # noqa: E402
 
 pytestmark = [pytest.mark.replay, pytest.mark.node]
 

@@ -4,6 +4,7 @@ mcap, topics, frames and timing; resume and redo."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,13 +96,12 @@ def test_fixed_trial_contents(short_session):
 def test_conflict_trial_head_yaw_held(short_session):
     """The head-pose check passed before recording: the head band's yaw is near +25 deg."""
     from gaze4hri_acq.orchestrator.session import head_yaw_deg
-    from gaze4hri_core.calibration import load_calibration
+    from gaze4hri_core.calibration import load_calibration, load_eye_head
     from gaze4hri_core.transforms import SE3
 
     cal = load_calibration(short_session / "calibration")
-    from gaze4hri_core.calibration import load_eye_head
-
-    Te = load_eye_head(cal.directory.parent.parent.parent / "calibration" / "subjects" / "default.yaml") if False else None
+    # S01 has no eye-head file: the simulated subject wears the default subject's head band
+    Te = load_eye_head(Path(__file__).resolve().parents[2] / "calibration" / "subjects" / "default.yaml")
     yaws = []
     for topic, ty, _t, raw in _msgs(bag_dir(short_session, "conflict_left_H1")):
         if topic == Topics.HEAD_POSE:

@@ -24,7 +24,15 @@ def _prepare_out(src: Path, out: Path) -> Path:
 
 
 def run_calibration(ns) -> Path:
-    from .calib_runs import EyeHeadRun, RegistrationRun, TargetSurveyRun, run_eye_head, run_registration, run_target_survey, validate_directory
+    from .calib_runs import (
+        EyeHeadRun,
+        RegistrationRun,
+        TargetSurveyRun,
+        run_eye_head,
+        run_registration,
+        run_target_survey,
+        validate_directory,
+    )
     from .drivers.config import DEFAULT_CALIBRATION, MocapConfig, RobotConfig, SimConfig, validate
     from .drivers.registry import make_mocap, make_robot, make_world
 
@@ -65,8 +73,9 @@ def run_calibration(ns) -> Path:
             if world is not None:
                 world.enable_robot_marker(True)
             try:
-                from .trajectories import front_camera_pose, tool0_for_camera
                 from gaze4hri_core.calibration import load_calibration
+
+                from .trajectories import front_camera_pose, tool0_for_camera
 
                 cal = load_calibration(src)
                 centre = tool0_for_camera(cal, front_camera_pose(cal))

@@ -149,7 +149,10 @@ def run_session_args(a: SessionArgs) -> Path:
     nodes = ("orchestrator",) if a.external_devices else None
     scfg = StackConfig(backend=a.backend, params=params, sim=sim, share_graph=a.external_devices or a.backend == "real",
                        intra_process=not a.external_devices, **({"nodes": nodes} if nodes else {}))
-    cfg = SessionConfig(subject=a.subject, backend=a.backend, out_dir=Path(a.out_dir), experiments=a.experiments, trial_ids=a.trial_ids,
+    from .runner import node_parameters
+
+    tuning = {k: v for k, v in node_parameters("orchestrator").items() if k != "trial_seconds"}  # config/orchestrator.yaml
+    cfg = SessionConfig(**tuning, subject=a.subject, backend=a.backend, out_dir=Path(a.out_dir), experiments=a.experiments, trial_ids=a.trial_ids,
                         resume=a.resume, redo=tuple(a.redo), resolution=(int(w), int(h)), fps=float(a.fps), trial_seconds=float(a.trial_seconds),
                         compression=a.compression, calibration_dir=a.calibration_dir, auto_confirm=a.yes or a.backend == "sim",
                         fail_after_bytes=a.fail_after_bytes,
@@ -204,10 +207,9 @@ def _inject_sim_faults(stack, client, a: SessionArgs) -> None:
         return
     import json
 
+    from gaze4hri_core.session import Topics
     from rclpy.serialization import deserialize_message
     from std_msgs.msg import String
-
-    from gaze4hri_core.session import Topics
 
     world = stack.world
     current = {"trial": None}

@@ -5,14 +5,12 @@ final summary. Everything shown comes from topics the orchestrator node receives
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
+from gaze4hri_core.session import load_manifest
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
-
-from gaze4hri_core.session import load_manifest
 
 from .nodes.common import disk_free_bytes
 

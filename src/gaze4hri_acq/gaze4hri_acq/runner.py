@@ -88,9 +88,8 @@ class Stack:
         # sim code loads only for the sim backend
         from .drivers.config import CameraConfig, MocapConfig, RobotConfig, SimConfig, validate
         from .drivers.registry import make_camera, make_mocap, make_robot
-        from .sim.world import SimWorld
-
         from .sim.clock import SimClock
+        from .sim.world import SimWorld
 
         simcfg = validate(SimConfig, self.cfg.sim, "simulation settings")
         self.world = w = SimWorld(simcfg, clock=SimClock(manual=True))

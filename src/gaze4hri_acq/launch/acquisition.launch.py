@@ -80,10 +80,11 @@ def processes(mode: str, backend: str) -> list[dict]:
 
 def generate_launch_description():
     from ament_index_python.packages import get_package_share_directory
-    from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
+
+    from launch import LaunchDescription
 
     share = get_package_share_directory("gaze4hri_acq")
 

@@ -18,10 +18,11 @@ def load_base():
 
 
 def generate_launch_description():
-    from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
     from launch.launch_description_sources import PythonLaunchDescriptionSource
     from launch.substitutions import LaunchConfiguration
+
+    from launch import LaunchDescription
 
     base, mod = load_base()
     args = mod.forwarded(MODE)

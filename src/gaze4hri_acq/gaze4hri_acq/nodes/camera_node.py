@@ -9,10 +9,9 @@ from collections import deque
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
+from gaze4hri_core.session import FRAMES, Topics
 from geometry_msgs.msg import Vector3Stamped
 from sensor_msgs.msg import CameraInfo, Image
-
-from gaze4hri_core.session import FRAMES, Topics
 
 from ._bus import FastPublisher
 from ._cdr import encode_image

@@ -18,12 +18,11 @@ from typing import Any
 
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from gaze4hri_core.errors import Gaze4HRIError
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
-
-from gaze4hri_core.errors import Gaze4HRIError
 
 from ._bus import IntraProcessBus
 

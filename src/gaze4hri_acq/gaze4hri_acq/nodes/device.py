@@ -15,10 +15,9 @@ import time
 from collections.abc import Callable
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.session import Topics
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 from ._bus import FastPublisher, IntraProcessBus
 from .common import QOS_RELIABLE, ControlMixin, Param, declare_params, diag_array, diag_status, read_params

@@ -5,9 +5,8 @@ while tracked; tracking validity, marker error and frame number per frame on
 from __future__ import annotations
 
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import PoseStamped
-
 from gaze4hri_core.session import FRAMES, Topics
+from geometry_msgs.msg import PoseStamped
 
 from ._bus import FastPublisher
 from .common import QOS_SENSOR, Param, diag_array, diag_status, stamp_msg

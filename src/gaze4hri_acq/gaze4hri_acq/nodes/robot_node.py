@@ -11,15 +11,14 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import PoseStamped, TwistStamped
-from sensor_msgs.msg import JointState
-from std_msgs.msg import String
-from std_srvs.srv import Trigger
-
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.session import FRAMES, Topics
 from gaze4hri_core.transforms import SE3
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
 
 from ..safety import SafetyLimits, SafetyMonitor, Verdict
 from ..trajectories import Move, preview_move

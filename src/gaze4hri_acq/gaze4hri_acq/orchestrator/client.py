@@ -10,16 +10,15 @@ import time
 from collections import deque
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.session import Topics
+from gaze4hri_core.transforms import SE3
 from geometry_msgs.msg import PoseStamped
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
-
-from gaze4hri_core.errors import Gaze4HRIError
-from gaze4hri_core.session import Topics
-from gaze4hri_core.transforms import SE3
 
 from ..drivers.base import DeviceError
 from ..nodes._bus import FastPublisher, IntraProcessBus

@@ -17,12 +17,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
 from gaze4hri_core.protocol import Trial, select, trial_by_id
 from gaze4hri_core.session import (
-    Topics, bag_dir, copy_calibration, load_manifest, manifest_path, mark, new_manifest, save_manifest, session_dir,
+    Topics,
+    bag_dir,
+    copy_calibration,
+    load_manifest,
+    manifest_path,
+    mark,
+    new_manifest,
+    save_manifest,
+    session_dir,
 )
 
 from ..nodes.robot_node import move_to_json

@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 
+from gaze4hri_core.errors import SessionError
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.rosbag2.storage_mcap import Channel, McapWriter, PendingChunk, Schema
 from rosbags.typesys import Stores, get_typestore
-
-from gaze4hri_core.errors import SessionError
 
 __all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError"]
 

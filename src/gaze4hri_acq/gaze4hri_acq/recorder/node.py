@@ -21,19 +21,28 @@ import time
 from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray
+from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.session import MSG_TYPES, Topics
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from gaze4hri_core.errors import Gaze4HRIError
-from gaze4hri_core.session import MSG_TYPES, Topics
-
 from ..nodes._bus import FastPublisher, IntraProcessBus
 from ..nodes._cdr import header_stamp_ns
 from ..nodes.common import (
-    QOS_LATCHED, QOS_RELIABLE, QOS_SENSOR, ControlMixin, Param, declare_params, diag_array, diag_status,
-    disk_free_bytes, read_params, subscribe, to_json,
+    QOS_LATCHED,
+    QOS_RELIABLE,
+    QOS_SENSOR,
+    ControlMixin,
+    Param,
+    declare_params,
+    diag_array,
+    diag_status,
+    disk_free_bytes,
+    read_params,
+    subscribe,
+    to_json,
 )
 from .bag import COMPRESSIONS, DiskFullError, TrialBag
 
