@@ -117,3 +117,53 @@ def test_signal_mid_trial_then_resume(tmp_path, sig):
     old = sdir / "bags" / ".attempts" / "illum010_P2.1"
     with Reader(old) as r:  # the interrupted attempt is kept, readable as far as written
         assert r.message_count > 0
+
+
+@pytest.mark.node
+def test_calibrate_eye_head_in_the_simulated_lab(tmp_path):
+    p = run("calibrate", "eye-head", "--subject", "S03", "--backend", "sim", "--out", str(tmp_path / "cal"))
+    assert p.returncode == 0, p.stderr[-1000:]
+    from gaze4hri_core.calibration import load_calibration
+
+    cal = load_calibration(tmp_path / "cal", "S03")  # the whole directory validates with the new file
+    assert cal.T_head_eye is not None and "calibration ok" in p.stdout
+
+
+@pytest.mark.node
+@pytest.mark.slow
+def test_real_disk_full_on_a_small_tmpfs(tmp_path):
+    """A real ENOSPC: the session starts on a 40 MB tmpfs, another writer fills it
+    mid-trial; the robot and the trial stop, the bag stays readable, the operator
+    is told in one line."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mnt)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        p = subprocess.Popen([*CLI, "session", "--subject", "S09", "--backend", "sim", "--out-dir", str(mnt), "--quiet",
+                              "--trials", "illum010_P1", "--resolution", "320x180", "--trial-seconds", "4", "--real-time-factor", "1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        t0 = time.monotonic()
+        bag = bag_dir(mnt / "S09", "illum010_P1") / "illum010_P1.mcap"
+        while time.monotonic() - t0 < 60:  # wait until some frames are on disk
+            if bag.exists() and bag.stat().st_size > 2_000_000:
+                break
+            time.sleep(0.05)
+        free = os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize
+        with open(mnt / "filler", "wb") as f:  # another process takes the rest of the disk
+            try:
+                f.write(b"\0" * max(0, free - 64 * 1024))
+            except OSError:
+                pass
+        _out, err = p.communicate(timeout=120)
+        assert p.returncode != 0
+        lines = [ln for ln in err.splitlines() if ln.startswith("error: ")]
+        assert len(lines) == 1 and "disk full" in lines[0] and "--resume" in lines[0], err[-2000:]
+        rec = load_manifest(mnt / "S09").trials["illum010_P1"]
+        assert rec.status == "failed" and "disk full" in rec.reason
+        with Reader(bag_dir(mnt / "S09", "illum010_P1")) as r:
+            assert r.message_count > 0
+    finally:
+        if "p" in locals() and p.poll() is None:
+            p.kill()
+        subprocess.run(["umount", str(mnt)], capture_output=True)

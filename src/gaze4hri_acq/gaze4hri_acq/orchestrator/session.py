@@ -322,7 +322,8 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
         mark(manifest, tid, "recording", bag=str(bag_dir(sdir, tid).relative_to(sdir)))
         save_manifest(sdir, manifest)
         ack = client.request("recorder", "start", timeout_s=30.0, trial=tid, bag_dir=str(bag_dir(sdir, tid)), compression=cfg.compression,
-                             fail_after_bytes=cfg.fail_after_bytes, start_ns=client.device_ns)
+                             fail_after_bytes=cfg.fail_after_bytes, start_ns=client.device_ns,
+                             need_bytes=estimate_session_bytes([trial], cfg.resolution, cfg.fps, cfg.trial_seconds, cfg.disk_margin))
         recording = True
         t0 = int(ack["start_ns"])
         client.publish_event("start", trial=tid, target=trial.target, condition=trial.condition, experiment=trial.experiment,

@@ -103,6 +103,7 @@ class TrialBag:
         self._last_flush = clock()
         self.closed = False
         self.broken = False
+        self.flush()  # header, schemas and channels on disk at once: even an early crash leaves the topics
 
     @property
     def mcap_path(self) -> Path:

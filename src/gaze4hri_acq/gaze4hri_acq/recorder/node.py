@@ -63,7 +63,7 @@ PARAMS = (
     Param("queue_bytes", 768 * 1024 * 1024, "bytes buffered between the subscriptions and the writer thread", range=(16 * 1024 * 1024, 4 * 1024**3)),
     Param("backpressure", False, "when the queue is full make publishers wait (simulation) instead of dropping (live devices)"),
     Param("record_sim_truth", True, "record /sim/truth/* topics when present"),
-    Param("min_free_bytes", 256 * 1024 * 1024, "refuse to start a trial with less free disk than this", range=(0, 1 << 50)),
+    Param("min_free_bytes", 256 * 1024 * 1024, "refuse to start a trial with less free disk than this, unless the start request estimates the trial's bytes", range=(0, 1 << 50)),
     Param("fail_after_bytes", -1, "test hook: behave as if the disk filled after this many bytes in a bag (-1: off)", range=(-1, 1 << 50)),
 )
 
@@ -174,7 +174,8 @@ class RecorderNode(ControlMixin, Node):
             raise Gaze4HRIError(f"recorder: already recording {self.trial}", None, "stop the running trial first")
         bag_dir = Path(req["bag_dir"])
         free = disk_free_bytes(bag_dir.parent)
-        if free < self.params["min_free_bytes"]:
+        need = int(req.get("need_bytes", self.params["min_free_bytes"]))  # the orchestrator's estimate for this trial
+        if free < need:
             raise Gaze4HRIError(f"recorder: only {free / 1e6:.0f} MB free", str(bag_dir.parent), "free disk space, then run the session with --resume")
         self.fault = None
         fab = int(req.get("fail_after_bytes", self.params["fail_after_bytes"]))
