@@ -10,12 +10,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from torch import nn
-
 from gaze4hri_bench.specs import SPECS
 from gaze4hri_bench.zoo.nets import gat
 from gaze4hri_bench.zoo.nets._swin3d import SwinBlock3D, relative_position_index
 from gaze4hri_core.errors import Gaze4HRIError
+from torch import nn
 
 SPEC = SPECS["gat_gaze360"]
 
@@ -47,7 +46,7 @@ def _official_from_config() -> list[tuple[str, tuple[int, ...]]]:
            (p + "depth_patch_embed.proj.weight", (96, 1, 2, 4, 4)), (p + "depth_patch_embed.proj.bias", (96,)),
            (p + "depth_patch_embed.norm.weight", (96,)), (p + "depth_patch_embed.norm.bias", (96,))]
     table = (2 * 8 - 1) * (2 * 7 - 1) * (2 * 7 - 1)
-    for i, (depth, heads) in enumerate(zip((2, 2, 6, 2), (3, 6, 12, 24))):
+    for i, (depth, heads) in enumerate(zip((2, 2, 6, 2), (3, 6, 12, 24), strict=True)):
         c = 96 * 2**i
         for j in range(depth):
             b = f"{p}layers.{i}.blocks.{j}."

@@ -10,7 +10,6 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from gaze4hri_bench.specs import SPECS
 from gaze4hri_bench.zoo.nets import mcgaze
 from gaze4hri_bench.zoo.nets._mcgaze_head import delta2bbox

@@ -88,7 +88,7 @@ class FPN(nn.Module):
             self.fpn_convs.append(_ConvModule(out_channels, out_channels, 3))
 
     def forward(self, feats: list[torch.Tensor]) -> list[torch.Tensor]:
-        lat = [conv(f) for conv, f in zip(self.lateral_convs, feats)]
+        lat = [conv(f) for conv, f in zip(self.lateral_convs, feats, strict=True)]
         for i in range(len(lat) - 1, 0, -1):
             lat[i - 1] = lat[i - 1] + F.interpolate(lat[i], size=lat[i - 1].shape[-2:], mode="nearest")
-        return [conv(x) for conv, x in zip(self.fpn_convs, lat)]
+        return [conv(x) for conv, x in zip(self.fpn_convs, lat, strict=True)]

@@ -94,7 +94,7 @@ def multilevel_roi_align(
     frame-major then proposal (the order of mmdet's ``bbox2roi``)."""
     lvl = map_roi_levels(boxes, len(feats), finest_scale)
     out = None
-    for i, (feat, stride) in enumerate(zip(feats, strides)):
+    for i, (feat, stride) in enumerate(zip(feats, strides, strict=True)):
         pooled = roi_align_level(feat, boxes, 1.0 / stride, out_size, sampling_ratio)
         pick = (lvl == float(i)).to(pooled.dtype)[..., None, None, None]
         term = pooled * pick

@@ -186,7 +186,7 @@ class _PatchEmbed3D(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, C, T, H, W) -> (B, T', H', W', dim), zero-padding T, H, W up to the patch."""
         t, h, w = x.shape[2:]
-        pt, ph, pw = [(p - s % p) % p for p, s in zip(self.patch, (t, h, w))]
+        pt, ph, pw = [(p - s % p) % p for p, s in zip(self.patch, (t, h, w), strict=True)]
         if pt or ph or pw:
             x = F.pad(x, (0, pw, 0, ph, 0, pt))
         return self.norm(self.proj(x).permute(0, 2, 3, 4, 1))

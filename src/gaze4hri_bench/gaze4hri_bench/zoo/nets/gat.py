@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from gaze4hri_core.errors import Gaze4HRIError
 from torch import nn
 from torch.nn import functional as F
-
-from gaze4hri_core.errors import Gaze4HRIError
 
 from ._swin3d import SwinTransformer3D, relative_position_index
 

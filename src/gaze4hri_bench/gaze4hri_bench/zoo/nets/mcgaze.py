@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
-
 from gaze4hri_core.errors import Gaze4HRIError
+from torch import nn
 
 from ._mcgaze_backbone import FPN, ResNet50
 from ._mcgaze_head import GazeHead, QueryStage, delta2bbox
