@@ -316,6 +316,8 @@ def test_bad_checkpoints_name_the_keys(official_file):
     sd["roi_head.extra.weight"] = torch.zeros(1)
     with pytest.raises(Gaze4HRIError, match=r"unexpected \(roi_head\.extra\.weight\).*wrong shape \(neck\.fpn_convs\.0"):
         mcgaze.convert_checkpoint({"state_dict": sd})
+    sd = {k: v for k, v in obj["state_dict"].items() if not k.endswith("num_batches_tracked")}
+    assert int(mcgaze.convert_checkpoint({"state_dict": sd})["backbone.bn1.num_batches_tracked"]) == 0
     with pytest.raises(Gaze4HRIError, match="no MCGaze state dict"):
         mcgaze.convert_checkpoint({"meta": {}, "optimizer": {}})
 

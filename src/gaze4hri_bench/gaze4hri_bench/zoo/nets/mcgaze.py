@@ -197,8 +197,8 @@ def split_checkpoint(obj: Any) -> tuple[OrderedDict[str, torch.Tensor], list[str
     """Official container -> (our exact state dict, names of the dropped official tensors).
 
     Mapping: take ``obj['state_dict']`` (mmdet ``save_checkpoint``); strip a ``module.``
-    prefix (DataParallel); drop keys matching :data:`DROPPED_PATTERN`; every other key must
-    match our names and shapes exactly.
+    prefix (DataParallel); drop keys matching :data:`DROPPED_PATTERN`; fill absent BatchNorm
+    ``num_batches_tracked`` counters with 0; every other key must match our names and shapes.
     """
     sd = _unwrap(obj)
     kept: dict[str, Any] = {}
@@ -211,6 +211,9 @@ def split_checkpoint(obj: Any) -> tuple[OrderedDict[str, torch.Tensor], list[str
         else:
             kept[k] = v
     ref = dict(_reference())
+    for k in ref:  # BatchNorm counters are unused at inference and absent from some exports
+        if k.endswith("num_batches_tracked") and k not in kept:
+            kept[k] = torch.zeros((), dtype=torch.long)
     missing = [k for k in ref if k not in kept]
     unexpected = [k for k in kept if k not in ref]
     wrong = [f"{k} {list(getattr(kept[k], 'shape', []))} != {list(ref[k])}" for k in ref
