@@ -51,7 +51,7 @@ CONTAINER = (
 )
 KEY_MAPPING = [
     "take obj['state_dict'] (mmdet checkpoint); ignore 'meta' and 'optimizer'",
-    "strip a DataParallel 'module.' prefix if present",
+    "strip a DataParallel 'module.' prefix if present; fill absent BatchNorm num_batches_tracked with 0",
     "drop the tensors listed under 'dropped' (regex DROPPED_PATTERN in mcgaze.py): per stage fc_cls, fc_reg, "
     "cls_fcs.*, {face,eyes,head}_fc_cls (detection scores only) and roi_head.gaze_head.0-2 (deep supervision)",
     "no renaming: every other key must match 'tensors' (names and shapes), then load_state_dict(strict=True)",
