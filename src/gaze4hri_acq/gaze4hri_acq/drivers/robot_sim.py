@@ -57,6 +57,10 @@ class SimRobot:
     def state(self) -> RobotState:
         return self.arm.state()
 
+    def state_at(self, t_ns: int) -> RobotState:
+        """State sampled at simulated time ``t_ns`` (the node's 125/500 Hz schedule)."""
+        return self.arm.state_at(t_ns)
+
     def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0, constant_speed: bool = False) -> None:
         self._check_open()
         self.arm.move_linear(list(waypoints), speed, accel, blend, constant_speed)

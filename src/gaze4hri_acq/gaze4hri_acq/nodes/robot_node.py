@@ -177,8 +177,13 @@ class RobotNode(DeviceNode):
             self._next_ns = now
         if not self.wait_until_ns(self._next_ns):
             return False
+        t_sample = self._next_ns
         self._next_ns += period
-        st = self.driver.state()
+        # A simulated controller is sampled on the node's own schedule: the sim clock
+        # may have jumped past it (it advances frame by frame), and stamping with "now"
+        # would repeat stamps and leave 33 ms gaps in the pose stream.
+        state_at = getattr(self.driver, "state_at", None)
+        st = state_at(t_sample) if state_at is not None else self.driver.state()
         self.stream_ns = st.stamp_ns
         if not self._first_ns:
             self._first_ns = st.stamp_ns

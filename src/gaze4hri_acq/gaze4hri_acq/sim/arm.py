@@ -157,9 +157,34 @@ class SimArm:
         return se3_unchecked(T[:3, :3], T[:3, 3])
 
     # ------------------------------------------------------------------ state
-    def state(self) -> RobotState:
+    def state_at(self, t_ns: int) -> RobotState:
+        """The state sampled at simulated time ``t_ns``, as a real controller samples at
+        its own rate: the simulation clock may have moved past ``t_ns`` in one step
+        (it advances frame by frame), so the pose comes from the recent history."""
         with self._lock:
-            self.update()
+            t_ns = int(t_ns)
+            if t_ns >= self._t:
+                self.update(t_ns)
+                return self.state(_update=False)
+            q = self.q_at(t_ns)
+            q_prev = self.q_at(t_ns - int(1e9 / self.rate_hz))
+            qd = (q - q_prev) * self.rate_hz
+            T = kinematics.forward(q, self.model)
+            Tp = kinematics.forward(q_prev, self.model)
+            v_lin = (T[:3, 3] - Tp[:3, 3]) * self.rate_hz
+            st = self.state(_update=False)
+            return RobotState(
+                stamp_ns=t_ns, q=q, qd=qd, T_base_tool0=se3_unchecked(T[:3, :3], T[:3, 3]),
+                tcp_speed=np.concatenate([v_lin, np.zeros(3)]), speed_scaling=st.speed_scaling,
+                protective_stop=st.protective_stop, connected=st.connected, moving=st.moving,
+                controller_time_s=(t_ns - self.clock.start_ns) * 1e-9, stop_reason=st.stop_reason,
+                commanded_speed=st.commanded_speed,
+            )
+
+    def state(self, _update: bool = True) -> RobotState:
+        with self._lock:
+            if _update:
+                self.update()
             T = kinematics.forward(self._q, self.model)
             m = self._motion
             v_cmd = float(np.interp(m.tau, m.t, m.v)) * self.speed_scaling if m is not None else 0.0
