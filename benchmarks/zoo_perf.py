@@ -130,7 +130,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import onnxruntime
     import torch
-
     from gaze4hri_bench.specs import SPECS
     from gaze4hri_bench.zoo import registry
 

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rosbags.highlevel import AnyReader
-
 from gaze4hri_core.session import Topics
+from rosbags.highlevel import AnyReader
 
 pytestmark = [pytest.mark.node, pytest.mark.replay]
 

@@ -10,13 +10,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gaze4hri_core.errors import Gaze4HRIError  # noqa: E402
-
 from gaze4hri_bench.specs import SPECS  # noqa: E402
 from gaze4hri_bench.zoo._checkpoint import load_checkpoint, map_state_dict  # noqa: E402
 from gaze4hri_bench.zoo.export import example_inputs  # noqa: E402
 from gaze4hri_bench.zoo.manifests import official_layout  # noqa: E402
 from gaze4hri_bench.zoo.nets import _resnet, gazetr, l2cs, puregaze  # noqa: E402
+from gaze4hri_core.errors import Gaze4HRIError  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
