@@ -301,7 +301,10 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
         if r:
             raise Interrupted(r)
         if client.faults:
-            f = client.faults[-1]
+            # report the root cause of a cascade (disk full -> recorder stops the robot ->
+            # robot fault): a disk-full fault if any, else the first fault
+            full = [f for f in client.faults if "disk full" in str(f.get("reason", ""))]
+            f = full[0] if full else client.faults[0]
             raise _TrialFailed(f"{f.get('source', 'device')}: {f.get('reason')}")
 
     client.faults.clear()
