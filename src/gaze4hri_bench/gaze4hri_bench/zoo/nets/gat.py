@@ -24,6 +24,7 @@ from gaze4hri_core.errors import Gaze4HRIError
 from torch import nn
 from torch.nn import functional as F
 
+from .._checkpoint import describe_mismatch
 from ._swin3d import SwinTransformer3D, relative_position_index
 
 __all__ = [
@@ -150,15 +151,6 @@ def _unwrap(obj: Any) -> Mapping[str, Any]:
     )
 
 
-def _mismatch(missing: list[str], unexpected: list[str], wrong: list[str]) -> str:
-    parts = []
-    for label, items in (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong)):
-        if items:
-            more = f", ... (+{len(items) - 3})" if len(items) > 3 else ""
-            parts.append(f"{len(items)} {label} ({', '.join(items[:3])}{more})")
-    return "; ".join(parts)
-
-
 def split_checkpoint(obj: Any) -> tuple[OrderedDict[str, torch.Tensor], list[str]]:
     """Official container -> (our exact state dict, names of the dropped official tensors).
 
@@ -186,7 +178,7 @@ def split_checkpoint(obj: Any) -> tuple[OrderedDict[str, torch.Tensor], list[str
              if k in kept and (not isinstance(kept[k], torch.Tensor) or tuple(kept[k].shape) != ref[k])]
     if missing or unexpected or wrong:
         raise Gaze4HRIError(
-            f"checkpoint does not match the GaT architecture: {_mismatch(missing, unexpected, wrong)}",
+            f"checkpoint does not match the GaT architecture: {describe_mismatch(missing, unexpected, wrong)}",
             "gat import", "use gat_gaze360.ckpt or gat_stwsge_gaze360_gf.ckpt from idiap/gaze3d",
         )
     expected_index = relative_position_index((8, 7, 7))

@@ -25,6 +25,7 @@ import torch
 from gaze4hri_core.errors import Gaze4HRIError
 from torch import nn
 
+from .._checkpoint import describe_mismatch
 from ._mcgaze_backbone import FPN, ResNet50
 from ._mcgaze_head import GazeHead, QueryStage, delta2bbox
 from ._roi_align import multilevel_roi_align
@@ -184,15 +185,6 @@ def _unwrap(obj: Any) -> Mapping[str, Any]:
     )
 
 
-def _mismatch(missing: list[str], unexpected: list[str], wrong: list[str]) -> str:
-    parts = []
-    for label, items in (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong)):
-        if items:
-            more = f", ... (+{len(items) - 3})" if len(items) > 3 else ""
-            parts.append(f"{len(items)} {label} ({', '.join(items[:3])}{more})")
-    return "; ".join(parts)
-
-
 def split_checkpoint(obj: Any) -> tuple[OrderedDict[str, torch.Tensor], list[str]]:
     """Official container -> (our exact state dict, names of the dropped official tensors).
 
@@ -220,7 +212,7 @@ def split_checkpoint(obj: Any) -> tuple[OrderedDict[str, torch.Tensor], list[str
              if k in kept and (not isinstance(kept[k], torch.Tensor) or tuple(kept[k].shape) != ref[k])]
     if missing or unexpected or wrong:
         raise Gaze4HRIError(
-            f"checkpoint does not match the MCGaze architecture: {_mismatch(missing, unexpected, wrong)}",
+            f"checkpoint does not match the MCGaze architecture: {describe_mismatch(missing, unexpected, wrong)}",
             "mcgaze import", "use an official MCGaze R-50 checkpoint (multiclue_gaze_r50_*.pth)",
         )
     return OrderedDict((k, kept[k]) for k, _ in _reference()), dropped
