@@ -3,13 +3,15 @@
 rows and a few batches in memory), so peak RSS must not grow with the session length
 and stays under 2 GB for a 10-minute session.
 
-Writes one real MCAP trial of --minutes at 30 fps (tests/bench/data/_session.py;
-default 160x90 frames to keep the bag under 1 GB), runs head_pose (decode + ground
-truth) and the tiny test network on rectified input (decode + data normalization +
-ONNX inference; no face detector, whose model memory is constant), sampling the whole
-process's RSS every 50 ms. Repeat with a short trial to see that the peak is flat.
+Writes one real MCAP trial of --minutes at 30 fps (tests/bench/data/_session.py: a
+real face photograph moving across the frame; 640x360 is 12 GB for 10 minutes), runs
+head_pose (decode + ground truth) and the tiny test network on rectified input (decode
++ data normalization + ONNX inference), with the default blink source: the first job
+runs the face pass (MediaPipe detection + face mesh -> EAR blinks) on every frame and
+caches it, the second reuses it. The whole process's RSS is sampled every 50 ms.
+Repeat with a short trial to see that the peak is flat.
 
-    .venv/bin/python benchmarks/bench_pipeline_memory.py --minutes 10
+    .venv/bin/python benchmarks/bench_pipeline_memory.py --minutes 10 --size 640x360
 """
 from __future__ import annotations
 
@@ -28,7 +30,9 @@ sys.path.insert(0, str(REPO))
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=10.0)
-    ap.add_argument("--size", default="160x90")
+    ap.add_argument("--size", default="640x360")
+    ap.add_argument("--blinks", default="auto", help="blink source (auto = EAR face pass on every frame; off = none)")
+    ap.add_argument("--detector", default="mediapipe")
     a = ap.parse_args()
     import psutil
     from gaze4hri_bench.methods.testing import TINY_SPEC, build_gradient_onnx
@@ -62,12 +66,15 @@ def main() -> int:
         th.start()
         t0 = time.perf_counter()
         paths = run_benchmark(RunConfig(methods=("head_pose", "tiny_test"), input="rectified", data=tmp / "sessions",
-                                        out=tmp / "out", models_dir=models, progress=False, device="cpu"), log=lambda *_: None)
+                                        out=tmp / "out", models_dir=models, progress=False, device="cpu",
+                                        blinks=a.blinks, detector=a.detector), log=print)
         stop.set()
         th.join()
         for path in paths:
             t = read_metadata(path)["timing"]
-            print(f"{path.name}: {t['frames']} frames, {t['fps']} fps, per-trial peak RSS {t['peak_rss_mb']} MB")
+            print(f"{path.name}: {t['frames']} frames, {t['fps']} fps (decode {t['decode_s']} s, face pass {t['detect_s']} s, "
+                  f"pre-process {t['preprocess_s']} s, infer {t['infer_s']} s), per-trial peak RSS {t['peak_rss_mb']} MB; "
+                  f"reasons {t.get('reasons')}")
         print(f"process RSS before the run {base / 2**20:.0f} MB, peak during the run {peak[0] / 2**20:.0f} MB "
               f"({time.perf_counter() - t0:.0f} s)")
     finally:

@@ -133,11 +133,12 @@ def test_repair_refuses_non_mcap(tmp_path):
 
 
 @pytest.mark.replay
-def test_large_frames_bypass_the_chunk_buffer_and_still_repair(tmp_path):
-    """Frames of 1 MiB and more are written as their own chunk (no payload copies);
-    readers and the repair see ordinary MCAP."""
+@pytest.mark.parametrize("compression", ["none", "zstd", "lz4"])
+def test_large_frames_bypass_the_chunk_buffer_and_still_repair(tmp_path, compression):
+    """Frames of 1 MiB and more are written as their own chunk (no payload copies),
+    compressed with the bag's compressor; readers and the repair see ordinary MCAP."""
     d = tmp_path / "trial"
-    b = TrialBag(d, TOPICS, flush_interval_s=60.0)
+    b = TrialBag(d, TOPICS, compression=compression, flush_interval_s=60.0)
     big = lambda i: np.full((480, 800, 3), i, np.uint8)  # noqa: E731  1.15 MB
     for i in range(6):
         b.write(Topics.EVENTS, 10 * i, serialize_message(String(data=f"e{i}")))
@@ -149,6 +150,15 @@ def test_large_frames_bypass_the_chunk_buffer_and_still_repair(tmp_path):
     a = _read_rosbags(d)
     assert [t for _tp, t, _ in a] == [0, 1, 10, 11, 20, 21, 30, 31, 40, 41, 50, 51] and len(_read_mcap(d)) == 12
     assert [deserialize_message(raw, Image).data[0] for tp, _t, raw in a if tp == Topics.IMAGE] == list(range(6))
+    imgs = [deserialize_message(raw, Image) for tp, _t, raw in _read_mcap(d) if tp == Topics.IMAGE]
+    assert all(bytes(m.data) == big(i).tobytes() for i, m in enumerate(imgs))  # lossless through mcap's reader too
+    with open(mcap_file(d), "rb") as f:
+        chunks = list(make_reader(f).get_summary().chunk_indexes)
+    big_chunks = [c for c in chunks if c.uncompressed_size > 1 << 20]
+    assert len(big_chunks) == 6
+    want = "" if compression == "none" else compression
+    assert all(c.compression == want for c in big_chunks)
+    assert all((c.compressed_size < c.uncompressed_size / 20) == (compression != "none") for c in big_chunks)
     # the same bytes cut mid-frame, as a kill would leave them
     d2 = tmp_path / "cut" / "trial"
     d2.mkdir(parents=True)

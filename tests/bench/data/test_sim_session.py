@@ -61,3 +61,49 @@ def test_simulator_blinks_as_annotation(sim_root):
         assert (ga.loc[~blinked, "invalid_reason"] == gb.loc[~blinked, "invalid_reason"]).all()
         total += int(blinked.sum())
     assert total > 0  # the simulated subject blinks within these three seconds
+
+
+def _blink_frames(path) -> set[tuple[str, int]]:
+    import pandas as pd
+
+    df = pd.read_parquet(path, columns=["trial", "frame", "invalid_reason"])
+    b = df[df["invalid_reason"] == "blink"]
+    return set(zip(b["trial"], b["frame"].astype(int), strict=True))
+
+
+def test_ear_blinks_in_the_run_loop_match_the_simulator(sim_root, tmp_path):
+    """Blinks found by EAR in the run loop (no annotation) mask the same frames for every
+    method, baselines included, and agree with the simulator's blink truth."""
+    pytest.importorskip("mediapipe")
+    from pathlib import Path
+
+    from gaze4hri_bench.data import validity
+    from gaze4hri_bench.data.reader import Dataset
+    from gaze4hri_bench.pipeline.results import read_metadata
+    from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
+
+    truth_ds = Dataset(sim_root, sim_blinks=True)
+    truth = set()
+    for ref in truth_ds.trials():
+        gt = truth_ds.trial_ground_truth(ref)
+        truth |= {(ref.trial, int(f)) for f in gt.loc[gt["invalid_reason"] == "blink", "frame"]}
+    assert truth  # the simulated subject blinks within these three seconds
+
+    def run(out: Path, **kw):
+        cfg = RunConfig(methods=("straight", "head_pose"), data=sim_root, out=out, detector="mediapipe", progress=False, **kw)
+        return run_benchmark(cfg, log=lambda *_: None)
+
+    a, b = run(tmp_path / "ear")
+    ear = _blink_frames(a)
+    assert ear == _blink_frames(b)  # one face pass, the same mask for both baselines
+    hit = len(ear & truth)
+    assert hit >= 0.8 * len(truth) and len(ear - truth) <= 1, (sorted(ear), sorted(truth))
+    md = read_metadata(a)
+    assert md["blinks"]["source"] == "auto" and md["blinks"]["ear_relative"] == validity.EAR_RELATIVE
+    assert md["timing"]["reasons"]["blink"] == len(ear)
+    assert list((tmp_path / "ear" / ".cache" / "faces").glob("S01__*__mediapipe__s1.parquet"))
+
+    s, _ = run(tmp_path / "sim", blinks="sim")
+    assert _blink_frames(s) == truth
+    off, _ = run(tmp_path / "off", blinks="off")
+    assert not _blink_frames(off)

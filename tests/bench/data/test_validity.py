@@ -100,11 +100,20 @@ def test_ear_blink_and_face_reasons():
     closed = open_eye * [1, 0.1]
     assert eye_aspect_ratio(closed) < validity.EAR_THRESHOLD < eye_aspect_ratio(open_eye * [1, 1.5])
     ear = np.array([0.3, 0.3, 0.1, 0.12, 0.3, 0.05, 0.3, np.nan])
-    assert list(validity.blink_from_ear(ear)) == [0, 0, 1, 1, 0, 1, 0, 0]
+    assert list(validity.blink_from_ear(ear)) == [0, 0, 1, 1, 0, 1, 0, 0]  # relative: < 0.85 x median 0.3
     assert list(validity.blink_from_ear(ear, min_frames=2)) == [0, 0, 1, 1, 0, 0, 0, 0]
-    e2 = np.array([0.36, 0.37, 0.26, 0.36, 0.35])  # a shallow dip: only the relative rule sees it
+    # the default rule adapts to the subject: narrow eyes (median 0.19) are not all blinks ...
+    narrow = np.array([0.19, 0.18, 0.195, 0.09, 0.19, 0.19])
+    assert list(validity.blink_from_ear(narrow)) == [0, 0, 0, 1, 0, 0]
+    # ... which the absolute baseline threshold alone would claim
+    assert validity.blink_from_ear(narrow, validity.EAR_THRESHOLD, relative=None).sum() == 6
+    # a shallow dip only a stricter relative rule sees; an absolute threshold adds to the relative rule
+    e2 = np.array([0.36, 0.37, 0.32, 0.36, 0.35])
     assert not validity.blink_from_ear(e2).any()
-    assert list(validity.blink_from_ear(e2, relative=0.8)) == [0, 0, 1, 0, 0]
+    assert list(validity.blink_from_ear(e2, relative=0.9)) == [0, 0, 1, 0, 0]
+    assert list(validity.blink_from_ear(e2, threshold=0.33)) == [0, 0, 1, 0, 0]
+    with pytest.raises(ValueError):
+        validity.blink_from_ear(e2, None, relative=None)
     gt = pd.DataFrame({"frame": range(4), "valid": [True, False, True, True],
                        "invalid_reason": ["", "mocap_lost", "", ""]})
     out = validity.apply_face_reasons(gt, blink=[1, 1, 0, 0], no_face=[0, 0, 1, 1])

@@ -48,3 +48,29 @@ def test_track_trial_on_frames_with_a_face_and_empty_frames():
     assert list(out["invalid_reason"]) == ["mocap_lost", "blink", "", "no_face", "", ""]
     out = face_reasons(gt, df, annotated=True)  # the annotation decides blinks
     assert list(out["invalid_reason"]) == ["mocap_lost", "", "", "no_face", "", ""]
+
+
+def test_ear_for_a_detector_without_landmarks_comes_from_the_face_mesh():
+    """Haar boxes have no landmarks: the face mesh on the subject box supplies EAR, and
+    ear_blinks marks the frame whose EAR dips below 0.85 x the trial median."""
+    pytest.importorskip("mediapipe")
+    import skimage.data
+    from gaze4hri_bench.faces.detectors import get_detector
+    from gaze4hri_bench.faces.landmarks import FaceMesh
+    from gaze4hri_bench.faces.track import ear_blinks
+
+    face = skimage.data.astronaut()[0:300, 100:400]  # with hair and shoulders, as the cascade needs
+    frames = []
+    for i in range(4):
+        img = np.full((360, 640, 3), 80, np.uint8)
+        img[30:330, 200 + 4 * i:500 + 4 * i] = face
+        frames.append(_F(i, img))
+    det, mesh = get_detector("opencv_haar"), FaceMesh()
+    no_lm = track_trial(frames, det)
+    assert no_lm["x1"].notna().all() and no_lm["ear"].isna().all()
+    df = track_trial(frames, det, landmarker=mesh.landmarks)
+    mesh.close()
+    assert (df["ear"] > 0.2).all() and (df["ear"] < 0.45).all()
+    gt = pd.DataFrame({"frame": range(5), "valid": True, "invalid_reason": ""})  # frame 4: not in the face table
+    df.loc[2, "ear"] = 0.5 * df["ear"].median()
+    assert list(ear_blinks(gt, df)) == [False, False, True, False, False]

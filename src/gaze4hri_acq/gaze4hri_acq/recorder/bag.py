@@ -34,7 +34,7 @@ from rosbags.typesys import Stores, get_typestore
 __all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError"]
 
 COMPRESSIONS = ("none", "zstd", "lz4")
-_BIG = 1 << 20  # messages this large bypass the chunk buffer (uncompressed bags)
+_BIG = 1 << 20  # messages this large bypass rosbags' chunk buffer: one chunk each (compressed or not)
 _MAGIC = b"\x89MCAP0\r\n"
 _TYPESTORE = None
 
@@ -114,7 +114,7 @@ class TrialBag:
         if conn is None:
             return
         try:
-            if self.compression == "none" and len(data) >= _BIG:
+            if len(data) >= _BIG:
                 self._write_big(conn, t_ns, data)
             else:
                 self._w.write(conn, t_ns, data)
@@ -131,11 +131,13 @@ class TrialBag:
             raise
 
     def _write_big(self, conn, t: int, data: bytes) -> None:
-        """One large message as its own uncompressed chunk, written straight to the file.
+        """One large message as its own chunk, written straight to the file.
 
         Same records as rosbags' McapWriter.close_chunk (chunk, message index, chunk
-        index entry) without its four intermediate copies of the payload: at 1080p
-        (6 MB a frame) the copies, not the disk, bounded the recorder (docs/perf/acq.md).
+        index entry; MCAP spec, "Chunk" / "Chunk Index") without its four intermediate
+        copies of the payload: at 1080p (6 MB a frame) the copies, not the disk or the
+        compressor, bounded the recorder (docs/perf/acq.md). Compressed bags compress
+        the message record with the bag's compressor (zstd level 1 or lz4 frame).
         """
         st = self._w.storage
         if st.chunk.bio.tell():
@@ -143,10 +145,19 @@ class TrialBag:
         hdr = struct.pack("<HIQQ", conn.id, 0, t, t)
         msg_len = len(hdr) + len(data)
         records = 9 + msg_len
-        body = struct.pack("<QQQII", t, t, records, 0, 0) + struct.pack("<Q", records)  # times, size, crc 0, compression ""
+        rec_head = b"\x05" + struct.pack("<Q", msg_len) + hdr
+        comp = b"" if self.compression == "none" else st.compression.encode()
+        payload = st.compressor(rec_head + data) if comp else None
+        stored = records if payload is None else len(payload)
+        # times, uncompressed size, crc 0 (not computed), compression, records length
+        body = struct.pack("<QQQI", t, t, records, 0) + struct.pack("<I", len(comp)) + comp + struct.pack("<Q", stored)
         chunk_start = st.bio.tell()
-        st.bio.write(b"\x06" + struct.pack("<Q", len(body) + records) + body + b"\x05" + struct.pack("<Q", msg_len) + hdr)
-        st.bio.write(data)
+        st.bio.write(b"\x06" + struct.pack("<Q", len(body) + stored) + body)
+        if payload is None:
+            st.bio.write(rec_head)
+            st.bio.write(data)
+        else:
+            st.bio.write(payload)
         chunk_end = st.bio.tell()
         idx = struct.pack("<HI", conn.id, 16) + struct.pack("<QQ", t, 0)
         st.bio.write(b"\x07" + struct.pack("<Q", len(idx)) + idx)
@@ -154,7 +165,7 @@ class TrialBag:
         ci.write(struct.pack("<QQQQ", t, t, chunk_start, chunk_end - chunk_start))
         ci.write(struct.pack("<I", 10) + struct.pack("<HQ", conn.id, chunk_end))
         ci.write(struct.pack("<Q", st.bio.tell() - chunk_end))
-        ci.write(struct.pack("<I", 0) + struct.pack("<QQ", records, records))
+        ci.write(struct.pack("<I", len(comp)) + comp + struct.pack("<QQ", stored, records))
         st.chunks.append(ci)
         st.message_start_time = min(t, st.message_start_time)
         st.message_end_time = max(t, st.message_end_time)

@@ -44,6 +44,7 @@ def available_methods(models_dir=None) -> list[str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..data.validity import EAR_RELATIVE, EAR_THRESHOLD
     from ..methods import method_names
     from .runtime import DEVICES
 
@@ -59,6 +60,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "box, 'rectified' = data normalization with motion-capture head pose, 'both' = one file each")
     p.add_argument("--detector", default=None, metavar="NAME",
                    help="face detector for crop inputs (default: the faces registry's default)")
+    from .faces import BLINK_SOURCES
+
+    p.add_argument("--blinks", choices=tuple(BLINK_SOURCES), default="auto",
+                   help="where blink frames come from: " + "; ".join(f"{b.name} = {b.help}" for b in BLINK_SOURCES.values()))
+    p.add_argument("--ear-relative", type=float, default=EAR_RELATIVE, metavar="R",
+                   help=f"EAR blink rule: EAR below R x the trial's median EAR (default {EAR_RELATIVE}; 0 turns it off)")
+    p.add_argument("--ear-threshold", type=float, default=None, metavar="T",
+                   help=f"also (or, with --ear-relative 0, only) EAR below T is a blink (Soukupova & Cech use {EAR_THRESHOLD})")
     p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects (e.g. S01 S02)")
     p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids (e.g. illum100_P5 arc_P2)")
     p.add_argument("--stride", type=int, default=1, metavar="N", help="use every N-th frame (default 1: all)")
@@ -80,12 +89,16 @@ def main(args: argparse.Namespace) -> int:
 
     if args.stride < 1 or args.batch < 1:
         raise Gaze4HRIError("--stride and --batch must be >= 1", "gaze4hri-bench run", "e.g. --stride 1 --batch 8")
+    if not 0.0 <= args.ear_relative < 1.0 or (args.ear_threshold is not None and not 0.0 < args.ear_threshold < 1.0):
+        raise Gaze4HRIError("--ear-relative must lie in [0, 1) and --ear-threshold in (0, 1)", "gaze4hri-bench run",
+                            "e.g. --ear-relative 0.85, or --ear-relative 0 --ear-threshold 0.2")
     methods = tuple(args.methods or available_methods(args.models_dir))
     cfg = RunConfig(
         methods=methods, data=args.data, out=args.out, input=args.input,
         detector=args.detector or default_detector(), subjects=tuple(args.subjects) if args.subjects else None,
         trials=tuple(args.trials) if args.trials else None, stride=args.stride, device=args.device,
-        batch=args.batch, models_dir=args.models_dir, threads=args.threads,
+        batch=args.batch, models_dir=args.models_dir, threads=args.threads, blinks=args.blinks,
+        ear_relative=args.ear_relative or None, ear_threshold=args.ear_threshold,
         progress=not args.no_progress and sys.stderr.isatty(),
         command_line="gaze4hri-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     )

@@ -97,8 +97,11 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
     keys = ("frames", "decode_s", "detect_s", "preprocess_s", "infer_s", "wall_s")
     tot = dict.fromkeys(keys, 0.0)
     peak_rss, peak_vram, device, batch, cal = 0.0, None, None, None, {}
+    reasons: dict[str, int] = {}
     for p in parts:
         t = read_part_timing(p)
+        for k, v in (t.get("reasons") or {}).items():
+            reasons[k] = reasons.get(k, 0) + int(v)
         for k in keys:
             tot[k] += float(t.get(k) or 0.0)
         peak_rss = max(peak_rss, float(t.get("peak_rss_mb") or 0.0))
@@ -118,6 +121,7 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
         "infer_ms_per_frame": round(1000 * tot["infer_s"] / frames, 4) if frames else None,
         "fps": round(frames / tot["wall_s"], 3) if tot["wall_s"] > 0 else None,
         "peak_rss_mb": round(peak_rss, 1), "peak_vram_mb": peak_vram, "device": device, "batch": batch,
+        "reasons": reasons,
     }
     return timing, cal
 
@@ -151,9 +155,21 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
         "frame_correction": {"crop": "camera->face ray through the box centre", "rectified": "R_norm^T",
                              "none": "none"}[job.input_type],
         "stride": cfg.stride,
+        "blinks": _blinks(cfg),
         "command_line": cfg.command_line or " ".join(sys.argv),
         "timing": timing,
     }
+
+
+def _blinks(cfg) -> dict:
+    """How the ``blink`` reason was decided (pipeline.faces.BLINK_SOURCES)."""
+    from .faces import BLINK_SOURCES
+
+    src = BLINK_SOURCES.get(getattr(cfg, "blinks", "off"), BLINK_SOURCES["off"])
+    out = {"source": src.name, "rule": src.help}
+    if src.ear:
+        out.update(ear_relative=cfg.ear_relative, ear_threshold=cfg.ear_threshold, detector=cfg.detector)
+    return out
 
 
 def merge(out: Path, job, parts: list[Path], cfg) -> Path:

@@ -1,7 +1,8 @@
 """The benchmark run loop: (method, input type) x trials -> one row per frame.
 
 For each job and trial: frames are decoded, the face detected and tracked (crop
-inputs; boxes cached per trial so later methods reuse them), pre-processed per the
+inputs, and every method when blinks come from the eye aspect ratio; the trial's face
+table is cached so later methods reuse it: pipeline.faces), pre-processed per the
 method's spec and batched through ONNX Runtime; decoding and pre-processing run in a
 bounded prefetch thread, overlapped with inference. Each finished trial is written as
 a part file atomically, so an interrupted run resumes where it stopped (finished
@@ -11,7 +12,6 @@ batches of frames in memory.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -23,9 +23,11 @@ import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.gaze import angular_error_deg, normalize
 
+from ..data import validity
 from ..methods import get_method
 from ..methods.base import GazeMethod
 from . import results
+from .faces import FaceModels, TrialFaces, blink_source, face_cache_path
 from .frames import Direct, Sample, StageTimes, assemble, frame_context, timed_iter
 from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
 
@@ -53,6 +55,9 @@ class RunConfig:
     progress: bool = True
     prefetch: int = 32
     command_line: str = ""
+    blinks: str = "auto"  # pipeline.faces.BLINK_SOURCES
+    ear_relative: float | None = validity.EAR_RELATIVE  # blink: EAR < this x the trial median (None: off)
+    ear_threshold: float | None = None  # blink: EAR < this absolute value (None: off)
 
 
 @dataclass
@@ -128,63 +133,13 @@ def _intrinsics(ds, tref, shape) -> np.ndarray:
     return np.asarray(intr.K, float)
 
 
-# -- detection ----------------------------------------------------------------------------
-def _as_box(obj) -> np.ndarray | None:
-    if obj is None:
-        return None
-    box = getattr(obj, "box", obj)
-    b = np.asarray(box, float).reshape(-1)[:4]
-    return b if b.size == 4 and np.isfinite(b).all() else None
-
-
-class _Faces:
-    """Face boxes of one trial: detected and tracked once, cached in ``cache`` (npz)."""
-
-    def __init__(self, detector_name: str, cache: Path | None):
-        self.cache = cache
-        self.detector_name = detector_name
-        self.boxes: dict[int, np.ndarray | None] | None = None
-        self.new: dict[int, np.ndarray | None] = {}
-        if cache is not None and cache.is_file():
-            z = np.load(cache)
-            self.boxes = {int(f): (b if np.isfinite(b).all() else None) for f, b in zip(z["frames"], z["boxes"], strict=True)}
-        self._det = None
-        self._trk = None
-
-    @property
-    def cached(self) -> bool:
-        return self.boxes is not None
-
-    def box(self, index: int, image: np.ndarray) -> np.ndarray | None:
-        if self.boxes is not None:
-            return self.boxes.get(index)
-        if self._det is None:
-            from ..faces.detectors import get_detector
-            from ..faces.tracking import SubjectTracker
-
-            self._det = get_detector(self.detector_name)
-            self._trk = SubjectTracker()
-        dets = self._det.detect(image)
-        b = _as_box(self._trk.update(dets, image.shape))
-        self.new[index] = b
-        return b
-
-    def save(self) -> None:
-        if self.cache is None or self.boxes is not None or not self.new:
-            return
-        frames = np.array(sorted(self.new), np.int64)
-        boxes = np.array([self.new[f] if self.new[f] is not None else np.full(4, np.nan) for f in frames], float)
-        self.cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.cache.with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez(tmp, frames=frames, boxes=boxes)
-        os.replace(tmp, self.cache)
-
-
 # -- one trial ----------------------------------------------------------------------------
-def _stream(job: Job, ds, tref, geo: dict[int, dict], faces: _Faces | None, times: StageTimes) -> Iterator:
-    """Producer: frames -> Direct predictions (baselines) or Samples (networks)."""
+def _stream(job: Job, ds, tref, geo: dict[int, dict], faces: TrialFaces | None, times: StageTimes) -> Iterator:
+    """Producer: frames -> Direct predictions (baselines) or Samples (networks). The
+    face table is filled here when ``faces`` is not cached (detect_s)."""
     m = job.method
     K = None
+    use_box = m.needs_face(job.input_type)
 
     def prepared():
         nonlocal K
@@ -196,7 +151,7 @@ def _stream(job: Job, ds, tref, geo: dict[int, dict], faces: _Faces | None, time
             box = faces.box(fs.index, fs.image) if faces is not None else None
             t1 = time.perf_counter()
             times.detect_s += t1 - t0
-            ctx = frame_context(fs.index, fs.t_ns, fs.image, box, K, geo.get(fs.index))
+            ctx = frame_context(fs.index, fs.t_ns, fs.image, box if use_box else None, K, geo.get(fs.index))
             if m.kind != "onnx":
                 yield Direct(fs.index, m.predict(ctx))
             else:
@@ -232,8 +187,16 @@ def _infer(job: Job, batch: list[Sample], acc_sum: dict, acc_n: dict, times: Sta
     times.infer_s += time.perf_counter() - t0
 
 
-def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None = None, bar=None) -> tuple[pd.DataFrame, StageTimes, float]:
-    """Run one job on one trial: (rows as in schema.COLUMNS, stage times, peak RSS MB)."""
+def _blinks_annotated(ds, tref) -> bool:
+    f = getattr(ds, "blinks_annotated", None)
+    return bool(f(tref)) if callable(f) else False
+
+
+def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None = None, bar=None,
+                  face_models: FaceModels | None = None) -> tuple[pd.DataFrame, StageTimes, float]:
+    """Run one job on one trial: (rows as in schema.COLUMNS, stage times, peak RSS MB).
+    Blinks from EAR (cfg.blinks) are added to the ground truth's reasons here, for every
+    method alike, unless the trial's blinks come from an annotation."""
     import psutil
 
     proc = psutil.Process()
@@ -244,9 +207,10 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
         bar.total = len(gt)
         bar.refresh()
     geo = gt_geometry(gt)
-    faces = _Faces(cfg.detector, faces_cache) if job.method.needs_face(job.input_type) else None
-    if faces is not None and faces.cached:
-        times.detect_s = 0.0
+    ear_here = blink_source(cfg.blinks).ear and not _blinks_annotated(ds, tref)
+    faces = None
+    if job.method.needs_face(job.input_type) or ear_here:
+        faces = TrialFaces(face_models or FaceModels(cfg.detector), faces_cache, landmarks=ear_here)
     acc_sum: dict[int, np.ndarray] = {}
     acc_n: dict[int, int] = {}
     pending: list[Sample] = []
@@ -271,6 +235,11 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
     peak = max(peak, proc.memory_info().rss)
     if faces is not None:
         faces.save()
+        if ear_here:
+            from ..faces.track import ear_blinks
+
+            blink = ear_blinks(gt, faces.table(), cfg.ear_threshold, cfg.ear_relative)
+            gt = validity.apply_face_reasons(gt, blink=blink)
     preds = {f: normalize(acc_sum[f] / acc_n[f]) for f in acc_sum}
     return rows_for_trial(job, tref, gt, preds), times, peak / 2**20
 
@@ -328,11 +297,16 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
     """Run every job over every selected trial; return the per-(method, input) files.
     ``dataset``: an object with the data.reader.Dataset interface (default: read cfg.data)."""
     jobs = jobs if jobs is not None else plan_jobs(cfg)
+    src = blink_source(cfg.blinks)
+    if src.ear and cfg.ear_relative is None and cfg.ear_threshold is None:
+        raise Gaze4HRIError("EAR blinks need a rule", "--ear-relative/--ear-threshold",
+                            f"keep the default --ear-relative {validity.EAR_RELATIVE}, give --ear-threshold, or pass --blinks annotations|off")
     if dataset is None:
         from ..data.reader import Dataset
 
         dataset = Dataset(cfg.data, subjects=list(cfg.subjects) if cfg.subjects else None,
-                          trials=list(cfg.trials) if cfg.trials else None, stride=cfg.stride)
+                          trials=list(cfg.trials) if cfg.trials else None, stride=cfg.stride,
+                          blink_annotations=src.annotations, sim_blinks=src.sim)
     ds = dataset
     trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
     if not trefs:
@@ -340,39 +314,50 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
                             "pass a folder of sessions (<root>/<subject>/session.yaml) or check --subjects/--trials")
     cfg.out.mkdir(parents=True, exist_ok=True)
     written = []
-    for job in jobs:
-        parts = results.parts_dir(cfg.out, job.method.name, job.input_type)
-        todo = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
-        skipped = len(trefs) - len(todo)
-        label = f"{job.method.name} ({job.input_type})"
-        if todo and job.method.kind == "onnx" and job.runner is None:
-            job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
-        dev = job.runner.device if job.runner is not None else "cpu"
-        log(f"{label}: {len(todo)} trial(s) to run" + (f", {skipped} already done (resumed)" if skipped else "")
-            + (f" on {dev}" if todo else ""))
-        for t in todo:
-            bar = _bar(None, f"{label} {t.subject}/{t.trial}", cfg.progress)
-            t0 = time.perf_counter()
-            try:
-                cache = None
-                if job.method.needs_face(job.input_type):
-                    cache = cfg.out / ".cache" / "faces" / f"{t.subject}__{t.trial}__{cfg.detector}__s{cfg.stride}.npz"
-                df, times, peak = process_trial(job, ds, t, cfg, cache, bar)
-            finally:
-                if bar is not None:
-                    bar.close()
-            wall = time.perf_counter() - t0
-            vram = vram_used_mb() if dev == "cuda" else None
-            results.write_part(results.part_path(parts, t.subject, t.trial), df, {
-                "frames": times.frames, "decode_s": times.decode_s, "detect_s": times.detect_s,
-                "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "wall_s": wall,
-                "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
-                "calibration_hashes": _cal_hashes(t),
-            })
-        path = results.merge(cfg.out, job, [results.part_path(parts, t.subject, t.trial) for t in trefs], cfg)
-        written.append(path)
-        log(f"{label}: wrote {path}")
+    face_models = FaceModels(cfg.detector)
+    try:
+        for job in jobs:
+            written.append(_run_job(job, cfg, ds, trefs, face_models, log))
+    finally:
+        face_models.close()
     return written
+
+
+def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels, log) -> Path:
+    """One (method, input) job over every trial not done yet; merge into its results file."""
+    parts = results.parts_dir(cfg.out, job.method.name, job.input_type)
+    todo = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
+    skipped = len(trefs) - len(todo)
+    label = f"{job.method.name} ({job.input_type})"
+    if todo and job.method.kind == "onnx" and job.runner is None:
+        job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
+    dev = job.runner.device if job.runner is not None else "cpu"
+    log(f"{label}: {len(todo)} trial(s) to run" + (f", {skipped} already done (resumed)" if skipped else "")
+        + (f" on {dev}" if todo else ""))
+    for t in todo:
+        bar = _bar(None, f"{label} {t.subject}/{t.trial}", cfg.progress)
+        t0 = time.perf_counter()
+        try:
+            cache = face_cache_path(cfg.out, t.subject, t.trial, cfg.detector, cfg.stride)
+            df, times, peak = process_trial(job, ds, t, cfg, cache, bar, face_models)
+        finally:
+            if bar is not None:
+                bar.close()
+        wall = time.perf_counter() - t0
+        vram = vram_used_mb() if dev == "cuda" else None
+        results.write_part(results.part_path(parts, t.subject, t.trial), df, {
+            "frames": times.frames, "decode_s": times.decode_s, "detect_s": times.detect_s,
+            "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "wall_s": wall,
+            "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
+            "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
+        })
+    paths = [results.part_path(parts, t.subject, t.trial) for t in trefs]
+    path = results.merge(cfg.out, job, paths, cfg)
+    r = results.read_metadata(path)["timing"].get("reasons") or {}
+    removed = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("valid", "total") and v)
+    log(f"{label}: {r.get('valid', '?')} of {r.get('total', '?')} frames valid" + (f" (removed: {removed})" if removed else "")
+        + f"; wrote {path}")
+    return path
 
 
 def _cal_hashes(tref) -> dict:
