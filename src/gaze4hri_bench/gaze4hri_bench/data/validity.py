@@ -56,10 +56,10 @@ EAR_THRESHOLD = 0.20
 # and, within a trial, the gaze target is fixed, so the trial median is that subject's
 # open-eye EAR at that gaze (lids lowered for table targets included); blinks cover
 # ~5 % of frames (17/min x 0.15-0.3 s), so the median stays an open-eye value. Measured
-# with MediaPipe's face mesh on 20 simulated trials (2,677 frames, 88 blinked; benchmarks/
-# ear_blinks.py, docs/pipeline_data.md "Eye aspect ratio"): blinked frames 0.53-0.80 x
-# the median (the top end seen from 25-32 deg camera yaw), open frames 0.90-1.0 x; 0.85
-# is the middle of that gap.
+# with MediaPipe's face mesh on 20 simulated trials, twice (2,677 and 2,666 frames, 88
+# and 78 blinked; benchmarks/ear_blinks.py, docs/pipeline_data.md "Eye aspect ratio"):
+# blinked frames 0.53-0.80 x the median (the top end seen from 25-32 deg camera yaw),
+# open frames 0.90-1.0 x; 0.85 is the middle of that gap.
 EAR_RELATIVE = 0.85
 
 ANNOTATION_NAMES = ("annotations/blinks.yaml", "annotations/blinks.csv")
