@@ -137,6 +137,8 @@ def main() -> int:
     if a.render_only:
         print(json.dumps({"resolution": a.resolution, "render_ms": round(render_only(w, h), 1)}))
         return 0
+    if a.out is not None:
+        a.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="acq_bench_", dir=a.out))
     try:
         r = run(a.sim_seconds, a.compression, w, h, a.distinct, tmp)
