@@ -3,8 +3,10 @@
 rows and a few batches in memory), so peak RSS must not grow with the session length
 and stays under 2 GB for a 10-minute session.
 
-Writes one real MCAP trial of --minutes at 30 fps (tests/bench/data/_session.py: a
-real face photograph moving across the frame; 640x360 is 12 GB for 10 minutes), runs
+Records one trial of --minutes at 30 fps with the acquisition simulator (``--source
+sim``, default: the real nodes and recorder, the rendered face with its blinks; 640x360
+is 12 GB for 10 minutes) or with the synthetic test writer (``--source synthetic``,
+tests/bench/data/_session.py, which holds the whole trial in memory: small sizes only), runs
 head_pose (decode + ground truth) and the tiny test network on rectified input (decode
 + data normalization + ONNX inference), with the default blink source: the first job
 runs the face pass (MediaPipe detection + face mesh -> EAR blinks) on every frame and
@@ -33,6 +35,7 @@ def main() -> int:
     ap.add_argument("--size", default="640x360")
     ap.add_argument("--blinks", default="auto", help="blink source (auto = EAR face pass on every frame; off = none)")
     ap.add_argument("--detector", default="mediapipe")
+    ap.add_argument("--source", choices=("sim", "synthetic"), default="sim")
     a = ap.parse_args()
     import psutil
     from gaze4hri_bench.methods.testing import TINY_SPEC, build_gradient_onnx
@@ -55,7 +58,16 @@ def main() -> int:
 
     try:
         t0 = time.perf_counter()
-        write_session(tmp / "sessions", "S01", [TrialSpec("illum100_P5", seconds=a.minutes * 60, size=(w, h))], tmp=tmp)
+        if a.source == "sim":
+            from gaze4hri_acq.simulate import run_sim_session
+
+            from tests.bench.data._session import calibration_source
+
+            cal = calibration_source(tmp, "S01")
+            run_sim_session(tmp / "sessions", "S01", ["illum100_P5"], resolution=(w, h), trial_seconds=a.minutes * 60,
+                            calibration_dir=cal)
+        else:
+            write_session(tmp / "sessions", "S01", [TrialSpec("illum100_P5", seconds=a.minutes * 60, size=(w, h))], tmp=tmp)
         bag_mb = sum(p.stat().st_size for p in (tmp / "sessions").rglob("*.mcap")) / 2**20
         print(f"wrote {a.minutes:g} min ({bag_mb:.0f} MB bag) in {time.perf_counter() - t0:.0f} s", flush=True)
         models = tmp / "models"
