@@ -91,6 +91,8 @@ def test_cli_bad_inputs_are_one_line(session_root, tmp_path):
     assert "https://github.com/yihuacheng/GazeTR" in r.stderr
     r = _cli("run", "--method", "straight", "--data", str(tmp_path / "nope"), "--out", str(tmp_path))
     assert r.returncode == 2 and "Traceback" not in r.stderr and "--data" in r.stderr
+    r = _cli("run", "--method", "straight", "--ear-relative", "1.5", "--data", str(session_root), "--out", str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.strip().count("\n") == 0 and "--ear-relative" in r.stderr
 
 
 def test_methods_command_lists_status(tiny_models, capsys):
