@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _machine import cpu_name  # benchmarks/_machine.py (this script's folder is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -32,14 +33,6 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("YOLO_CONFIG_DIR", os.path.join(tempfile.gettempdir(), "gaze4hri_yolo"))
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _timed(fn, items):
@@ -127,7 +120,7 @@ def to_md(results: list[dict], cmd: str) -> str:
 
     lines = ["# Data-side throughput (decode, detect, pre-process)", "",
              f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `benchmarks/bench_data_throughput.py` (`{cmd}`).", "",
-             f"- Machine: {os.cpu_count()} CPU cores ({_cpu()}), Python {platform.python_version()}, numpy {np.__version__}, "
+             f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
              f"OpenCV {cv2.__version__}, ONNX Runtime {onnxruntime.__version__}; cores shared with other jobs, so times vary.",
              "- Data: one trial written by the test fixture's rosbags writer (MCAP, uncompressed, rgb8, 30 fps) showing the "
              "astronaut photograph (skimage) as the face; decode = read + CDR deserialize + RGB view, one frame at a time.",

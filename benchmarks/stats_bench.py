@@ -24,18 +24,12 @@ import sys
 import time
 from pathlib import Path
 
+from _machine import cpu_name  # benchmarks/_machine.py (this script's folder is on sys.path)
+
 REPO = Path(__file__).resolve().parents[1]
 TARGET_S, TARGET_MB = 60.0, 4096.0
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _rows(data: Path) -> tuple[int, int]:
@@ -100,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
            "(about 45 s and 0.45 GB peak here; 0.8 GB of Parquet)."),
         f"- Command: `{best['cmd'].replace(sys.executable, 'python')}` (all analyses, {best['tables']} CSV tables plus their Markdown and LaTeX, "
         f"{best['figures']} figure files, report.md and report.html).",
-        f"- Machine: {os.cpu_count()} CPU cores ({_cpu()}), Python {platform.python_version()}, numpy {numpy.__version__}, "
+        f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, numpy {numpy.__version__}, "
         f"pandas {pandas.__version__}, pyarrow {pyarrow.__version__}; the cores are shared with other jobs, so times vary "
         f"(1-minute load average {load_before:.1f} before, {load_after:.1f} after the runs).",
         "",

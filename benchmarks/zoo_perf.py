@@ -19,17 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _machine import cpu_name  # benchmarks/_machine.py (this script's folder is on sys.path)
+
 DEFAULT_METHODS = ["puregaze_eth", "gazetr_eth", "l2cs_gaze360"]
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def time_runs(fn, warmup: int, repeats: int, budget_s: float) -> list[float]:

@@ -74,3 +74,29 @@ def test_ear_for_a_detector_without_landmarks_comes_from_the_face_mesh():
     gt = pd.DataFrame({"frame": range(5), "valid": True, "invalid_reason": ""})  # frame 4: not in the face table
     df.loc[2, "ear"] = 0.5 * df["ear"].median()
     assert list(ear_blinks(gt, df)) == [False, False, True, False, False]
+
+
+def test_an_unreadable_face_cache_is_rebuilt_not_fatal(tmp_path):
+    """A face cache that does not parse (e.g. a file cut by hand) is ignored; the trial's
+    faces are computed again and the cache is rewritten."""
+    from gaze4hri_bench.pipeline.faces import FaceModels, TrialFaces
+
+    class _NoFaces:
+        name, has_landmarks = "none", True
+
+        def detect(self, image):
+            return []
+
+        def close(self):
+            pass
+
+    cache = tmp_path / "S01__t__none__s1.parquet"
+    cache.write_bytes(b"PAR1 cut short")
+    models = FaceModels("none")
+    models._det = _NoFaces()
+    tf = TrialFaces(models, cache, landmarks=True)
+    assert not tf.cached
+    assert tf.box(0, np.zeros((36, 64, 3), np.uint8)) is None
+    tf.save()
+    again = TrialFaces(models, cache, landmarks=True)
+    assert again.cached and list(again.table()["frame"]) == [0] and again.table()["x1"].isna().all()

@@ -102,10 +102,15 @@ class TrialFaces:
         self._table: pd.DataFrame | None = None
         self._boxes: dict[int, np.ndarray | None] = {}
         self._track = None
+        self._built: pd.DataFrame | None = None
         if cache is not None and cache.is_file():
-            md = json.loads((pq.read_schema(cache).metadata or {}).get(b"gaze4hri_faces", b"{}"))
-            if md.get("landmarks") or not landmarks:
-                self._table = pd.read_parquet(cache)
+            try:
+                md = json.loads((pq.read_schema(cache).metadata or {}).get(b"gaze4hri_faces", b"{}"))
+                if md.get("landmarks") or not landmarks:
+                    self._table = pd.read_parquet(cache)
+            except (OSError, ValueError, pa.ArrowException):  # an unreadable cache is rebuilt, not fatal
+                self._table = None
+            if self._table is not None:
                 xy = self._table[["x1", "y1", "x2", "y2"]].to_numpy(float)
                 self._boxes = {int(f): (b if np.isfinite(b).all() else None)
                                for f, b in zip(self._table["frame"].to_numpy(), xy, strict=True)}
@@ -130,19 +135,22 @@ class TrialFaces:
         return b if np.isfinite(b).all() else None
 
     def table(self) -> pd.DataFrame:
+        """The trial's face table; once the frames are streamed (built once, then kept)."""
         if self._table is not None:
             return self._table
         if self._track is None:
             from ..faces.track import FACE_COLUMNS
 
             return pd.DataFrame(columns=FACE_COLUMNS)
-        return self._track.table()
+        if self._built is None:
+            self._built = self._track.table()
+        return self._built
 
     def save(self) -> None:
         """Write the freshly built table to the cache (atomic); nothing when it came from there."""
         if self.cache is None or self._table is not None or self._track is None:
             return
-        t = pa.Table.from_pandas(self._track.table(), preserve_index=False)
+        t = pa.Table.from_pandas(self.table(), preserve_index=False)
         md = {"landmarks": self.landmarks, "detector": getattr(self.models.detector(), "name", self.models.detector_name)}
         t = t.replace_schema_metadata({**(t.schema.metadata or {}), b"gaze4hri_faces": json.dumps(md).encode()})
         self.cache.parent.mkdir(parents=True, exist_ok=True)
