@@ -49,7 +49,7 @@ class CyclingCamera:
         self._cam.stop()
 
     def read(self, timeout_s=1.0):
-        from gaze4hri_acq.drivers.base import CameraFrame
+        from gaze4hri_core.devices import CameraFrame
 
         if len(self._cache) < self.k:
             f = self._cam.read(timeout_s)
@@ -111,8 +111,8 @@ def run(sim_seconds: float, compression: str, width: int, height: int, distinct:
 
 
 def render_only(width: int, height: int, n: int = 10) -> float:
-    from gaze4hri_acq.drivers.config import CameraConfig, SimConfig
     from gaze4hri_acq.drivers.registry import make_camera, make_world
+    from gaze4hri_core.device_config import CameraConfig, SimConfig
 
     w = make_world(SimConfig())
     cam = make_camera("sim", CameraConfig(width=width, height=height), world=w)

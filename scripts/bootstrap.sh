@@ -13,7 +13,7 @@ PYTHON="${PYTHON:-python3}"
 TORCH_SPEC="${GAZE4HRI_TORCH:-torch==2.13.0}"
 say() { printf '[bootstrap] %s\n' "$*"; }
 
-STAMP_INPUTS=(requirements/*.txt src/gaze4hri_core/setup.py src/gaze4hri_acq/setup.py src/gaze4hri_bench/pyproject.toml scripts/bootstrap.sh)
+STAMP_INPUTS=(requirements/*.txt src/gaze4hri_core/setup.py src/gaze4hri_sim/setup.py src/gaze4hri_acq/setup.py src/gaze4hri_bench/pyproject.toml scripts/bootstrap.sh)
 STAMP="$(cat "${STAMP_INPUTS[@]}" | sha256sum | cut -d' ' -f1)-${TORCH_SPEC}"
 if [[ -f "$VENV/.bootstrap-stamp" && "$(cat "$VENV/.bootstrap-stamp")" == "$STAMP" ]] \
    && "$VENV/bin/python" -c "import gaze4hri_core, gaze4hri_bench, gaze4hri_acq" 2>/dev/null; then
@@ -59,7 +59,7 @@ else
   pip_ install -r requirements/ros.txt
 fi
 say "installing gaze4hri_core, gaze4hri_bench, gaze4hri_acq (editable)"
-pip_ install --no-deps --no-build-isolation -e src/gaze4hri_core -e src/gaze4hri_bench -e src/gaze4hri_acq
+pip_ install --no-deps --no-build-isolation -e src/gaze4hri_core -e src/gaze4hri_sim -e src/gaze4hri_bench -e src/gaze4hri_acq
 "$VENV/bin/python" -c "import gaze4hri_core, gaze4hri_bench, gaze4hri_acq"
 echo "$STAMP" > "$VENV/.bootstrap-stamp"
 say "done"

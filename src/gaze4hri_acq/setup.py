@@ -16,7 +16,7 @@ setup(
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml")),
     ],
-    install_requires=["gaze4hri_core", "numpy", "PyYAML"],
+    install_requires=["gaze4hri_core", "gaze4hri_sim", "numpy", "PyYAML"],
     zip_safe=True,
     maintainer="Gaze4HRI developers",
     maintainer_email="gaze4hri@example.org",

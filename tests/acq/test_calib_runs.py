@@ -13,13 +13,13 @@ from gaze4hri_acq.calib_runs import (
     run_registration,
     run_target_survey,
 )
-from gaze4hri_acq.drivers.config import MocapConfig, RobotConfig, SimConfig
 from gaze4hri_acq.drivers.registry import make_mocap, make_robot, make_world
-from gaze4hri_acq.sim.clock import SimClock
-from gaze4hri_acq.trajectories import front_camera_pose, tool0_for_camera
 from gaze4hri_core.calibration import load_calibration, load_targets
+from gaze4hri_core.device_config import MocapConfig, RobotConfig, SimConfig
 from gaze4hri_core.errors import CalibrationError
+from gaze4hri_core.trajectories import front_camera_pose, tool0_for_camera
 from gaze4hri_core.transforms import SE3
+from gaze4hri_sim.clock import SimClock
 from scipy.spatial.transform import Rotation
 
 pytestmark = pytest.mark.unit

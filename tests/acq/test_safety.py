@@ -2,12 +2,12 @@
 the preview agree with hand-computed geometry."""
 import numpy as np
 import pytest
-from gaze4hri_acq.drivers.config import RobotConfig, validate
-from gaze4hri_acq.safety import SafetyLimits, SafetyMonitor, compose, exp_so3, ik_track, quat_of, rotvec_of
-from gaze4hri_acq.sim.arm import HOME_Q
-from gaze4hri_acq.trajectories import front_camera_pose, sample_path, tool0_for_camera
 from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.device_config import RobotConfig, validate
+from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, compose, exp_so3, ik_track, quat_of, rotvec_of
+from gaze4hri_core.trajectories import front_camera_pose, sample_path, tool0_for_camera
 from gaze4hri_core.transforms import SE3
+from gaze4hri_sim.arm import HOME_Q
 from scipy.spatial.transform import Rotation
 
 from gaze4hri_core import kinematics

@@ -6,15 +6,15 @@ import time
 import cv2
 import numpy as np
 import pytest
-from gaze4hri_acq.drivers.base import CameraDriver, DeviceError, MocapDriver, MotionRefused, RobotDriver
-from gaze4hri_acq.drivers.config import CameraConfig, MocapConfig, RobotConfig, SimConfig
 from gaze4hri_acq.drivers.registry import make_camera, make_mocap, make_robot, make_world
-from gaze4hri_acq.sim.clock import SimClock
-from gaze4hri_acq.sim.render import FaceRenderer
-from gaze4hri_acq.trajectories import plan_trial
+from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, SimConfig
+from gaze4hri_core.devices import CameraDriver, DeviceError, MocapDriver, MotionRefused, RobotDriver
 from gaze4hri_core.gaze import angular_error_deg
 from gaze4hri_core.groundtruth import gaze_in_camera
+from gaze4hri_core.trajectories import plan_trial
 from gaze4hri_core.transforms import SE3, interpolate_poses
+from gaze4hri_sim.clock import SimClock
+from gaze4hri_sim.render import FaceRenderer
 
 from gaze4hri_core import protocol
 
@@ -131,7 +131,7 @@ def test_rendered_face_is_found_by_a_face_detector(lab, yaw_deg):
 def test_blink_closes_the_eyes_and_dim_light_darkens(lab):
     world = lab[0]
     r = FaceRenderer(world.calib.intrinsics.scaled(640, 360))
-    from gaze4hri_acq.trajectories import front_camera_pose
+    from gaze4hri_core.trajectories import front_camera_pose
 
     cam = front_camera_pose(world.calib)
     Te = world.subject.T_world_eye(world.clock.now_ns())
@@ -145,7 +145,7 @@ def test_blink_closes_the_eyes_and_dim_light_darkens(lab):
 def test_render_640x360_is_cheap(lab):
     world = lab[0]
     r = FaceRenderer(world.calib.intrinsics.scaled(640, 360))
-    from gaze4hri_acq.trajectories import front_camera_pose
+    from gaze4hri_core.trajectories import front_camera_pose
 
     cam, Te = front_camera_pose(world.calib), world.subject.T_world_eye(world.clock.now_ns())
     r.render(cam, Te)

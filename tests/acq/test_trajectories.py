@@ -2,8 +2,10 @@
 and previews that pass the safety limits for every trial."""
 import numpy as np
 import pytest
-from gaze4hri_acq.safety import SafetyLimits, SafetyMonitor
-from gaze4hri_acq.trajectories import (
+from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.groundtruth import camera_yaw_deg
+from gaze4hri_core.safety import SafetyLimits, SafetyMonitor
+from gaze4hri_core.trajectories import (
     TrajectorySettings,
     front_camera_pose,
     interpolate_path,
@@ -12,8 +14,6 @@ from gaze4hri_acq.trajectories import (
     sample_path,
     trapezoid,
 )
-from gaze4hri_core.calibration import load_calibration
-from gaze4hri_core.groundtruth import camera_yaw_deg
 from gaze4hri_core.transforms import SE3
 
 from gaze4hri_core import kinematics, protocol
@@ -92,7 +92,7 @@ def test_line_scans_move_along_image_axes_at_the_protocol_speed(cal):
 
 @pytest.mark.parametrize("trial_id", ["illum010_P1", "arc_P5", "conflict_left_H1", "mutual_h_fast", "mutual_v_slow"])
 def test_every_kind_of_trial_previews_safely_from_home(cal, trial_id):
-    from gaze4hri_acq.sim.arm import HOME_Q
+    from gaze4hri_sim.arm import HOME_Q
 
     m = SafetyMonitor(SafetyLimits(), cal.T_world_base, cal.T_tool0_camera, "ur5", cal.eye_in_head)
     m.update_head(0, SE3(np.eye(3), cal.eye_nominal_world) @ cal.T_head_eye.inv())
@@ -114,7 +114,7 @@ def test_a_preview_that_violates_a_limit_names_it(cal):
     m = SafetyMonitor(SafetyLimits(min_camera_head_m=0.6), cal.T_world_base, cal.T_tool0_camera, "ur5", cal.eye_in_head)
     m.update_head(0, SE3(np.eye(3), cal.eye_nominal_world) @ cal.T_head_eye.inv())
     plan = plan_trial(protocol.trial_by_id("arc_P1"), cal, cal.eye_nominal_world, TrajectorySettings())
-    from gaze4hri_acq.sim.arm import HOME_Q
+    from gaze4hri_sim.arm import HOME_Q
 
     pv = preview_move(plan.approach, SE3.from_matrix(kinematics.forward(HOME_Q)), HOME_Q, m, now_ns=1)
     assert not pv.ok and pv.verdict.code == "head_distance" and "0.600 m" in pv.verdict.reason

@@ -24,6 +24,8 @@ def _prepare_out(src: Path, out: Path) -> Path:
 
 
 def run_calibration(ns) -> Path:
+    from gaze4hri_core.device_config import DEFAULT_CALIBRATION, MocapConfig, RobotConfig, SimConfig, validate
+
     from .calib_runs import (
         EyeHeadRun,
         RegistrationRun,
@@ -33,7 +35,6 @@ def run_calibration(ns) -> Path:
         run_target_survey,
         validate_directory,
     )
-    from .drivers.config import DEFAULT_CALIBRATION, MocapConfig, RobotConfig, SimConfig, validate
     from .drivers.registry import make_mocap, make_robot, make_world
 
     src = Path(ns.calibration_dir or DEFAULT_CALIBRATION)
@@ -74,8 +75,7 @@ def run_calibration(ns) -> Path:
                 world.enable_robot_marker(True)
             try:
                 from gaze4hri_core.calibration import load_calibration
-
-                from .trajectories import front_camera_pose, tool0_for_camera
+                from gaze4hri_core.trajectories import front_camera_pose, tool0_for_camera
 
                 cal = load_calibration(src)
                 centre = tool0_for_camera(cal, front_camera_pose(cal))

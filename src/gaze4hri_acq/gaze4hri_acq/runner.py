@@ -86,10 +86,11 @@ class Stack:
         if self.cfg.backend != "sim":
             return {}
         # sim code loads only for the sim backend
-        from .drivers.config import CameraConfig, MocapConfig, RobotConfig, SimConfig, validate
+        from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, SimConfig, validate
+        from gaze4hri_sim.clock import SimClock
+        from gaze4hri_sim.world import SimWorld
+
         from .drivers.registry import make_camera, make_mocap, make_robot
-        from .sim.clock import SimClock
-        from .sim.world import SimWorld
 
         simcfg = validate(SimConfig, self.cfg.sim, "simulation settings")
         self.world = w = SimWorld(simcfg, clock=SimClock(manual=True))

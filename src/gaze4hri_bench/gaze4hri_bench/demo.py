@@ -2,8 +2,8 @@
 
 1. Simulate a few subjects with a subset of the protocol that covers all four
    experiments (illumination levels, the camera arc, head-gaze conflict, mutual gaze
-   line scans) through the real acquisition nodes and recorder
-   (``gaze4hri_acq.simulate.run_sim_session``);
+   line scans) through the real acquisition nodes and recorder, by running
+   ``gaze4hri-acq session --backend sim`` (the benchmark never imports the ROS half);
 2. run every method whose weights are present plus the weight-free baselines
    (``gaze4hri-bench run``);
 3. run the statistics (``gaze4hri.stats.analyze``) and print where the report is.
@@ -47,9 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _demo_calibration(dst: Path, n: int) -> Path:
-    """The acquisition's default calibration with an eye-head file per simulated subject
+    """The shared default calibration with an eye-head file per simulated subject
     (the simulated subjects wear the default head band: subjects/default.yaml)."""
-    from gaze4hri_acq.drivers.config import DEFAULT_CALIBRATION
+    from gaze4hri_core.device_config import DEFAULT_CALIBRATION
 
     if not dst.is_dir():
         shutil.copytree(DEFAULT_CALIBRATION, dst)
@@ -60,22 +60,41 @@ def _demo_calibration(dst: Path, n: int) -> Path:
     return dst
 
 
-def _simulate(out: Path, n: int, trials: list[str], seconds: float, log) -> Path:
+def _acq_command() -> list[str]:
+    """The acquisition CLI as a user runs it: the benchmark never imports the ROS half,
+    it runs ``gaze4hri-acq session --backend sim`` like any user would."""
     from gaze4hri_core.errors import Gaze4HRIError
 
-    try:
-        from gaze4hri_acq.simulate import run_sim_session
-    except ModuleNotFoundError as e:
-        raise Gaze4HRIError("the simulator is not available", f"missing module {e.name}",
-                            "install the acquisition package (make bootstrap), or run `gaze4hri-bench run --data DIR` on recorded sessions") from None
+    exe = Path(sys.executable).with_name("gaze4hri-acq")
+    found = str(exe) if exe.is_file() else shutil.which("gaze4hri-acq")
+    if not found:
+        raise Gaze4HRIError("the acquisition simulator is not installed", "gaze4hri-acq not found next to "
+                            f"{sys.executable} nor on PATH", "install it (make bootstrap), or run `gaze4hri-bench run "
+                            "--data DIR` on recorded sessions")
+    return [found]
+
+
+def _simulate(out: Path, n: int, trials: list[str], seconds: float, log) -> Path:
+    import subprocess
+
+    from gaze4hri_core.errors import Gaze4HRIError
+
+    acq = _acq_command()
     root = out / "sessions"
     cal = _demo_calibration(out / "calibration", n)
     for i in range(1, n + 1):
         subject = f"S{i:02d}"
         t0 = time.perf_counter()
-        done = (root / subject / "session.yaml").is_file()
-        run_sim_session(root, subject=subject, trial_ids=list(trials), trial_seconds=seconds, seed=i, quiet=True,
-                        resume=done, calibration_dir=cal)
+        cmd = acq + ["session", "--subject", subject, "--backend", "sim", "--out-dir", str(root),
+                     "--trials", *trials, "--trial-seconds", f"{seconds:g}", "--seed", str(i),
+                     "--resolution", "640x360", "--calibration", str(cal), "--quiet", "--yes"]
+        if (root / subject / "session.yaml").is_file():
+            cmd.append("--resume")
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["(no output)"])[-1]
+            raise Gaze4HRIError(f"simulated session {subject} failed (exit {r.returncode}): {last}",
+                                " ".join(cmd[:3]) + " ...", "run that command by hand to see the full log")
         log(f"  simulated {subject}: {len(trials)} trials x {seconds:g} s in {time.perf_counter() - t0:.0f} s")
     return root
 

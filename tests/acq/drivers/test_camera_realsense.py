@@ -4,10 +4,10 @@ import time
 
 import numpy as np
 import pytest
-from gaze4hri_acq.drivers.base import DeviceError
 from gaze4hri_acq.drivers.camera_realsense import FrameCounter, TimestampMapper
-from gaze4hri_acq.drivers.config import CameraConfig
 from gaze4hri_acq.drivers.registry import make_camera
+from gaze4hri_core.device_config import CameraConfig
+from gaze4hri_core.devices import DeviceError
 
 rs = pytest.importorskip("pyrealsense2")
 W, H = 64, 36

@@ -6,8 +6,8 @@ import os
 
 import numpy as np
 import pytest
-from gaze4hri_acq.drivers.config import CameraConfig, MocapConfig, RobotConfig
 from gaze4hri_acq.drivers.registry import make_camera, make_mocap, make_robot
+from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig
 
 pytestmark = pytest.mark.live
 

@@ -4,10 +4,10 @@ import time
 
 import numpy as np
 import pytest
-from gaze4hri_acq.drivers.base import DeviceError
-from gaze4hri_acq.drivers.config import MocapConfig
 from gaze4hri_acq.drivers.mocap_natnet import ClockFrequencyEstimator
 from gaze4hri_acq.drivers.registry import make_mocap
+from gaze4hri_core.device_config import MocapConfig
+from gaze4hri_core.devices import DeviceError
 from gaze4hri_core.transforms import SE3, motive_yup_to_zup
 from scipy.spatial.transform import Rotation
 

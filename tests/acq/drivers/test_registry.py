@@ -3,8 +3,8 @@ import subprocess
 import sys
 
 import pytest
-from gaze4hri_acq.drivers.config import CameraConfig, MocapConfig, RobotConfig, validate
 from gaze4hri_acq.drivers.registry import DRIVERS, backends_for, driver_class, make_camera, make_robot
+from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, validate
 from gaze4hri_core.errors import Gaze4HRIError
 
 pytestmark = pytest.mark.unit

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gaze4hri_acq.drivers.base import DeviceError, MotionRefused
-from gaze4hri_acq.drivers.config import RobotConfig
 from gaze4hri_acq.drivers.registry import make_robot
 from gaze4hri_acq.drivers.robot_rtde import ClockMapper, RtdeRobot, build_path, probe_rtde
+from gaze4hri_core.device_config import RobotConfig
+from gaze4hri_core.devices import DeviceError, MotionRefused
 from gaze4hri_core.transforms import SE3
 
 from gaze4hri_core import kinematics

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 from gaze4hri_core.calibration import CameraIntrinsics
-
-from .base import CameraFrame, DeviceError, HostClock
-from .config import CameraConfig
+from gaze4hri_core.device_config import CameraConfig
+from gaze4hri_core.devices import CameraFrame, DeviceError, HostClock
 
 __all__ = ["RealSenseCamera", "TimestampMapper", "FrameCounter"]
 

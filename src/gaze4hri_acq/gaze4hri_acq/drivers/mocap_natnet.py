@@ -16,10 +16,9 @@ import threading
 from collections import deque
 
 import numpy as np
+from gaze4hri_core.device_config import MocapConfig
+from gaze4hri_core.devices import DeviceError, HostClock, MocapFrame, RigidBodySample
 from gaze4hri_core.transforms import motive_yup_to_zup
-
-from .base import DeviceError, HostClock, MocapFrame, RigidBodySample
-from .config import MocapConfig
 
 __all__ = ["NatNetMocap", "ClockFrequencyEstimator"]
 

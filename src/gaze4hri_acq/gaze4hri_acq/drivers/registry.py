@@ -12,20 +12,19 @@ import difflib
 import importlib
 
 from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, SimConfig
 from gaze4hri_core.errors import Gaze4HRIError
-
-from .config import CameraConfig, MocapConfig, RobotConfig, SimConfig
 
 __all__ = ["DRIVERS", "BACKENDS", "driver_class", "make_robot", "make_camera", "make_mocap", "make_world", "backends_for"]
 
 DRIVERS: dict[tuple[str, str], str] = {
     ("robot", "real"): "gaze4hri_acq.drivers.robot_rtde:RtdeRobot",
-    ("robot", "sim"): "gaze4hri_acq.drivers.robot_sim:SimRobot",
+    ("robot", "sim"): "gaze4hri_sim.robot:SimRobot",
     ("camera", "real"): "gaze4hri_acq.drivers.camera_realsense:RealSenseCamera",
     ("camera", "replay"): "gaze4hri_acq.drivers.camera_realsense:RealSenseCamera",
-    ("camera", "sim"): "gaze4hri_acq.drivers.camera_sim:SimCamera",
+    ("camera", "sim"): "gaze4hri_sim.camera:SimCamera",
     ("mocap", "real"): "gaze4hri_acq.drivers.mocap_natnet:NatNetMocap",
-    ("mocap", "sim"): "gaze4hri_acq.drivers.mocap_sim:SimMocap",
+    ("mocap", "sim"): "gaze4hri_sim.mocap:SimMocap",
 }
 BACKENDS = ("real", "sim", "replay")
 
@@ -59,7 +58,7 @@ def _need_world(device: str, world):
 
 def make_world(config: SimConfig | None = None, **kw):
     """The shared simulated lab (sim.world.SimWorld)."""
-    from ..sim.world import SimWorld
+    from gaze4hri_sim.world import SimWorld
 
     return SimWorld(config or SimConfig(), **kw)
 
@@ -72,7 +71,7 @@ def make_robot(backend: str, config: RobotConfig | None = None, world=None, safe
     if backend == "sim":
         return cls(config, _need_world("robot", world), safety=safety)
     if safety is None:
-        from ..safety import SafetyMonitor
+        from gaze4hri_core.safety import SafetyMonitor
 
         cal = calibration or load_calibration(config.calibration_dir, config.subject)
         safety = SafetyMonitor(config.limits, cal.T_world_base, cal.T_tool0_camera, config.model,

@@ -24,12 +24,11 @@ import threading
 import time
 
 import numpy as np
+from gaze4hri_core.device_config import RobotConfig
+from gaze4hri_core.devices import DeviceError, HostClock, MotionRefused, RobotState
+from gaze4hri_core.safety import SafetyMonitor
+from gaze4hri_core.trajectories import sample_path
 from gaze4hri_core.transforms import SE3, se3_to_ur_pose, ur_pose_to_se3
-
-from ..safety import SafetyMonitor
-from ..trajectories import sample_path
-from .base import DeviceError, HostClock, MotionRefused, RobotState
-from .config import RobotConfig
 
 __all__ = ["RtdeRobot", "ClockMapper", "probe_rtde", "build_path", "RTDE_PORT"]
 

@@ -60,7 +60,8 @@ class CameraNode(DeviceNode):
         self._last_stamp_ns = 0
 
     def make_driver(self):
-        from ..drivers.config import CameraConfig, validate
+        from gaze4hri_core.device_config import CameraConfig, validate
+
         from ..drivers.registry import make_camera  # lazy: vendor SDKs load only when used
 
         p = self.params

@@ -43,7 +43,8 @@ class MocapNode(DeviceNode):
         self._pubs: dict[str, FastPublisher] = {}
 
     def make_driver(self):
-        from ..drivers.config import MocapConfig, validate
+        from gaze4hri_core.device_config import MocapConfig, validate
+
         from ..drivers.registry import make_mocap
 
         p = self.params

@@ -12,16 +12,17 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.device_config import DEFAULT_CALIBRATION
 from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, Verdict
 from gaze4hri_core.session import FRAMES, Topics
+from gaze4hri_core.trajectories import Move, preview_move
 from gaze4hri_core.transforms import SE3
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from ..safety import SafetyLimits, SafetyMonitor, Verdict
-from ..trajectories import Move, preview_move
 from ._bus import FastPublisher
 from .common import QOS_RELIABLE, QOS_SENSOR, Param, diag_array, diag_status, stamp_msg, subscribe, to_json
 from .device import DeviceNode
@@ -80,7 +81,8 @@ class RobotNode(DeviceNode):
 
     # ------------------------------------------------------------------ setup
     def make_driver(self):
-        from ..drivers.config import RobotConfig, validate
+        from gaze4hri_core.device_config import RobotConfig, validate
+
         from ..drivers.registry import make_robot
 
         p = self.params
@@ -103,7 +105,7 @@ class RobotNode(DeviceNode):
         from pathlib import Path
 
         p = self.params
-        cdir = Path(p["calibration_dir"]) if p["calibration_dir"] else Path(__file__).resolve().parents[4] / "calibration"
+        cdir = Path(p["calibration_dir"]) if p["calibration_dir"] else DEFAULT_CALIBRATION
         subj = p["subject"] or None
         try:
             cal = load_calibration(cdir, subj)

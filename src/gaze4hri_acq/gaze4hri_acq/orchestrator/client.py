@@ -10,6 +10,7 @@ import time
 from collections import deque
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from gaze4hri_core.devices import DeviceError
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.session import Topics
 from gaze4hri_core.transforms import SE3
@@ -20,7 +21,6 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
-from ..drivers.base import DeviceError
 from ..nodes._bus import FastPublisher, IntraProcessBus
 from ..nodes.common import ACK, CONTROL, QOS_RELIABLE, QOS_SENSOR, subscribe, to_json
 

@@ -31,10 +31,10 @@ from gaze4hri_core.session import (
     save_manifest,
     session_dir,
 )
+from gaze4hri_core.trajectories import TrajectorySettings, plan_trial
 
 from ..nodes.robot_node import move_to_json
 from ..recorder.bag import repair_bag
-from ..trajectories import TrajectorySettings, plan_trial
 from .client import DeviceClient, Interrupted
 
 __all__ = ["SessionConfig", "run_session", "prompt_text", "estimate_session_bytes", "recover_killed_trials", "head_yaw_deg"]
@@ -230,7 +230,7 @@ def check_inputs(cfg: SessionConfig) -> tuple[Path, list[Trial], bool]:
 
 
 def _default_calibration() -> Path:
-    from ..drivers.config import DEFAULT_CALIBRATION
+    from gaze4hri_core.device_config import DEFAULT_CALIBRATION
 
     return Path(DEFAULT_CALIBRATION)
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from gaze4hri_core.calibration import Calibration, load_calibration
+from gaze4hri_core.device_config import SimConfig
+from gaze4hri_core.devices import MocapFrame, RigidBodySample
 from gaze4hri_core.protocol import Trial
+from gaze4hri_core.safety import compose, exp_so3, quat_of, se3_unchecked
 from gaze4hri_core.transforms import SE3
 
-from ..drivers.base import MocapFrame, RigidBodySample
-from ..drivers.config import SimConfig
-from ..safety import compose, exp_so3, quat_of, se3_unchecked
 from .clock import SimClock
 from .subject import SubjectModel
 
@@ -154,7 +154,7 @@ class SimWorld:
     # ------------------------------------------------------------------ geometry
     def T_base_tool0(self, t_ns: int) -> SE3:
         if self.arm is None:
-            from ..trajectories import front_camera_pose, tool0_for_camera
+            from gaze4hri_core.trajectories import front_camera_pose, tool0_for_camera
 
             return tool0_for_camera(self.calib, front_camera_pose(self.calib))
         return self.arm.T_base_tool0(t_ns)

@@ -4,12 +4,12 @@ inside a shared ``SimWorld``."""
 from __future__ import annotations
 
 import numpy as np
+from gaze4hri_core.device_config import RobotConfig
+from gaze4hri_core.devices import DeviceError, RobotState
+from gaze4hri_core.safety import SafetyMonitor
 from gaze4hri_core.transforms import SE3
 
-from ..safety import SafetyMonitor
-from ..sim.arm import HOME_Q, SimArm
-from .base import DeviceError, RobotState
-from .config import RobotConfig
+from .arm import HOME_Q, SimArm
 
 __all__ = ["SimRobot"]
 

@@ -13,11 +13,11 @@ Compatible extensions (drivers helper, issue 3; every new field has a default):
   protective stop, connection loss), else None. ``RobotState.commanded_speed``: the
   commanded TCP speed (m/s) of the active motion at ``stamp_ns`` (0 when idle), for the
   commanded-vs-measured log.
-- ``RobotDriver.safety``: the driver's own ``SafetyMonitor`` (gaze4hri_acq.safety);
+- ``RobotDriver.safety``: the driver's own ``SafetyMonitor`` (gaze4hri_core.safety);
   nodes feed it live head-band poses with ``safety.update_head(stamp_ns, T_world_head)``
   and operator stops with ``safety.request_stop(reason)``.
 - ``CameraFrame.truth``: the simulator's ground truth at the frame stamp
-  (``gaze4hri_acq.sim.world.SimTruth``; None for real/replay): publish it on
+  (``gaze4hri_sim.world.SimTruth``; None for real/replay): publish it on
   ``Topics.SIM_GAZE_TRUTH`` / ``Topics.SIM_BLINK_TRUTH``.
 - ``CameraDriver.finished`` (end of a replay) and ``CameraDriver.frames_read``.
 - ``MocapFrame.latency_ns``: exposure-to-host latency removed from the stamp.
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
 from gaze4hri_core.calibration import CameraIntrinsics
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.transforms import SE3
@@ -132,7 +133,7 @@ class CameraFrame:
     image: np.ndarray  # (H, W, 3) uint8, RGB
     device_timestamp_ms: float = float("nan")
     timestamp_domain: str = "unknown"  # "global_time" | "hardware_clock" | "system_time" | "sim"
-    truth: object | None = None  # sim only: gaze4hri_acq.sim.world.SimTruth at stamp_ns
+    truth: object | None = None  # sim only: gaze4hri_sim.world.SimTruth at stamp_ns
 
 
 @runtime_checkable

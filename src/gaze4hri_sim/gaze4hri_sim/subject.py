@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from gaze4hri_core.safety import compose, se3_unchecked
 from gaze4hri_core.transforms import SE3
-
-from ..safety import compose, se3_unchecked
 
 __all__ = ["SubjectTask", "SubjectModel", "PIVOT_IN_EYE"]
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
 from gaze4hri_core.calibration import Calibration
 from gaze4hri_core.protocol import Trial
 from gaze4hri_core.rig import camera_on_arc, line_scan_points
 from gaze4hri_core.transforms import SE3
-from pydantic import BaseModel, ConfigDict, Field
 
 from .safety import SafetyMonitor, Verdict, exp_so3, rotvec_of, se3_unchecked
 

@@ -4,11 +4,11 @@ the world's clock; frames carry the simulator's truth."""
 from __future__ import annotations
 
 from gaze4hri_core.calibration import load_camera_info
+from gaze4hri_core.device_config import CameraConfig
+from gaze4hri_core.devices import CameraFrame
+from gaze4hri_core.safety import compose
 
-from ..safety import compose
-from ..sim.render import FaceRenderer
-from .base import CameraFrame
-from .config import CameraConfig
+from .render import FaceRenderer
 
 __all__ = ["SimCamera"]
 

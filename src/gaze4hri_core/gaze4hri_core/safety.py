@@ -17,11 +17,11 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-from gaze4hri_core.transforms import SE3
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy.spatial.transform import Rotation
 
 from gaze4hri_core import kinematics
+from gaze4hri_core.transforms import SE3
 
 __all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "ik_track", "rotvec_of", "se3_unchecked", "exp_so3", "compose", "quat_of"]
 

@@ -15,13 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from gaze4hri_core.devices import DeviceError, MotionRefused, RobotState
+from gaze4hri_core.safety import SafetyMonitor, se3_unchecked
+from gaze4hri_core.trajectories import sample_path, trapezoid
 from gaze4hri_core.transforms import SE3
 
 from gaze4hri_core import kinematics
-
-from ..drivers.base import DeviceError, MotionRefused, RobotState
-from ..safety import SafetyMonitor, se3_unchecked
-from ..trajectories import sample_path, trapezoid
 
 __all__ = ["SimArm", "HOME_Q"]
 

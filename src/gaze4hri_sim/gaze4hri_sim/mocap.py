@@ -3,8 +3,8 @@ probe and robot marker at the motion-capture rate, with marker noise and injecta
 dropouts (``SimWorld.inject_dropout``); untracked bodies have tracking_valid False."""
 from __future__ import annotations
 
-from .base import MocapFrame
-from .config import MocapConfig
+from gaze4hri_core.device_config import MocapConfig
+from gaze4hri_core.devices import MocapFrame
 
 __all__ = ["SimMocap"]
 

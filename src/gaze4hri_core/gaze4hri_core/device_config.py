@@ -7,15 +7,16 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from gaze4hri_core.errors import Gaze4HRIError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..safety import SafetyLimits
+from gaze4hri_core.errors import Gaze4HRIError
+
+from .safety import SafetyLimits
 
 __all__ = ["RobotConfig", "CameraConfig", "MocapConfig", "SimConfig", "validate", "DEFAULT_CALIBRATION"]
 
 # The repository's calibration/ (source checkout), or $GAZE4HRI_CALIBRATION.
-DEFAULT_CALIBRATION = Path(os.environ.get("GAZE4HRI_CALIBRATION", Path(__file__).resolve().parents[4] / "calibration"))
+DEFAULT_CALIBRATION = Path(os.environ.get("GAZE4HRI_CALIBRATION", Path(__file__).resolve().parents[3] / "calibration"))
 
 
 class _C(BaseModel):
