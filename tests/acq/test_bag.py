@@ -166,3 +166,71 @@ def test_large_frames_bypass_the_chunk_buffer_and_still_repair(tmp_path, compres
     r = repair_bag(d2)
     kept = _read_rosbags(d2)
     assert r.messages == len(kept) == len(_read_mcap(d2)) and 4 <= len(kept) < 12
+
+
+# --------------------------------------------------------------- issue 13 faults
+@pytest.mark.replay
+def test_metadata_naming_a_moved_file_is_repaired(tmp_path):
+    """The state a kill between the old rename of <trial>.mcap to <trial>_0.mcap and the
+    metadata rewrite left behind: metadata names a file that no longer exists. Repair
+    must not call that bag complete; afterwards rosbags reads it."""
+    d = tmp_path / "trial"
+    _write(d, 4)
+    meta = d / "metadata.yaml"
+    meta.write_text(meta.read_text("utf-8").replace("trial_0.mcap", "trial.mcap"), "utf-8")
+    with pytest.raises(Exception, match="missing"):
+        _read_rosbags(d)  # reproduces "Some database files are missing"
+    r = repair_bag(d)
+    assert r.repaired and r.messages == 8
+    assert len(_read_rosbags(d)) == 8
+    assert not repair_bag(d).repaired
+
+
+@pytest.mark.replay
+def test_mcap_has_its_final_name_from_creation_and_close_renames_nothing(tmp_path, monkeypatch):
+    """No rename after the data: the file is <trial>_0.mcap from the start, and a kill
+    at the metadata write (simulated) leaves a bag that repair makes readable."""
+    import os
+
+    d = tmp_path / "trial"
+    b = _write(d, 3, close=False)
+    assert [p.name for p in d.glob("*.mcap")] == ["trial_0.mcap"]
+    real_replace = os.replace
+
+    def killed(src, dst):  # the metadata's atomic replace never happens (SIGKILL)
+        if str(dst).endswith("metadata.yaml"):
+            raise KeyboardInterrupt
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", killed)
+    import pathlib
+
+    monkeypatch.setattr(pathlib.Path, "replace", lambda self, t: killed(self, t))
+    with pytest.raises(KeyboardInterrupt):
+        b.close()
+    monkeypatch.undo()
+    assert [p.name for p in d.glob("*.mcap")] == ["trial_0.mcap"] and not (d / "metadata.yaml").exists()
+    assert repair_bag(d).repaired
+    assert len(_read_rosbags(d)) == 6
+
+
+@pytest.mark.replay
+def test_disk_reserve_stops_before_the_disk_is_full_and_the_bag_closes_complete(tmp_path):
+    """Disk full, fixed: writes stop while ``reserve_bytes`` are still free, so the bag
+    closes normally (summary + metadata) without touching the last bytes of the disk."""
+    d = tmp_path / "trial"
+    room, reserve = 40_000, 12_000
+    b = TrialBag(d, TOPICS, flush_interval_s=0.0, fail_after_bytes=room, reserve_bytes=reserve)
+    written = 0
+    with pytest.raises(DiskFullError, match="reserve") as ei:
+        for i in range(200):
+            t = 1_000_000_000 + i
+            b.write(Topics.IMAGE, t, encode_image(t, "cam", _img(i)))
+            written += 1
+    assert ei.value.errno == errno.ENOSPC and b.reserve_hit and not b.broken
+    assert mcap_file(d).stat().st_size <= room - reserve
+    b.close()  # an ordinary close: no ENOSPC, no repair
+    size = mcap_file(d).stat().st_size
+    assert size <= room and mcap_file(d).read_bytes()[-8:] == b"\x89MCAP0\r\n"
+    assert not repair_bag(d).repaired
+    assert len(_read_rosbags(d)) == len(_read_mcap(d)) == written >= 5

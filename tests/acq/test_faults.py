@@ -68,6 +68,14 @@ def test_disk_full_stops_robot_and_trial_and_keeps_the_bag(tmp_path):
     assert rec.status == "failed" and "disk full" in rec.reason
     with Reader(bag_dir(sdir, "mutual_h_fast")) as r:  # readable as far as written
         assert r.message_count > 0
+    # the reserve stopped the writes before the (virtual) disk was full: the bag was
+    # closed normally, summary and metadata included, within the disk's room
+    from gaze4hri_acq.recorder.bag import mcap_file, metadata_agrees
+
+    f = mcap_file(bag_dir(sdir, "mutual_h_fast"))
+    assert f.stat().st_size <= 1_500_000 and f.read_bytes()[-8:] == b"\x89MCAP0\r\n"
+    assert metadata_agrees(bag_dir(sdir, "mutual_h_fast"))
+    assert "reserve" in rec.reason
     ev = _events(bag_dir(sdir, "mutual_h_fast"))
     assert any(e["event"] == "start" for e in ev)
     # the operator frees space: --resume finishes the session

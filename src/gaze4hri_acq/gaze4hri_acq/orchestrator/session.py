@@ -358,9 +358,13 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
         status = "failed"
         if "disk full" in reason:
             mark(manifest, tid, status, reason)
-            save_manifest(sdir, manifest)
+            fix = "free disk space, then run the session again with --resume"
+            try:
+                save_manifest(sdir, manifest)
+            except OSError:  # even the reserve is gone (another writer filled the disk)
+                fix += " (session.yaml could not be updated: the trial shows 'recording' and --resume repairs it)"
             view.result(tid, status, reason)
-            raise SessionError(reason, str(sdir), "free disk space, then run the session again with --resume") from None
+            raise SessionError(reason, str(sdir), fix) from None
         mark(manifest, tid, status, reason)
         save_manifest(sdir, manifest)
         view.result(tid, status, reason)

@@ -9,7 +9,16 @@ writes metadata.yaml, so the bag reads with rosbags, mcap, Foxglove and
 ``ros2 bag info`` as far as it was written. Repair needs no free space beyond a few
 KiB (it never copies the data), which matters after ENOSPC.
 
-The MCAP file is named ``<trial>_0.mcap`` as rosbag2 does (docs/session_layout.md).
+The MCAP file is named ``<trial>_0.mcap`` as rosbag2 does (docs/session_layout.md),
+from the moment it is created (renamed while still empty, before any data), so
+metadata.yaml, written atomically once at the end (or by repair), can only ever name a
+file that exists: there is no rename after the data, and no window in which a kill
+leaves metadata and files disagreeing. ``repair_bag`` checks that they agree.
+
+Disk reserve: every write first checks the free space (statvfs, or the test hook's
+virtual disk) and refuses with ``DiskFullError`` when it would fall below
+``reserve_bytes``; the bag is then closed normally (summary + metadata fit in the
+reserve), and session.yaml can still be written.
 rosbags 0.11 internals used here (``Writer.storage``, ``McapWriter.close_chunk``,
 ``McapWriter.bio``) are pinned by requirements/ros.txt and covered by tests/acq/test_bag.py.
 """
@@ -17,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import struct
 import time
 from collections import defaultdict
@@ -31,7 +41,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.rosbag2.storage_mcap import Channel, McapWriter, PendingChunk, Schema
 from rosbags.typesys import Stores, get_typestore
 
-__all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError"]
+__all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError", "metadata_agrees"]
 
 COMPRESSIONS = ("none", "zstd", "lz4")
 _BIG = 1 << 20  # messages this large bypass rosbags' chunk buffer: one chunk each (compressed or not)
@@ -40,7 +50,10 @@ _TYPESTORE = None
 
 
 class DiskFullError(OSError):
-    """Raised by TrialBag.write when the disk (or the injected fault) refuses bytes."""
+    """Raised by TrialBag.write when the disk (or the injected fault) refuses bytes, or
+    when writing would leave less than the bag's reserve free."""
+
+    reserve_hit = False
 
 
 def _typestore():
@@ -66,11 +79,15 @@ class TrialBag:
     ``fail_after_bytes`` is a fault-injection hook for tests: the file behaves like a
     disk with that much room (the write that does not fit stores what fits, then
     raises ENOSPC), so the torn tail and its repair are the real ones.
+
+    ``reserve_bytes``: a write that would leave less free space than this (on the real
+    file system, or on the hook's virtual disk) is refused with ``DiskFullError``
+    before any byte of it is written, and the bag stays closable as a complete bag.
     """
 
     def __init__(self, bag_dir: Path, topics: dict[str, str], compression: str = "none",
                  flush_interval_s: float = 1.0, fail_after_bytes: int | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, reserve_bytes: int = 0):
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
         self.bag_dir = Path(bag_dir)
@@ -80,6 +97,11 @@ class TrialBag:
         self._w = Writer(self.bag_dir, version=9, storage_plugin=StoragePlugin.MCAP)
         self._w.open()
         st = self._w.storage
+        # rosbag2's file name from the start (header only so far): metadata written at
+        # close or by repair names this file, so the two can never disagree
+        final = self.bag_dir / f"{self.bag_dir.name}_0.mcap"
+        os.replace(st.path, final)
+        st.path = final
         if compression == "zstd":
             from rosbags.rosbag2.storage_mcap import zstd  # the module rosbags itself decompresses with
 
@@ -103,6 +125,8 @@ class TrialBag:
         self._last_flush = clock()
         self.closed = False
         self.broken = False
+        self.reserve_bytes = int(reserve_bytes)
+        self.reserve_hit = False
         self.flush()  # header, schemas and channels on disk at once: even an early crash leaves the topics
 
     @property
@@ -113,6 +137,8 @@ class TrialBag:
         conn = self._conns.get(topic)
         if conn is None:
             return
+        if self.reserve_bytes > 0:
+            self._check_reserve(len(data))
         try:
             if len(data) >= _BIG:
                 self._write_big(conn, t_ns, data)
@@ -129,6 +155,26 @@ class TrialBag:
             if e.errno == errno.ENOSPC:
                 raise DiskFullError(errno.ENOSPC, "No space left on device", str(self.bag_dir)) from e
             raise
+
+    def free_bytes(self) -> int:
+        """Free space for this bag: the file system's, or the test hook's virtual disk."""
+        free = shutil.disk_usage(self.bag_dir).free
+        bio = self._w.storage.bio if self._w.storage is not None else None
+        if isinstance(bio, _FullDisk):
+            free = min(free, bio.room - bio.tell())
+        return int(free)
+
+    def _check_reserve(self, n: int) -> None:
+        """Refuse a write that would eat into the reserve (pending chunk bytes count)."""
+        st = self._w.storage
+        pending = st.chunk.bio.tell() if st is not None else 0
+        free = self.free_bytes()
+        if free - pending - n < self.reserve_bytes:
+            self.reserve_hit = True
+            e = DiskFullError(errno.ENOSPC, f"free space {free / 1e6:.1f} MB reached the reserve of "
+                                            f"{self.reserve_bytes / 1e6:.1f} MB kept for closing the bag and the session file", str(self.bag_dir))
+            e.reserve_hit = True
+            raise e
 
     def _write_big(self, conn, t: int, data: bytes) -> None:
         """One large message as its own chunk, written straight to the file.
@@ -186,7 +232,7 @@ class TrialBag:
         self._last_flush = self._clock()
 
     def close(self) -> Path:
-        """Finish the bag (summary + metadata.yaml), fsync, rename to <trial>_0.mcap."""
+        """Finish the bag (summary, then metadata.yaml written atomically), fsync."""
         if self.closed:
             return self.bag_dir
         self.closed = True
@@ -197,7 +243,6 @@ class TrialBag:
         self._w.close()
         with open(st.path, "rb") as f:
             os.fsync(f.fileno())
-        _rename_to_rosbag2(self.bag_dir)
         return self.bag_dir
 
     def abort_and_repair(self) -> RepairResult:
@@ -217,30 +262,31 @@ class TrialBag:
         return repair_bag(self.bag_dir)
 
 
-def _rename_to_rosbag2(bag_dir: Path) -> None:
-    src = bag_dir / f"{bag_dir.name}.mcap"
-    dst = bag_dir / f"{bag_dir.name}_0.mcap"
-    if not src.is_file():
-        return
-    meta = bag_dir / "metadata.yaml"
-    text = meta.read_text("utf-8").replace(f"{bag_dir.name}.mcap", dst.name)
-    os.replace(src, dst)
-    tmp = meta.with_suffix(".yaml.tmp")
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, meta)
+def metadata_agrees(bag_dir: Path) -> bool:
+    """metadata.yaml exists, parses, and its files are exactly the MCAP files present."""
+    import yaml
+
+    meta = Path(bag_dir) / "metadata.yaml"
+    try:
+        info = yaml.safe_load(meta.read_text("utf-8"))["rosbag2_bagfile_information"]
+        listed = set(info.get("relative_file_paths") or []) | {f["path"] for f in info.get("files") or []}
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        return False
+    present = {p.name for p in Path(bag_dir).glob("*.mcap")}
+    return bool(listed) and listed == present
 
 
 class _FullDisk:
     """A file object over a disk with ``room`` bytes: test stand-in for ENOSPC."""
 
     def __init__(self, f, room: int):
-        self._f, self._room = f, room
+        self._f, self.room = f, room
 
     def write(self, b) -> int:
         pos = self._f.tell()
         n = len(b)
-        if pos + n > self._room:
-            fit = max(0, self._room - pos)
+        if pos + n > self.room:
+            fit = max(0, self.room - pos)
             self._f.write(bytes(memoryview(b)[:fit]))
             self._f.flush()
             raise OSError(errno.ENOSPC, "No space left on device (injected)")
@@ -284,7 +330,13 @@ def _decompress(data: bytes, compression: str, size: int) -> bytes:
 
 
 def repair_bag(bag_dir: Path) -> RepairResult:
-    """Make an interrupted bag readable as far as it was written (idempotent)."""
+    """Make an interrupted bag readable as far as it was written (idempotent).
+
+    Complete means: the MCAP file ends with its footer magic *and* metadata.yaml names
+    exactly the MCAP files present. Otherwise the summary and metadata are rebuilt from
+    the complete chunks; a file still under rosbags' name is first given rosbag2's name,
+    so the metadata written afterwards names the file as it stays.
+    """
     bag_dir = Path(bag_dir)
     path = mcap_file(bag_dir)
     if path is None:
@@ -293,8 +345,13 @@ def repair_bag(bag_dir: Path) -> RepairResult:
         buf = f.read()
     if buf[:8] != _MAGIC:
         raise SessionError("not an MCAP file (bad magic)", str(path), "redo the trial with --redo")
-    if len(buf) >= 45 and buf[-8:] == _MAGIC and (bag_dir / "metadata.yaml").is_file():
+    if len(buf) >= 45 and buf[-8:] == _MAGIC and metadata_agrees(bag_dir):
         return RepairResult(bag_dir, False, -1, -1, 0)
+    if path.name == f"{bag_dir.name}.mcap":
+        final = bag_dir / f"{bag_dir.name}_0.mcap"
+        os.replace(path, final)  # before metadata exists for it: metadata below names the final file
+        path = final
+    (bag_dir / "metadata.yaml").unlink(missing_ok=True)  # stale or wrong: rebuilt below
     off = 8
     good_end = None
     schemas: dict[int, Schema] = {}
@@ -421,6 +478,4 @@ def repair_bag(bag_dir: Path) -> RepairResult:
         w.close()
     except OSError as e:
         raise SessionError(f"cannot finish the repaired bag ({os.strerror(e.errno or 0)})", str(path), "free some disk space and run 'gaze4hri-acq session --resume' again") from None
-    if path.name == f"{bag_dir.name}.mcap":
-        _rename_to_rosbag2(bag_dir)
     return RepairResult(bag_dir, True, sum(stats.values()), len(chunk_recs), cut)

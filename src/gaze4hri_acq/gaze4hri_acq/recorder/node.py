@@ -64,6 +64,7 @@ PARAMS = (
     Param("backpressure", False, "when the queue is full make publishers wait (simulation) instead of dropping (live devices)"),
     Param("record_sim_truth", True, "record /sim/truth/* topics when present"),
     Param("min_free_bytes", 256 * 1024 * 1024, "refuse to start a trial with less free disk than this, unless the start request estimates the trial's bytes", range=(0, 1 << 50)),
+    Param("reserve_bytes", 64 * 1024 * 1024, "stop writing a trial when free disk would fall below this, so the bag, its metadata and session.yaml still fit (bytes)", range=(0, 1 << 40)),
     Param("fail_after_bytes", -1, "test hook: behave as if the disk filled after this many bytes in a bag (-1: off)", range=(-1, 1 << 50)),
 )
 
@@ -161,7 +162,8 @@ class RecorderNode(ControlMixin, Node):
                     self._q_cv.notify_all()
 
     def _on_disk_full(self, what: str) -> None:
-        free = disk_free_bytes(self.bag.bag_dir) if self.bag else 0
+        bag = self.bag
+        free = (bag.free_bytes() if not bag.closed else disk_free_bytes(bag.bag_dir)) if bag else 0
         self.fault = f"disk full while recording {self.trial} ({what}; {free / 1e6:.0f} MB free)"
         self.get_logger().error(self.fault)
         if self._robot_stop.service_is_ready():
@@ -179,9 +181,12 @@ class RecorderNode(ControlMixin, Node):
             raise Gaze4HRIError(f"recorder: only {free / 1e6:.0f} MB free", str(bag_dir.parent), "free disk space, then run the session with --resume")
         self.fault = None
         fab = int(req.get("fail_after_bytes", self.params["fail_after_bytes"]))
+        # the test hook's virtual disk is small: its reserve is a quarter of it
+        reserve = int(self.params["reserve_bytes"]) if fab < 0 else min(int(self.params["reserve_bytes"]), fab // 4)
         try:
             bag = TrialBag(bag_dir, self._types, compression=str(req.get("compression", self.params["compression"])),
-                           flush_interval_s=self.params["flush_interval_s"], fail_after_bytes=fab if fab >= 0 else None)
+                           flush_interval_s=self.params["flush_interval_s"], fail_after_bytes=fab if fab >= 0 else None,
+                           reserve_bytes=reserve)
         except OSError as e:
             raise Gaze4HRIError(f"recorder: cannot create the bag ({e.strerror})", str(bag_dir), "check the output directory and free space") from None
         self.trial = str(req.get("trial"))
