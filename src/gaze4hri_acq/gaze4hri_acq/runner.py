@@ -8,6 +8,7 @@ other ROS tools on the machine.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,7 @@ class Stack:
         self.nodes: dict = {}
         self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
         self._thread: threading.Thread | None = None
+        self._closing = False
         self._pacer: _Pacer | None = None
         self._extra_nodes: list = []
         try:
@@ -151,10 +153,44 @@ class Stack:
         return self
 
     def _spin(self) -> None:
-        try:
-            self.executor.spin()
-        except Exception:  # context shut down under the executor at close
-            pass
+        """Spin until close. A callback's exception is reported once and spinning goes on
+        (rclpy's ``spin`` would re-raise it and stop every node's callbacks); the
+        teardown's "cannot use Destroyable" errors are expected and dropped."""
+        ex = self.executor
+        while self.context.ok() and not getattr(ex, "_is_shutdown", False) and not self._closing:
+            try:
+                ex.spin_once(timeout_sec=0.1)
+            except Exception as e:  # noqa: BLE001 - one callback's fault must not stop the others
+                if self._closing or not self.context.ok():
+                    break
+                if not _is_teardown_error(e):
+                    print(f"warning: callback failed: {type(e).__name__}: {e}", file=sys.stderr)
+
+    def _retrieve_callback_errors(self) -> None:
+        """Fetch the exceptions of finished callback tasks, so none is printed later by
+        rclpy's ``Future.__del__`` ("The following exception was never retrieved: cannot
+        use Destroyable ...") after the operator's error line: teardown errors are
+        dropped, any other is reported here, before the error line."""
+        ex = self.executor
+        tasks = [t for t, _e, _n in list(getattr(ex, "_tasks", []))] + list(getattr(ex, "_futures", []))
+        for t in tasks:
+            try:
+                done = t.done()
+            except Exception:  # noqa: BLE001
+                continue
+            if not done:
+                try:
+                    t.cancel()
+                except Exception:  # noqa: BLE001
+                    pass
+                continue
+            err = t.exception()
+            if err is not None and not _is_teardown_error(err):
+                print(f"warning: callback failed during shutdown: {type(err).__name__}: {err}", file=sys.stderr)
+        if hasattr(ex, "_futures"):
+            ex._futures = []
+        if hasattr(ex, "_tasks"):
+            ex._tasks = []
 
     def __enter__(self) -> Stack:
         return self.start()
@@ -180,6 +216,11 @@ class Stack:
                     n.release()
                 except Exception:
                     pass
+        # stop spinning first and wait for the spin thread, so no callback runs while
+        # (or after) the nodes are destroyed
+        self._closing = True
+        if self._thread is not None:
+            self._thread.join(timeout=3.0)
         try:
             self.executor.shutdown(timeout_sec=2.0)
         except Exception:
@@ -193,8 +234,12 @@ class Stack:
             self.world.close()
         if self.context.ok():
             rclpy.shutdown(context=self.context)
-        if self._thread is not None:
-            self._thread.join(timeout=3.0)
+        self._retrieve_callback_errors()
+
+
+def _is_teardown_error(e: BaseException) -> bool:
+    """rclpy's error for an entity used after its destruction was requested."""
+    return "Destroyable" in str(e) or type(e).__name__ in ("InvalidHandle", "ExternalShutdownException", "ShutdownException")
 
 
 class _Pacer(threading.Thread):
