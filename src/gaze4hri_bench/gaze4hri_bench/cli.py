@@ -48,6 +48,10 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     cmd = next((a for a in argv if not a.startswith("-")), None)
+    if cmd in SUBCOMMANDS:
+        from ._console import setup
+
+        setup(native_filter=cmd in ("run", "demo"))  # before the subcommand imports MediaPipe, TFLite, Ultralytics
     try:
         parser = build_parser(load=cmd if cmd in SUBCOMMANDS else None)
         args = parser.parse_args(argv)

@@ -106,6 +106,10 @@ def main(args: argparse.Namespace) -> int:
     if not args.data.is_dir():
         raise Gaze4HRIError(f"data folder {args.data} does not exist", "--data",
                             "pass a folder of recorded sessions, or create the demo data with `gaze4hri-bench demo`")
+    from .progress import plan_lines
+
+    for line in plan_lines(jobs, cfg, defaulted=not args.methods):
+        print(line, flush=True)
     paths = run_benchmark(cfg, jobs=jobs)
     print(f"{len(paths)} results file(s) in {args.out}; next: gaze4hri-bench analyze {args.out} --out {args.out / 'report'}")
     return 0

@@ -12,7 +12,6 @@ batches of frames in memory.
 """
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from ..methods.base import GazeMethod
 from . import results
 from .faces import FaceModels, TrialFaces, blink_source, face_cache_path
 from .frames import Direct, Sample, StageTimes, assemble, frame_context, timed_iter
+from .progress import RunProgress
 from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
 
 __all__ = ["RunConfig", "Job", "run_benchmark", "plan_jobs", "process_trial", "DEFAULT_DETECTOR"]
@@ -285,14 +285,6 @@ def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray
 
 
 # -- the run ------------------------------------------------------------------------------
-def _bar(total: int, desc: str, enabled: bool):
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="frame", leave=False, dynamic_ncols=True, file=sys.stderr)
-
-
 def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, dataset=None) -> list[Path]:
     """Run every job over every selected trial; return the per-(method, input) files.
     ``dataset``: an object with the data.reader.Dataset interface (default: read cfg.data)."""
@@ -315,15 +307,16 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
     cfg.out.mkdir(parents=True, exist_ok=True)
     written = []
     face_models = FaceModels(cfg.detector)
-    try:
-        for job in jobs:
-            written.append(_run_job(job, cfg, ds, trefs, face_models, log))
-    finally:
-        face_models.close()
+    with RunProgress(cfg.progress, log) as prog:  # bars (TTY) with messages above them
+        try:
+            for job in jobs:
+                written.append(_run_job(job, cfg, ds, trefs, face_models, prog))
+        finally:
+            face_models.close()
     return written
 
 
-def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels, log) -> Path:
+def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels, prog: RunProgress) -> Path:
     """One (method, input) job over every trial not done yet; merge into its results file."""
     parts = results.parts_dir(cfg.out, job.method.name, job.input_type)
     todo = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
@@ -332,17 +325,15 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
     if todo and job.method.kind == "onnx" and job.runner is None:
         job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
     dev = job.runner.device if job.runner is not None else "cpu"
+    log = prog.write
     log(f"{label}: {len(todo)} trial(s) to run" + (f", {skipped} already done (resumed)" if skipped else "")
         + (f" on {dev}" if todo else ""))
+    bars = prog.job(label, todo, cfg.stride)
     for t in todo:
-        bar = _bar(None, f"{label} {t.subject}/{t.trial}", cfg.progress)
         t0 = time.perf_counter()
-        try:
+        with bars.trial(t) as bar:
             cache = face_cache_path(cfg.out, t.subject, t.trial, cfg.detector, cfg.stride)
             df, times, peak = process_trial(job, ds, t, cfg, cache, bar, face_models)
-        finally:
-            if bar is not None:
-                bar.close()
         wall = time.perf_counter() - t0
         vram = vram_used_mb() if dev == "cuda" else None
         results.write_part(results.part_path(parts, t.subject, t.trial), df, {
@@ -351,6 +342,7 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
             "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
             "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
         })
+    bars.close()
     paths = [results.part_path(parts, t.subject, t.trial) for t in trefs]
     path = results.merge(cfg.out, job, paths, cfg)
     r = results.read_metadata(path)["timing"].get("reasons") or {}
