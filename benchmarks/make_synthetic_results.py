@@ -121,6 +121,9 @@ def layout(n_subjects: int, frames: float | None, rng: np.random.Generator, stud
         "vid": vid, "n_videos": nv, "total": total, "subj": subj, "sub_idx": sub_idx, "exp": exp, "cond": cond, "targ": targ, "tid": tid,
         "frame": frame, "pitch": pitch, "yaw": yaw, "gt": gt, "conflict": conflict, "valid": valid, "reason": reason, "cam_yaw": cam_yaw,
         "n_subjects": n_subjects,
+        # subject metadata as in the dataset's subject_info.json; balanced and crossed here so that
+        # small sets can still test both attributes (the study: 24 of 52 with glasses, 13 women)
+        "subject_info": {s: {"glasses": bool(i % 2), "gender": "female" if (i // 2) % 2 == 0 else "male"} for i, s in enumerate(subjects)},
     }
 
 
@@ -196,6 +199,8 @@ def write_file(L: dict, method: str, inp: str, path: Path, rng: np.random.Genera
     }
     assert list(cols) == list(COLUMNS)
     meta = {"schema": SCHEMA_VERSION, "method": method, "input": inp, "software": {"generator": "benchmarks/make_synthetic_results.py"}, "git": None}
+    if L.get("subject_info"):
+        meta["subjects"] = L["subject_info"]
     if timing:
         ms = {"puregaze": 1.93, "gazetr": 1.84, "l2cs": 1.92, "mcgaze": 51.09, "gat": 14.8}.get(method.split("_")[0], 5.0)
         infer = n * ms / 1000

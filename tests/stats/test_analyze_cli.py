@@ -229,9 +229,9 @@ def test_tiny_demo_like_results(synth, tmp_path):
     s = analyze([tmp_path / "in"], tmp_path / "out")
     st = {k: v["status"] for k, v in s["analyses"].items()}
     assert st == {"illumination": "partial", "viewpoint": "partial", "conflict": "partial", "target": "partial", "mutual": "partial",
-                  "crop_vs_rectified": "skipped", "efficiency": "skipped"}
-    assert all("at least 3 subjects" in s["analyses"][k]["reasons"][0] for k in ("illumination", "viewpoint", "conflict", "target", "mutual"))
-    assert s["warnings"] == []
+                  "crop_vs_rectified": "skipped", "efficiency": "skipped", "groups": "partial"}
+    assert all("at least 3 subjects" in s["analyses"][k]["reasons"][0] for k in ("illumination", "viewpoint", "conflict", "target", "mutual", "groups"))
+    assert s["warnings"] == ["only 1 subject(s), fewer than --min-subjects 3: inferential analyses skipped, descriptive tables only"]
     assert len(s["figures"]) >= 8
     ill = pd.read_csv(tmp_path / "out" / "tables" / "illumination.csv")
     assert sorted(ill["level"].unique()) == [10, 100] and (ill["n"] == 1).all() and ill["sd"].isna().all()

@@ -19,7 +19,20 @@ import pandas as pd
 from gaze4hri_core.protocol import ILLUMINATION_LEVELS, P_GRID
 
 from ..specs import SPECS
+from .extended import (
+    STUDY_COLUMNS,
+    champions,
+    ci95,
+    eccentricity_ols,
+    group_comparison,
+    level_pairs,
+    pairs_within,
+    per_video_eccentricity,
+    sensitivity,
+    summarize_slopes,
+)
 from .inference import cv_percent, group_ols2, group_slopes, holm, one_sample_ttest, paired_ttest, pairwise_paired
+from .profiles import REFERENCE, AnalysisProfile
 
 __all__ = [
     "Analysis",
@@ -34,6 +47,7 @@ __all__ = [
     "target_position",
     "mutual_gaze",
     "crop_vs_rectified",
+    "subject_groups",
     "efficiency",
     "coverage",
 ]
@@ -58,6 +72,16 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     status: str = "ran"  # ran | partial | skipped
+    #: table name -> caption naming the profile, aggregation, Holm family and effect size
+    captions: dict[str, str] = field(default_factory=dict)
+    profile: str = "reference"
+
+    def caption(self, table: str, profile: AnalysisProfile, text: str, family: str | None = None, effect: str | None = None) -> None:
+        """Record the caption of ``table``: what it shows, aggregation, family and effect size, and the profile."""
+        parts = [text.rstrip(". ") + ".", profile.aggregation_text[0].upper() + profile.aggregation_text[1:] + "."]
+        parts.append(f"Family: {family}." if family else "Family: none (descriptive).")
+        parts.append(f"Effect size: {effect}." if effect else "Effect size: none (descriptive).")
+        self.captions[table] = profile.caption(" ".join(parts))
 
     def skip(self, reason: str) -> Analysis:
         self.status, self.skipped = "skipped", self.skipped + [reason]
@@ -90,16 +114,25 @@ def _valid(videos: pd.DataFrame) -> pd.DataFrame:
     return videos[np.isfinite(videos["error_mean"].to_numpy(dtype=float))]
 
 
-def subject_means(videos: pd.DataFrame, by: list[str], value: str = "error_mean") -> pd.DataFrame:
-    """Mean of each subject's video means per ``by`` cell (Sezer et al., aggregation: frame -> video -> subject).
+def subject_means(videos: pd.DataFrame, by: list[str], value: str = "error_mean", weighted: bool = False) -> pd.DataFrame:
+    """Each subject's value per ``by`` cell from video means (Sezer et al., aggregation: frame -> video -> subject).
 
-    Returns subject, ``by`` columns, ``value`` and ``n_videos``; videos without valid
-    frames do not count.
+    ``weighted=False``: mean of the video means (the paper's text); ``weighted=True``:
+    frame-weighted, sum(video mean x n_valid) / sum(n_valid), as the study's scripts
+    (GazeForHRI/Gaze4HRI@main:lighting_analysis.py:796-815). Returns subject, ``by``
+    columns, ``value`` and ``n_videos``; videos without valid frames do not count.
     """
     v = _valid(videos)
     keys = ["subject"] + [b for b in by if b != "subject"]
     g = v.groupby(keys, observed=True)[value]
-    out = pd.DataFrame({value: g.mean(), "n_videos": g.count()}).reset_index()
+    if weighted:
+        w = v["n_valid"].astype(float)
+        num = (v[value] * w).groupby([v[k] for k in keys], observed=True).sum()
+        den = w.groupby([v[k] for k in keys], observed=True).sum()
+        mean = num / den.where(den > 0)
+    else:
+        mean = g.mean()
+    out = pd.DataFrame({value: mean, "n_videos": g.count()}).reset_index()
     for k in keys:
         out[k] = out[k].astype(str)
     return out
@@ -202,23 +235,47 @@ def _sig(df: pd.DataFrame, p: str, alpha: float) -> pd.DataFrame:
     return df
 
 
-def illumination(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
+def _desc(wide: pd.DataFrame, cells: list[str]) -> pd.DataFrame:
+    """Mean, SD (ddof 1), n and the 95 % t CI over subjects of every column of a wide table."""
+    d = wide.agg(["mean", "std", "count"]).T.reset_index()
+    d.columns = [*cells, "mean", "sd", "n"]
+    d["n"] = d["n"].astype(int)
+    ci = [ci95(wide[c].to_numpy()) for c in wide.columns]
+    d["ci_low"], d["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
+    return d
+
+
+def _too_few(a: Analysis, what: str, min_subjects: int) -> bool:
+    """Record (and return) that ``what`` is skipped for having fewer than ``min_subjects`` subjects."""
+    if a.n < min_subjects:
+        a.partial(f"{what} skipped: needs at least {min_subjects} subjects (--min-subjects), N = {a.n}")
+        return True
+    return False
+
+
+PAIRED_EFFECT = "Cohen's d_z (mean paired difference / its SD; d_av alongside)"
+
+
+def illumination(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfile = REFERENCE, min_subjects: int = MIN_SUBJECTS) -> Analysis:
     """Experiment 1, Table III: error by illumination level (10, 25, 50, 100 %).
 
-    Tables: ``illumination`` (method, display, level, mean, sd, n; subject-level,
-    SD ddof 1), ``illumination_cv`` (method, display, cv_percent = 100 sigma/mu of
-    the four level means, sigma with ddof 1 as the study computes it, n_levels) and
-    ``illumination_pairwise`` (per level all method pairs: t, dof, p_unc, p_holm
-    with the level's pairs as the Holm family, cohen_dz, cohen_dav).
+    Tables: ``illumination`` (method, display, level, mean, sd, n, ci_low, ci_high;
+    subject-level, SD ddof 1, 95 % t CI), ``illumination_cv`` (method, display,
+    cv_percent = 100 sigma/mu of the four level means, sigma with ddof 1 as the study
+    computes it, n_levels), ``illumination_pairwise`` (per level all method pairs:
+    t, dof, p_unc, p_holm with the level's pairs as the Holm family, cohen_dz,
+    cohen_dav), ``illumination_level_pairs`` (per method the 6 level pairs, Holm over
+    the 6; lighting_analysis.py:817-852) and ``illumination_sensitivity`` (per method
+    OLS of subject values on the level, 10-100 and 10-50; lighting_analysis.py:877-949).
     """
-    a = Analysis("illumination", "Illumination (experiment 1, Table III)")
+    a = Analysis("illumination", "Illumination (experiment 1, Table III)", profile=profile.name)
     v = videos[videos["experiment"].astype(str) == "illumination"].copy()
     if v.empty:
         return a.skip("no illumination trials in the results")
     v["level"] = v["condition"].astype(str).map(_level)
     v = v[v["level"].isin(ILLUMINATION_LEVELS)]
     v["level"] = v["level"].astype(int)
-    sm = subject_means(v, ["method", "level"])
+    sm = subject_means(v, ["method", "level"], weighted=profile.weighted)
     if sm.empty:
         return a.skip("no valid illumination video")
     methods = _method_order(sm["method"].unique())
@@ -227,19 +284,19 @@ def illumination(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
     a.n = len(wide)
     if a.n == 0:
         return a.skip("no subject has every method at every illumination level")
-    desc = wide.agg(["mean", "std", "count"]).T.reset_index()
-    desc.columns = ["method", "level", "mean", "sd", "n"]
+    desc = _desc(wide, ["method", "level"])
     desc["level"] = desc["level"].astype(int)
-    desc["n"] = desc["n"].astype(int)
     a.tables["illumination"] = _with_display(desc)
+    a.caption("illumination", profile, "Experiment 1: mean angular error (deg), SD (ddof 1) and 95 % t CI over subjects per method and illumination level")
     cv = desc.groupby("method", sort=False).agg(cv_percent=("mean", cv_percent), n_levels=("level", "count")).reset_index()
     a.tables["illumination_cv"] = _with_display(cv)
+    a.caption("illumination_cv", profile, "Experiment 1: coefficient of variation CV = 100 sigma/mu of the level means (sigma ddof 1, as the study's Table III)")
     if len(levels) < len(ILLUMINATION_LEVELS):
         a.notes.append(f"levels present: {', '.join(map(str, levels))}")
-    if a.n < MIN_SUBJECTS:
-        a.partial(f"pairwise tests need at least {MIN_SUBJECTS} subjects (N = {a.n})")
-    elif len(methods) < 2:
-        a.partial("pairwise tests need at least 2 methods")
+    if _too_few(a, "pairwise tests and sensitivity slopes", min_subjects):
+        return a
+    if len(methods) < 2:
+        a.partial("pairwise method tests need at least 2 methods")
     else:
         parts = []
         for lv in levels:
@@ -248,18 +305,32 @@ def illumination(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
             pw.insert(0, "level", lv)
             parts.append(pw)
         a.tables["illumination_pairwise"] = _sig(pd.concat(parts, ignore_index=True), "p_holm", alpha)
+        a.caption("illumination_pairwise", profile, "Experiment 1: paired two-sided t-tests between methods per level", "Holm over the method pairs of one level", PAIRED_EFFECT)
         a.notes.append("Holm family: all method pairs at one level. " + DZ_NOTE)
+    if len(levels) >= 2:
+        lp = level_pairs(wide, methods, [str(lv) for lv in levels])
+        lp["level_a"], lp["level_b"] = lp["level_a"].astype(int), lp["level_b"].astype(int)
+        a.tables["illumination_level_pairs"] = _sig(_with_display(lp), "p_holm", alpha)
+        a.caption("illumination_level_pairs", profile, f"Experiment 1: paired two-sided t-tests between illumination levels within each method ({len(levels) * (len(levels) - 1) // 2} pairs)",
+                  "Holm over the level pairs of one method", PAIRED_EFFECT)
+        long = wide.stack(level="method", future_stack=True).reset_index().melt(id_vars=["subject", "method"], var_name="level", value_name="error_mean")
+        long["level"] = long["level"].astype(int)
+        a.tables["illumination_sensitivity"] = _with_display(sensitivity(long))
+        a.caption("illumination_sensitivity", profile, "Experiment 1: sensitivity slope per method, OLS of subject values on the level (deg per level point) over all subject x level points; "
+                  "delta = slope x range; r and p of the fit (scipy linregress)", "none (one fit per method and range)", "Pearson r of the fit")
     return a
 
 
-def viewpoint(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
+def viewpoint(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfile = REFERENCE, min_subjects: int = MIN_SUBJECTS) -> Analysis:
     """Experiment 2: fixed camera (illumination 100, P1..P9) vs camera moving on the arc.
 
     Table ``viewpoint``: method, display, fixed_mean, fixed_sd, arc_mean, arc_sd, n,
     mean_diff (arc - fixed), t, dof, p (two-sided paired, uncorrected), p_holm
-    (across methods), cohen_dz, cohen_dav.
+    (across methods), correction (the profile's: ``holm`` or ``none``), p_adj (the p
+    that ``significant`` uses), cohen_dz, cohen_dav. The study tests each method on
+    its own (camera_viewpoint.py:175-240): profile ``study`` has correction none.
     """
-    a = Analysis("viewpoint", "Camera viewpoint (experiment 2)")
+    a = Analysis("viewpoint", "Camera viewpoint (experiment 2)", profile=profile.name)
     exp = videos["experiment"].astype(str)
     fixed = (exp == "illumination") & (videos["condition"].map(_level) == 100)
     arc = exp == "viewpoint"
@@ -269,14 +340,14 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
         return a.skip("no fixed-camera baseline (illumination 100) in the results")
     v = videos[fixed | arc].copy()
     v["setting"] = np.where(v["experiment"].astype(str) == "viewpoint", "arc", "fixed")
-    sm = subject_means(v, ["method", "setting"])
+    sm = subject_means(v, ["method", "setting"], weighted=profile.weighted)
     methods = _method_order(sm["method"].unique())
     wide, a.excluded = complete_subjects(sm, ["method", "setting"], "error_mean", [(m, s) for m in methods for s in ("fixed", "arc")], videos["subject"].unique())
     a.n = len(wide)
     if a.n == 0:
         return a.skip("no subject has both the fixed and the arc trials for every method")
     rows = []
-    run_tests = a.n >= MIN_SUBJECTS
+    run_tests = not _too_few(a, "paired tests", min_subjects)
     for m in methods:
         f, r = wide[(m, "fixed")].to_numpy(), wide[(m, "arc")].to_numpy()
         t = paired_ttest(r, f) if run_tests else {"mean_diff": r.mean() - f.mean(), "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
@@ -287,27 +358,34 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
         )
     out = pd.DataFrame(rows)
     out.insert(out.columns.get_loc("p") + 1, "p_holm", holm(out["p"].to_numpy()))
-    a.tables["viewpoint"] = _sig(_with_display(out), "p_holm", alpha)
-    if not run_tests:
-        a.partial(f"paired tests need at least {MIN_SUBJECTS} subjects (N = {a.n})")
-    else:
-        a.notes.append("Two-sided paired t-test arc vs fixed per method; p uncorrected, p_holm across methods. " + DZ_NOTE)
+    out.insert(out.columns.get_loc("p_holm") + 1, "correction", profile.viewpoint_correction)
+    out.insert(out.columns.get_loc("correction") + 1, "p_adj", out["p_holm"] if profile.viewpoint_correction == "holm" else out["p"])
+    a.tables["viewpoint"] = _sig(_with_display(out), "p_adj", alpha)
+    fam = "Holm across methods" if profile.viewpoint_correction == "holm" else "none: each method tested on its own, uncorrected (the study's camera_viewpoint.py); p_holm given for reference"
+    a.caption("viewpoint", profile, "Experiment 2: fixed camera (illumination 100) vs arc, two-sided paired t-test per method, arc - fixed", fam, PAIRED_EFFECT)
+    if run_tests:
+        a.notes.append(f"Two-sided paired t-test arc vs fixed per method; p uncorrected, p_holm across methods; significance uses p_adj ({profile.viewpoint_correction}). " + DZ_NOTE)
     return a
 
 
-def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, str] | None = None) -> Analysis:
+def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, str] | None = None, profile: AnalysisProfile = REFERENCE,
+             min_subjects: int = MIN_SUBJECTS) -> Analysis:
     """Experiment 3: error vs head-gaze conflict.
 
-    Per subject s and method, OLS of video mean error on video mean conflict,
-    e = alpha_s + beta_s * gamma (Sezer et al., exp. 3 analysis); one-sided one-sample
-    t-test of {beta_s} > 0, Holm-corrected across methods; % of subjects with
-    beta_s > 0; pairwise two-sided paired tests of the subject mean errors between
-    methods (Holm across all pairs).
-    Tables: ``conflict`` (method, display, n, mean, sd, slope_mean, slope_sd, t, dof,
-    p_unc, p_holm, pct_positive), ``conflict_slopes`` (subject, method, intercept,
-    slope, n_videos), ``conflict_pairwise``.
+    Per subject s and method, least squares of video mean error on video mean
+    conflict, e = alpha_s + beta_s * gamma (Sezer et al., exp. 3 analysis): OLS over
+    the method's valid frames' conflict (profile ``reference``) or WLS with the valid
+    frames as weights on the conflict over all frames of the video, subjects complete
+    in the three head conditions (profile ``study``, head_gaze_conflict_vs_error.py:
+    23-45, 95-127, 221-285); one-sided one-sample t-test of {beta_s} > 0, Holm across
+    methods; % of subjects with beta_s > 0; pairwise two-sided paired tests of the
+    subject mean errors between methods (Holm across all pairs).
+    Tables: ``conflict`` (method, display, n, mean, sd, slope_mean, slope_sd,
+    slope_ci_low, slope_ci_high, t, dof, p_unc, p_holm, pct_positive),
+    ``conflict_slopes`` (subject, method, intercept, slope, n_videos),
+    ``conflict_pairwise``.
     """
-    a = Analysis("conflict", "Head-gaze conflict (experiment 3)")
+    a = Analysis("conflict", "Head-gaze conflict (experiment 3)", profile=profile.name)
     v = videos[videos["experiment"].astype(str) == "conflict"]
     for m, why in (skip_methods or {}).items():
         if m in set(v["method"].astype(str)):
@@ -315,14 +393,27 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
             v = v[v["method"].astype(str) != m]
     if v.empty:
         return a.skip("no conflict trials in the results" if not skip_methods else "no conflict trials with head-gaze conflict values")
-    v = v[np.isfinite(v["conflict_mean"].to_numpy(dtype=float))]
-    sm = subject_means(v, ["method"])
+    xcol = "conflict_all_mean" if profile.conflict_source == "all_frames" else "conflict_mean"
+    v = v[np.isfinite(v[xcol].to_numpy(dtype=float))]
+    excl_pre = []
+    if profile.conflict_complete_conditions:
+        have = v.groupby("subject", observed=True)["condition"].agg(lambda c: set(map(str, c)))
+        need = {"left", "center", "right"}
+        bad = [s for s, c in have.items() if not need <= c]
+        for s in bad:
+            excl_pre.append({"subject": str(s), "reason": f"not all head conditions (has {', '.join(sorted(have[s])) or 'none'}; needs left, center, right)"})
+        v = v[~v["subject"].astype(str).isin(set(map(str, bad)))]
+    sm = subject_means(v, ["method"], weighted=profile.weighted)
     if sm.empty:
         return a.skip("no valid conflict video")
     methods = _method_order(sm["method"].unique())
     wide, a.excluded = complete_subjects(sm, ["method"], "error_mean", [(m,) for m in methods], videos["subject"].unique())
+    if excl_pre:
+        pre = pd.DataFrame(excl_pre)
+        a.excluded = pd.concat([pre, a.excluded[~a.excluded["subject"].isin(pre["subject"])]], ignore_index=True)
     vv = _valid(v)
-    sl = group_slopes(vv.assign(subject=vv["subject"].astype(str), method=vv["method"].astype(str)), ["subject", "method"], "conflict_mean", "error_mean")
+    w = "n_valid" if profile.conflict_fit == "wls" else None
+    sl = group_slopes(vv.assign(subject=vv["subject"].astype(str), method=vv["method"].astype(str)), ["subject", "method"], xcol, "error_mean", w=w)
     sl = sl.rename(columns={"n": "n_videos"})
     sl = sl[sl["subject"].isin(wide.index)]
     bad = sl[~np.isfinite(sl["slope"])]["subject"].unique()
@@ -334,24 +425,29 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
     if a.n == 0:
         return a.skip("no subject has a defined slope for every method (needs 2 or more conflict videos with different conflict)")
     rows = []
-    run_tests = a.n >= MIN_SUBJECTS
+    run_tests = not _too_few(a, "slope tests and pairwise tests", min_subjects)
     for m in methods:
         e = wide[m].to_numpy()
         b = sl.loc[sl["method"] == m, "slope"].to_numpy()
         t = one_sample_ttest(b, 0.0, "greater") if run_tests else {"t": np.nan, "dof": np.nan, "p_unc": np.nan}
+        lo, hi = ci95(b)
         rows.append({"method": m, "n": a.n, "mean": e.mean(), "sd": e.std(ddof=1) if e.size > 1 else np.nan, "slope_mean": b.mean(),
-                     "slope_sd": b.std(ddof=1) if b.size > 1 else np.nan, "t": t["t"], "dof": t["dof"], "p_unc": t["p_unc"],
-                     "pct_positive": 100.0 * float((b > 0).mean())})
+                     "slope_sd": b.std(ddof=1) if b.size > 1 else np.nan, "slope_ci_low": lo, "slope_ci_high": hi, "t": t["t"], "dof": t["dof"],
+                     "p_unc": t["p_unc"], "pct_positive": 100.0 * float((b > 0).mean())})
     out = pd.DataFrame(rows)
     out.insert(out.columns.get_loc("p_unc") + 1, "p_holm", holm(out["p_unc"].to_numpy()))
     a.tables["conflict"] = _sig(_with_display(out), "p_holm", alpha)
+    fit = ("WLS (weights: valid frames of the video)" if w else "OLS") + " of video error on video conflict averaged over " + (
+        "all frames of the video" if xcol == "conflict_all_mean" else "the method's valid frames")
+    a.caption("conflict", profile, f"Experiment 3: subject mean error (deg) and per-subject slopes (deg/deg, {fit}); one-sided one-sample t-test of slopes > 0",
+              "Holm across methods", "slope mean and 95 % CI; % of subjects with a positive slope")
     a.tables["conflict_slopes"] = _with_display(sl[["subject", "method", "intercept", "slope", "n_videos"]].reset_index(drop=True))
-    if not run_tests:
-        a.partial(f"tests need at least {MIN_SUBJECTS} subjects (N = {a.n})")
-    else:
-        a.notes.append("Slopes in deg of error per deg of conflict; one-sided t-test of the subject slopes > 0, Holm across methods.")
+    a.caption("conflict_slopes", profile, f"Experiment 3: per-subject fits error = a + b conflict ({fit})")
+    if run_tests:
+        a.notes.append(f"Slopes in deg of error per deg of conflict ({fit}); one-sided t-test of the subject slopes > 0, Holm across methods.")
         if len(methods) >= 2:
             a.tables["conflict_pairwise"] = _sig(_pairwise_methods(wide, methods), "p_holm", alpha)
+            a.caption("conflict_pairwise", profile, "Experiment 3: paired two-sided t-tests of subject mean errors between methods", "Holm over all method pairs", PAIRED_EFFECT)
             a.notes.append("Pairwise: two-sided paired t-tests of subject mean errors, Holm across all pairs. " + DZ_NOTE)
     return a
 
@@ -360,92 +456,160 @@ def _grid_position() -> dict[str, tuple[str, str]]:
     return {p: (row, col) for row, cols in P_GRID.items() for col, p in cols.items()}
 
 
-def target_position(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
+#: Columns of the 3x3 grid as seen by the subject, who faces the camera: the
+#: subject's left is the camera's right (protocol.P_GRID names columns from the camera).
+SUBJECT_VIEW = {"subject_left": "right", "subject_middle": "middle", "subject_right": "left"}
+
+
+def _group_means(v: pd.DataFrame, mapping: dict[str, str], col: str, wide_index, profile: AnalysisProfile) -> pd.DataFrame:
+    """Subject x (method, group) values of the videos whose target maps to a group (rows, columns)."""
+    g = v.assign(**{col: v["target"].astype(str).map(mapping)}).dropna(subset=[col])
+    sm = subject_means(g, ["method", col], weighted=profile.weighted)
+    wide = sm.pivot_table(index="subject", columns=["method", col], values="error_mean", aggfunc="first", observed=True)
+    return wide.reindex(index=wide_index)
+
+
+def target_position(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfile = REFERENCE, min_subjects: int = MIN_SUBJECTS) -> Analysis:
     """Experiment 4.1: error per target point P1..P9 (fixed camera, illumination 100).
 
-    Tables: ``target`` (method, display, target, row, column, mean, sd, n),
-    ``target_best`` (the method with the lowest mean per point, in the study's 3x3
-    layout, gaze4hri.md / protocol.P_GRID), ``target_tests`` (per method: pairwise
-    paired tests between the three rows and between the left and right columns of
-    the subject means over a row's or column's points; Holm family = one factor of
-    one method; cohen_dz and cohen_dav).
+    Tables: ``target`` (method, display, target, row, column, mean, sd, n, ci_low,
+    ci_high), ``target_grid`` (per method the 3x3 means laid out as the subject sees
+    the table: rows farthest..closest, columns subject_left..subject_right),
+    ``target_best`` (the method with the lowest mean per point), ``target_tests``
+    (per method: the three row pairs and the left-right column pair; Holm family = one
+    factor of one method), ``target_columns`` (per method the study's columns C1/C2/C3,
+    3 pairs, Holm; point_analysis.py:351-431), ``target_point_pairs`` (per method all
+    36 point pairs, Holm over 36; :257-330), ``target_method_pairs`` (per point the 21
+    method pairs, Holm over 21; :433-501), ``target_champion`` (:504-598) and
+    ``target_eccentricity`` / ``target_eccentricity_subjects`` (per subject OLS over
+    the point videos of video mean error on mean |pitch| and |yaw|, at least 5
+    videos, mean/SD/CI over subjects; :684-880).
     """
-    a = Analysis("target", "Target position (experiment 4.1)")
+    a = Analysis("target", "Target position (experiment 4.1)", profile=profile.name)
     exp = videos["experiment"].astype(str)
     v = videos[(exp == "illumination") & (videos["condition"].map(_level) == 100)]
     pos = _grid_position()
     v = v[v["target"].astype(str).isin(pos)]
     if v.empty:
         return a.skip("no fixed-camera trials at illumination 100 in the results")
-    sm = subject_means(v, ["method", "target"])
+    sm = subject_means(v, ["method", "target"], weighted=profile.weighted)
     methods = _method_order(sm["method"].unique())
     points = [p for p in sorted(pos, key=lambda p: int(p[1:])) if p in set(sm["target"])]
     wide, a.excluded = complete_subjects(sm, ["method", "target"], "error_mean", [(m, p) for m in methods for p in points], videos["subject"].unique())
     a.n = len(wide)
     if a.n == 0:
         return a.skip("no subject has every target point for every method")
-    desc = wide.agg(["mean", "std", "count"]).T.reset_index()
-    desc.columns = ["method", "target", "mean", "sd", "n"]
-    desc["n"] = desc["n"].astype(int)
+    desc = _desc(wide, ["method", "target"])
     desc.insert(2, "row", desc["target"].map(lambda p: pos[p][0]))
     desc.insert(3, "column", desc["target"].map(lambda p: pos[p][1]))
     a.tables["target"] = _with_display(desc)
+    a.caption("target", profile, "Experiment 4.1: mean error (deg), SD and 95 % t CI over subjects per target point (fixed camera, illumination 100)")
+    cell = {(r.method, r.row, r.column): r.mean for r in desc.itertuples()}
+    grid = [{"method": m, "row": row, **{k: cell.get((m, row, c), np.nan) for k, c in SUBJECT_VIEW.items()}} for m in methods for row in reversed(ROWS)]
+    a.tables["target_grid"] = _with_display(pd.DataFrame(grid))
+    a.caption("target_grid", profile, "Experiment 4.1: mean error (deg) per point in the 3x3 grid as the subject sees the table (top row farthest; the subject's left is the camera's right)")
     best = desc.loc[desc.groupby("target", sort=False)["mean"].idxmin()][["target", "row", "column", "method", "mean"]]
     best = best.rename(columns={"method": "best_method", "mean": "best_mean"})
     best.insert(4, "best_display", best["best_method"].map(display_name))
     a.tables["target_best"] = best.reset_index(drop=True)
+    a.caption("target_best", profile, "Experiment 4.1: the method with the lowest mean error per point")
     if len(points) < 9:
         a.notes.append(f"points present: {', '.join(points)}")
-    if a.n < MIN_SUBJECTS:
-        a.partial(f"row/column tests need at least {MIN_SUBJECTS} subjects (N = {a.n})")
+    if _too_few(a, "row, column, point and method tests and eccentricity fits", min_subjects):
         return a
-    parts = []
+    vc = v[v["subject"].astype(str).isin(wide.index)]
+    rows_w = _group_means(vc, {p: pos[p][0] for p in points}, "row", wide.index, profile)
+    cols_w = _group_means(vc, {p: pos[p][1] for p in points}, "column", wide.index, profile)
+    study_w = _group_means(vc, {p: c for c, ps in STUDY_COLUMNS.items() for p in ps if p in points}, "scol", wide.index, profile)
+    parts, cparts = [], []
     for m in methods:
-        w = wide[m]
-        for factor, groups, pairs in (
-            ("row", {r: [p for p in points if pos[p][0] == r] for r in ROWS}, list(combinations(ROWS, 2))),
-            ("column", {c: [p for p in points if pos[p][1] == c] for c in ("left", "right")}, [("left", "right")]),
-        ):
-            if any(not g for g in groups.values()):
+        for factor, w, pairs in (("row", rows_w, list(combinations(ROWS, 2))), ("column", cols_w, [("left", "right")])):
+            need = {x for pr in pairs for x in pr}
+            if m not in w.columns.get_level_values(0) or not need <= set(w[m].columns):
                 continue
-            agg = pd.DataFrame({k: w[g].mean(axis=1) for k, g in groups.items()})
-            pw = pairwise_paired(agg, pairs=pairs)
+            pw = pairwise_paired(w[m], pairs=pairs)
             pw.insert(0, "method", m)
             pw.insert(1, "factor", factor)
             parts.append(pw)
+        if m in study_w.columns.get_level_values(0) and set(STUDY_COLUMNS) <= set(study_w[m].columns):
+            pw = pairwise_paired(study_w[m][list(STUDY_COLUMNS)]).rename(columns={"a": "column_a", "b": "column_b"})
+            pw.insert(0, "method", m)
+            cparts.append(pw)
     if parts:
         a.tables["target_tests"] = _sig(_with_display(pd.concat(parts, ignore_index=True)), "p_holm", alpha)
-        a.notes.append("Row and column values: subject mean over the row's (column's) points. Holm family: the 3 row pairs, resp. the left-right pair, of one method. " + DZ_NOTE)
+        a.caption("target_tests", profile, "Experiment 4.1: paired two-sided t-tests between the rows and between the left and right columns (camera's view) per method; "
+                  "a row's (column's) subject value aggregates the videos of its points", "Holm over the 3 row pairs, resp. the 1 column pair, of one method", PAIRED_EFFECT)
+        a.notes.append("Row and column values aggregate the subject's videos of the row's (column's) points. Holm family: the 3 row pairs, resp. the left-right pair, of one method. " + DZ_NOTE)
+    if cparts:
+        a.tables["target_columns"] = _sig(_with_display(pd.concat(cparts, ignore_index=True)), "p_holm", alpha)
+        a.caption("target_columns", profile, "Experiment 4.1: the study's columns C1 (P1, P4, P7), C2 (P2, P5, P8), C3 (P3, P6, P9), paired two-sided t-tests per method",
+                  "Holm over the 3 column pairs of one method", PAIRED_EFFECT)
+    if len(points) >= 2:
+        pp = pairs_within(wide, methods, points, "method", "target_a", "target_b")
+        a.tables["target_point_pairs"] = _sig(_with_display(pp), "p_holm", alpha)
+        a.caption("target_point_pairs", profile, f"Experiment 4.1: all {len(points) * (len(points) - 1) // 2} point pairs per method, paired two-sided t-tests",
+                  "Holm over the point pairs of one method", PAIRED_EFFECT)
+    if len(methods) >= 2:
+        sw = wide.swaplevel(axis=1)
+        mp = pairs_within(sw, points, methods, "target", "method_a", "method_b")
+        mp.insert(2, "display_a", mp["method_a"].map(display_name))
+        mp.insert(4, "display_b", mp["method_b"].map(display_name))
+        a.tables["target_method_pairs"] = _sig(mp, "p_holm", alpha)
+        a.caption("target_method_pairs", profile, f"Experiment 4.1: the {len(methods) * (len(methods) - 1) // 2} method pairs per point, paired two-sided t-tests",
+                  "Holm over the method pairs of one point", PAIRED_EFFECT)
+        ch = champions(mp, desc[["target", "method", "mean"]], alpha)
+        ch.insert(1, "row", ch["target"].map(lambda p: pos[p][0]))
+        ch.insert(2, "column", ch["target"].map(lambda p: pos[p][1]))
+        ch.insert(ch.columns.get_loc("champion") + 1, "champion_display", ch["champion"].map(lambda s: "; ".join(display_name(x) for x in s.split("; ")) if s else ""))
+        a.tables["target_champion"] = ch
+        a.caption("target_champion", profile, f"Experiment 4.1: a point's champion is significantly better (lower mean, Holm p < {alpha}) than every other method; "
+                  "empty when no method is", "Holm over the method pairs of one point", "none (decision from the pairwise tests)")
+    if {"abs_pitch_mean", "abs_yaw_mean"} <= set(vc.columns) and vc["abs_pitch_mean"].notna().any():
+        ev = _valid(vc).assign(subject=lambda d: d["subject"].astype(str), method=lambda d: d["method"].astype(str))
+        reg = eccentricity_ols(ev, ["subject", "method"], "error_mean", "abs_pitch_mean", "abs_yaw_mean", min_n=5).rename(columns={"n": "n_videos"})
+        a.tables["target_eccentricity_subjects"] = _with_display(reg)
+        a.caption("target_eccentricity_subjects", profile, "Experiment 4.1: per-subject OLS over the point videos, video mean error = a + b_pitch mean|pitch| + b_yaw mean|yaw| (at least 5 videos)")
+        ecc = summarize_slopes(reg)
+        a.tables["target_eccentricity"] = _with_display(ecc.set_index("method").reindex([m for m in methods if m in set(ecc["method"])]).reset_index())
+        a.caption("target_eccentricity", profile, "Experiment 4.1: eccentricity slopes (deg/deg) from per-subject least squares over video means; mean, SD and 95 % CI over subjects",
+                  "none", "slope mean and 95 % CI")
+    else:
+        a.partial("eccentricity fit skipped: no ground-truth pitch/yaw in the results")
     return a
 
 
-def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha: float = 0.05, skip_methods: dict[str, str] | None = None) -> Analysis:
+MUTUAL_POOLS = {"h_slow": ("h_slow",), "h_fast": ("h_fast",), "v_slow": ("v_slow",), "v_fast": ("v_fast",),
+                "slow": ("h_slow", "v_slow"), "fast": ("h_fast", "v_fast"), "all": MUTUAL_CONDITIONS}
+
+
+def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha: float = 0.05, skip_methods: dict[str, str] | None = None,
+                profile: AnalysisProfile = REFERENCE, min_subjects: int = MIN_SUBJECTS) -> Analysis:
     """Experiment 4.2: mutual gaze while the camera scans (H/V x slow/fast).
 
-    Tables: ``mutual`` (method, display, condition, mean, sd, n), ``mutual_pairwise``
-    (per method the six condition pairs, two-sided paired, Holm within method,
-    cohen_dz, cohen_dav), ``mutual_eccentricity`` (per method mean and SD over
-    subjects of the per-subject OLS over valid frames E = a + b_pitch |pitch| +
-    b_yaw |yaw|, Sezer et al. exp. 4.2 analysis; ground-truth pitch/yaw in deg) and
-    ``mutual_eccentricity_subjects``.
+    Tables: ``mutual`` (method, display, condition, mean, sd, n, ci_low, ci_high),
+    ``mutual_pairwise`` (per method the six condition pairs, two-sided paired, Holm
+    within method, cohen_dz, cohen_dav), ``mutual_method_pairs`` (per pool h_slow,
+    h_fast, v_slow, v_fast, slow, fast, all: the method pairs, Holm within the pool;
+    line_movement_analysis_paper.py:891-993), ``mutual_eccentricity`` (per method mean
+    and SD over subjects of the per-subject OLS over valid frames E = a + b_pitch
+    |pitch| + b_yaw |yaw|, Sezer et al. exp. 4.2 analysis), ``mutual_eccentricity_subjects``,
+    and ``mutual_eccentricity_videos`` / ``mutual_eccentricity_per_video`` (the study's
+    per-video OLS averaged over videos, conditions and subjects; :996-1262).
     """
-    a = Analysis("mutual", "Mutual gaze (experiment 4.2)")
+    a = Analysis("mutual", "Mutual gaze (experiment 4.2)", profile=profile.name)
     v = videos[videos["experiment"].astype(str) == "mutual"]
     if v.empty:
         return a.skip("no mutual-gaze trials in the results")
-    sm = subject_means(v, ["method", "condition"])
+    sm = subject_means(v, ["method", "condition"], weighted=profile.weighted)
     methods = _method_order(sm["method"].unique())
     conds = [c for c in MUTUAL_CONDITIONS if c in set(sm["condition"])] + sorted(set(sm["condition"]) - set(MUTUAL_CONDITIONS))
     wide, a.excluded = complete_subjects(sm, ["method", "condition"], "error_mean", [(m, c) for m in methods for c in conds], videos["subject"].unique())
     a.n = len(wide)
     if a.n == 0:
         return a.skip("no subject has every mutual-gaze condition for every method")
-    desc = wide.agg(["mean", "std", "count"]).T.reset_index()
-    desc.columns = ["method", "condition", "mean", "sd", "n"]
-    desc["n"] = desc["n"].astype(int)
-    a.tables["mutual"] = _with_display(desc)
-    if a.n < MIN_SUBJECTS:
-        a.partial(f"tests and slopes need at least {MIN_SUBJECTS} subjects (N = {a.n})")
+    a.tables["mutual"] = _with_display(_desc(wide, ["method", "condition"]))
+    a.caption("mutual", profile, "Experiment 4.2: mean error (deg), SD and 95 % t CI over subjects per mutual-gaze condition; subjects complete in all conditions")
+    if _too_few(a, "tests and eccentricity slopes", min_subjects):
         return a
     parts = []
     for m in methods:
@@ -453,7 +617,23 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
         pw.insert(0, "method", m)
         parts.append(pw)
     a.tables["mutual_pairwise"] = _sig(_with_display(pd.concat(parts, ignore_index=True)), "p_holm", alpha)
+    a.caption("mutual_pairwise", profile, "Experiment 4.2: paired two-sided t-tests between the conditions of each method", "Holm over the condition pairs of one method", PAIRED_EFFECT)
     a.notes.append("Holm family: the condition pairs of one method. " + DZ_NOTE)
+    if len(methods) >= 2:
+        vc = v[v["subject"].astype(str).isin(wide.index)]
+        mparts = []
+        for pool, cs in MUTUAL_POOLS.items():
+            if not set(cs) <= set(conds):
+                continue
+            pm = subject_means(vc[vc["condition"].astype(str).isin(cs)], ["method"], weighted=profile.weighted)
+            pw_w = pm.pivot_table(index="subject", columns="method", values="error_mean", aggfunc="first").reindex(index=wide.index)
+            pw = _pairwise_methods(pw_w, methods)
+            pw.insert(0, "pool", pool)
+            mparts.append(pw)
+        if mparts:
+            a.tables["mutual_method_pairs"] = _sig(pd.concat(mparts, ignore_index=True), "p_holm", alpha)
+            a.caption("mutual_method_pairs", profile, "Experiment 4.2: paired two-sided t-tests between methods per condition and per pooled speed (slow, fast) and overall (all); "
+                      "pooled values aggregate the subject's videos of the pool", "Holm over the method pairs of one pool", PAIRED_EFFECT)
     if frames is None or frames.empty:
         a.partial("eccentricity regression skipped: no ground-truth pitch/yaw per frame")
         return a
@@ -468,6 +648,7 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
     reg = group_ols2(f, ["subject", "method"], "abs_pitch_deg", "abs_yaw_deg", "error_deg")
     reg = reg.rename(columns={"b1": "b_pitch", "b2": "b_yaw", "n": "n_frames"})
     a.tables["mutual_eccentricity_subjects"] = _with_display(reg)
+    a.caption("mutual_eccentricity_subjects", profile, "Experiment 4.2: per-subject OLS over the valid frames of all mutual-gaze videos, E = a + b_pitch |pitch| + b_yaw |yaw|")
     ok = reg.dropna(subset=["b_pitch", "b_yaw"])
     ecc = ok.groupby("method", sort=False).agg(
         n=("subject", "count"), intercept_mean=("intercept", "mean"), b_pitch_mean=("b_pitch", "mean"), b_pitch_sd=("b_pitch", "std"),
@@ -475,20 +656,28 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
     ).reset_index()
     ecc = ecc.set_index("method").reindex([m for m in methods if m in set(ecc["method"])]).reset_index()
     a.tables["mutual_eccentricity"] = _with_display(ecc)
+    a.caption("mutual_eccentricity", profile, "Experiment 4.2: eccentricity slopes (deg/deg) from per-subject OLS pooled over frames; mean and SD over subjects", "none", "slope mean and SD")
     a.notes.append("Eccentricity slopes: deg of error per deg of |pitch| or |yaw| of the ground-truth gaze in the camera frame, OLS per subject over valid frames, mean and SD over subjects.")
+    if "trial" in f.columns:
+        vids, per = per_video_eccentricity(f.assign(trial=f["trial"].astype(str), condition=f["condition"].astype(str)))
+        a.tables["mutual_eccentricity_videos"] = _with_display(vids.rename(columns={"n": "n_frames"}))
+        a.caption("mutual_eccentricity_videos", profile, "Experiment 4.2: per-video OLS over valid frames (at least 8), E = a + b_pitch |pitch| + b_yaw |yaw|")
+        a.tables["mutual_eccentricity_per_video"] = _with_display(per.set_index("method").reindex([m for m in methods if m in set(per["method"])]).reset_index())
+        a.caption("mutual_eccentricity_per_video", profile, "Experiment 4.2 (the study's script): per-video slopes averaged over a subject's videos per condition, then over the conditions; "
+                  "mean, SD and 95 % CI over subjects", "none", "slope mean and 95 % CI")
     return a
 
 
-def crop_vs_rectified(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
+def crop_vs_rectified(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfile = REFERENCE, min_subjects: int = MIN_SUBJECTS) -> Analysis:
     """Table S9: whole-dataset error with cropped vs rectified input, per method with both.
 
-    Subject value: mean of all the subject's video means for that input. Table
-    ``crop_vs_rectified``: method, display, n, crop_mean, crop_sd, rectified_mean,
-    rectified_sd, mean_diff (crop - rectified), t, dof, p_unc, p_holm (across
-    methods), cohen_dz, cohen_dav, better.
+    Subject value: the subject's video means for that input aggregated as the profile
+    says. Table ``crop_vs_rectified``: method, display, n, crop_mean, crop_sd,
+    rectified_mean, rectified_sd, mean_diff (crop - rectified), t, dof, p_unc, p_holm
+    (across methods), cohen_dz, cohen_dav, better.
     """
-    a = Analysis("crop_vs_rectified", "Cropped vs rectified input (Table S9)")
-    sm = subject_means(videos, ["method", "input"])
+    a = Analysis("crop_vs_rectified", "Cropped vs rectified input (Table S9)", profile=profile.name)
+    sm = subject_means(videos, ["method", "input"], weighted=profile.weighted)
     both = [m for m in _method_order(sm["method"].unique()) if {"crop", "rectified"} <= set(sm.loc[sm["method"] == m, "input"])]
     if not both:
         return a.skip("no method has both crop and rectified results")
@@ -498,7 +687,7 @@ def crop_vs_rectified(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
         if len(ex):
             excl.append(ex.assign(reason=f"{display_name(m)}: " + ex["reason"]))
         c, r = w["crop"].to_numpy(), w["rectified"].to_numpy()
-        t = paired_ttest(c, r) if len(w) >= MIN_SUBJECTS else {"mean_diff": c.mean() - r.mean() if len(w) else np.nan, "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
+        t = paired_ttest(c, r) if len(w) >= min_subjects else {"mean_diff": c.mean() - r.mean() if len(w) else np.nan, "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
         rows.append({"method": m, "n": len(w), "crop_mean": c.mean() if len(w) else np.nan, "crop_sd": c.std(ddof=1) if len(w) > 1 else np.nan,
                      "rectified_mean": r.mean() if len(w) else np.nan, "rectified_sd": r.std(ddof=1) if len(w) > 1 else np.nan,
                      "mean_diff": t["mean_diff"], "t": t["t"], "dof": t["dof"], "p_unc": t["p_unc"], "cohen_dz": t["cohen_dz"], "cohen_dav": t["cohen_dav"]})
@@ -506,11 +695,57 @@ def crop_vs_rectified(videos: pd.DataFrame, alpha: float = 0.05) -> Analysis:
     out.insert(out.columns.get_loc("p_unc") + 1, "p_holm", holm(out["p_unc"].to_numpy()))
     out["better"] = np.where(~(out["p_holm"] < alpha), "no significant difference", np.where(out["mean_diff"] < 0, "crop", "rectified"))
     a.tables["crop_vs_rectified"] = _with_display(out)
+    a.caption("crop_vs_rectified", profile, "Table S9: whole-dataset subject-level error, cropped vs rectified input; two-sided paired t-test per method, crop - rectified",
+              "Holm across methods", PAIRED_EFFECT)
     a.n = int(out["n"].min())
     a.excluded = pd.concat(excl, ignore_index=True) if excl else a.excluded
-    if (out["n"] < MIN_SUBJECTS).any():
-        a.partial(f"paired tests need at least {MIN_SUBJECTS} subjects with both inputs")
+    if (out["n"] < min_subjects).any():
+        a.partial(f"paired tests skipped where fewer than {min_subjects} subjects (--min-subjects) have both inputs")
     a.notes.append("Two-sided paired t-test crop vs rectified per method, Holm across methods. " + DZ_NOTE)
+    return a
+
+
+def subject_groups(videos: pd.DataFrame, subjects: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfile = REFERENCE,
+                   min_subjects: int = MIN_SUBJECTS) -> Analysis:
+    """Whole-dataset error by subject attribute (glasses, gender) when the results carry it.
+
+    Subject value: all of the subject's videos of the chosen input, aggregated as the
+    profile says. Tables ``groups`` (factor, level, method, display, mean, sd, n,
+    ci_low, ci_high) and ``groups_tests`` (two levels: Welch's t-test per method,
+    Holm across methods, Cohen's d with the pooled SD).
+    """
+    a = Analysis("groups", "Subject groups (glasses, gender)", profile=profile.name)
+    factors = [c for c in subjects.columns if c != "subject" and subjects[c].notna().any()]
+    if not factors:
+        return a.skip("no subject metadata (glasses, gender) in the results")
+    sm = subject_means(videos, ["method"], weighted=profile.weighted)
+    meta = subjects.assign(subject=subjects["subject"].astype(str))
+    desc, tests = [], []
+    for fac in factors:
+        d = sm.merge(meta[["subject", fac]], on="subject", how="inner").dropna(subset=[fac])
+        d[fac] = d[fac].astype(str)
+        for (lv, m), g in d.groupby([fac, "method"], sort=True):
+            x = g["error_mean"].to_numpy(float)
+            lo, hi = ci95(x)
+            desc.append({"factor": fac, "level": lv, "method": m, "mean": x.mean(), "sd": x.std(ddof=1) if x.size > 1 else np.nan, "n": x.size, "ci_low": lo, "ci_high": hi})
+        t = group_comparison(d.rename(columns={"error_mean": "value"}), fac, alpha, min_subjects)
+        if len(t):
+            tests.append(t)
+        if d[fac].nunique() != 2:
+            a.notes.append(f"{fac}: {d[fac].nunique()} levels, descriptives only (tests need exactly two)")
+    out = pd.DataFrame(desc)
+    a.n = int(sm["subject"].nunique())
+    _too_few(a, "group tests", min_subjects)
+    order = {m: i for i, m in enumerate(_method_order(out["method"].unique()))}
+    a.tables["groups"] = _with_display(out.sort_values(["factor", "level", "method"], key=lambda s: s.map(order) if s.name == "method" else s).reset_index(drop=True))
+    a.caption("groups", profile, "Whole-dataset mean error (deg), SD and 95 % t CI over subjects per level of a subject attribute")
+    if tests:
+        tt = pd.concat(tests, ignore_index=True)
+        if tt["p_unc"].isna().all() and a.n >= min_subjects:
+            a.partial(f"group tests skipped: each group needs at least {min_subjects} subjects (--min-subjects)")
+        a.tables["groups_tests"] = _with_display(tt)
+        a.caption("groups_tests", profile, "Subject groups: Welch two-sample t-test between the two levels per method, a - b", "Holm across methods of one attribute",
+                  "Cohen's d with the pooled SD")
     return a
 
 

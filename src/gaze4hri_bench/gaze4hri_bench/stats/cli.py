@@ -1,4 +1,5 @@
-"""``gaze4hri-bench analyze RESULTS... --out REPORT [--alpha 0.05]``: every analysis of
+"""``gaze4hri-bench analyze RESULTS... --out REPORT [--alpha 0.05] [--profile reference|study]
+[--exclusions NAME|YAML] [--min-subjects 3] [--allow-mixed-profiles]``: every analysis of
 the study from per-frame results (docs/statistics.md)."""
 from __future__ import annotations
 
@@ -14,6 +15,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="REPORT", help="report folder (tables/, figures/, report.md, report.html)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the Holm-corrected tests (default 0.05)")
     parser.add_argument("--no-figures", action="store_true", help="tables and report only")
+    from .profiles import PROFILES
+
+    parser.add_argument("--profile", default="reference", choices=sorted(PROFILES),
+                        help="analysis profile: " + "; ".join(f"{n}: {p.description}" for n, p in sorted(PROFILES.items())) + " (default reference)")
+    parser.add_argument("--exclusions", default=None, metavar="NAME|YAML",
+                        help="exclusion list applied before every analysis: a shipped list (study, none) or a YAML file (default: the profile's; reference: none, study: study)")
+    parser.add_argument("--min-subjects", type=int, default=3, metavar="N",
+                        help="fewest subjects for an inferential analysis; with fewer it is skipped with the reason, descriptive tables stay (default 3)")
+    parser.add_argument("--allow-mixed-profiles", action="store_true",
+                        help="analyse results of different pipeline profiles together (refused by default; files without a profile count as reference)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -24,7 +35,8 @@ def main(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise Gaze4HRIError(f"--out {args.out} is a file", "analyze --out", "give a folder for the report")
     try:
-        s = analyze(list(args.results), args.out, alpha=args.alpha, figures=not args.no_figures)
+        s = analyze(list(args.results), args.out, alpha=args.alpha, figures=not args.no_figures, profile=args.profile,
+                    exclusions=args.exclusions, min_subjects=args.min_subjects, allow_mixed_profiles=args.allow_mixed_profiles)
     except OSError as e:  # unwritable report folder, full disk, unreadable input
         raise Gaze4HRIError(f"cannot read or write {e.filename or args.out}: {e.strerror or e}", "analyze", "check the paths and permissions") from None
     for w in s["warnings"]:
@@ -32,5 +44,6 @@ def main(args: argparse.Namespace) -> int:
     for name, a in s["analyses"].items():
         why = f" ({'; '.join(a['reasons'])})" if a["reasons"] else ""
         print(f"{name:18s} {a['status']:8s} N={a['n']}{why}")
+    print(f"profile {s['profile']}, exclusions {s['exclusions']['name']}")
     print(f"report: {s['report_md']} and {s['report_html']} ({s['seconds']:.1f} s)")
     return 0

@@ -153,21 +153,28 @@ def pairwise_paired(wide: pd.DataFrame, alternative: str = "two-sided", pairs=No
     return out
 
 
-def group_slopes(df: pd.DataFrame, by: list[str], x: str, y: str) -> pd.DataFrame:
-    """Per-group OLS ``y = a + b x`` (R ``coef(lm(y ~ x))`` per group), vectorised.
+def group_slopes(df: pd.DataFrame, by: list[str], x: str, y: str, w: str | None = None) -> pd.DataFrame:
+    """Per-group least squares ``y = a + b x``, vectorised: OLS (R ``coef(lm(y ~ x))``)
+    or, with ``w``, weighted least squares (R ``coef(lm(y ~ x, weights = w))``; the
+    study's conflict slopes, GazeForHRI/Gaze4HRI@main:head_gaze_conflict_vs_error.py:113-127).
 
     Returns the ``by`` keys with ``intercept``, ``slope`` and ``n``; groups with fewer
-    than 2 points or constant x get NaN.
+    than 2 points or constant x get NaN; rows with a non-positive weight are dropped.
     """
-    d = df[by + [x, y]].dropna()
-    g = d.groupby(by, observed=True)
-    n = g[x].count()
-    mx, my = g[x].mean(), g[y].mean()
-    dx = d[x] - d.groupby(by, observed=True)[x].transform("mean")
-    dy = d[y] - d.groupby(by, observed=True)[y].transform("mean")
-    sxx = (dx * dx).groupby([d[k] for k in by], observed=True).sum()
-    sxy = (dx * dy).groupby([d[k] for k in by], observed=True).sum()
-    slope = (sxy / sxx.where(sxx > 1e-12)).where(n >= 2)
+    d = df[by + [x, y] + ([w] if w else [])].dropna()
+    if w:
+        d = d[d[w] > 0]
+    keys = [d[k] for k in by]
+    wt = d[w].astype(float) if w else pd.Series(1.0, index=d.index)
+    sw = wt.groupby(keys, observed=True).sum()
+    n = d[x].groupby(keys, observed=True).count()
+    mx = (wt * d[x]).groupby(keys, observed=True).sum() / sw
+    my = (wt * d[y]).groupby(keys, observed=True).sum() / sw
+    dx = d[x] - (wt * d[x]).groupby(keys, observed=True).transform("sum") / wt.groupby(keys, observed=True).transform("sum")
+    dy = d[y] - (wt * d[y]).groupby(keys, observed=True).transform("sum") / wt.groupby(keys, observed=True).transform("sum")
+    sxx = (wt * dx * dx).groupby(keys, observed=True).sum()
+    sxy = (wt * dx * dy).groupby(keys, observed=True).sum()
+    slope = (sxy / sxx.where(sxx > 1e-12 * sw)).where(n >= 2)
     out = pd.DataFrame({"intercept": my - slope * mx, "slope": slope, "n": n})
     return out.reset_index()
 

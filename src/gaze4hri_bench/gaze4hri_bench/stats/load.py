@@ -23,7 +23,7 @@ from gaze4hri_core.errors import Gaze4HRIError
 
 from ..schema import METADATA_KEY, REQUIRED, SCHEMA_VERSION
 
-__all__ = ["LoadedResults", "FileInfo", "find_parquet", "load_results", "CORE_COLUMNS", "OPTIONAL_COLUMNS"]
+__all__ = ["LoadedResults", "FileInfo", "find_parquet", "load_results", "pipeline_profile", "CORE_COLUMNS", "OPTIONAL_COLUMNS", "SUBJECT_META"]
 
 #: Columns without which a file cannot be analysed at all.
 CORE_COLUMNS = ("subject", "experiment", "condition", "target", "trial", "method", "input", "valid", "error_deg")
@@ -34,6 +34,19 @@ OPTIONAL_COLUMNS = {
     "gt_yaw_deg": ("mutual",),
 }
 _KEYS = ["subject", "method", "input", "experiment", "condition", "target", "trial"]
+#: Subject metadata used for grouping when results carry it: name -> accepted column names.
+SUBJECT_META = {"glasses": ("glasses", "subject_glasses"), "gender": ("gender", "subject_gender")}
+#: Pipeline profile assumed for files whose metadata does not name one.
+DEFAULT_PIPELINE_PROFILE = "reference"
+
+
+def pipeline_profile(meta: dict | None) -> str:
+    """The pipeline profile named in a file's provenance metadata (``profile``: a name or
+    an object with ``name``); files without the key count as ``reference``."""
+    p = (meta or {}).get("profile")
+    if isinstance(p, dict):
+        p = p.get("name")
+    return str(p) if p else DEFAULT_PIPELINE_PROFILE
 
 
 @dataclass
@@ -49,6 +62,7 @@ class FileInfo:
     metadata: dict | None
     missing_columns: list[str] = field(default_factory=list)
     status: str = "used"  # used | excluded
+    profile: str = DEFAULT_PIPELINE_PROFILE
     reason: str = ""
 
 
@@ -58,12 +72,16 @@ class LoadedResults:
 
     videos: one row per (subject, method, input, trial) with ``error_mean`` (mean of
     the valid frames' errors, deg), ``conflict_mean`` (mean head-gaze conflict over the
-    same frames, deg), ``n_valid``, ``n_frames``; categorical keys.
+    same frames, deg), ``conflict_all_mean`` (mean conflict over every frame of the
+    video with a finite value), ``abs_pitch_mean`` / ``abs_yaw_mean`` (mean |ground-truth
+    pitch| / |yaw| over every frame, deg), ``n_valid``, ``n_frames``; categorical keys.
     mutual_frames: valid frames of the mutual-gaze videos: subject, method, input,
     condition, error_deg, abs_pitch_deg, abs_yaw_deg.
     missing: (method, input) -> columns absent from its files.
     no_valid: (method, input) pairs without a single valid frame.
     duplicates: videos found in more than one file (the first file read is kept).
+    subjects: subject metadata when the results carry it (columns glasses, gender or
+    provenance ``subjects``): subject plus the SUBJECT_META names present.
     invalid: frames not valid per method, input and ``invalid_reason`` (columns method,
     input, reason, frames).
     """
@@ -75,6 +93,7 @@ class LoadedResults:
     no_valid: list[tuple[str, str]]
     duplicates: int = 0
     invalid: pd.DataFrame = field(default_factory=pd.DataFrame)
+    subjects: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["subject"]))
 
 
 def find_parquet(inputs: list[Path]) -> list[Path]:
@@ -114,12 +133,40 @@ def _metadata(pf: pq.ParquetFile) -> dict | None:
         return {"_unreadable": True}
 
 
+def _metadata_subjects(meta: dict | None) -> list[pd.DataFrame]:
+    """Subject metadata from a file's provenance (``subjects``: id -> {glasses, gender, ...})."""
+    recs = (meta or {}).get("subjects")
+    if not isinstance(recs, dict):
+        return []
+    rows = [{"subject": str(sid), **{k: rec[k] for k in SUBJECT_META if k in rec}} for sid, rec in recs.items() if isinstance(rec, dict)]
+    return [pd.DataFrame(rows)] if rows else []
+
+
+def _finite_or_null(arr) -> pa.ChunkedArray:
+    """Float column with NaN and infinities turned into nulls (Arrow's mean skips nulls, not NaN)."""
+    x = pc.cast(arr, pa.float64())
+    return pc.if_else(pc.is_finite(pc.fill_null(x, float("nan"))), x, pa.scalar(None, pa.float64()))
+
+
 def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Video means of the valid frames and the mutual-gaze frames of one file."""
     err = table["error_deg"]
     valid = pc.and_(pc.fill_null(table["valid"], False), pc.is_finite(pc.fill_null(err, float("nan"))))
-    counts = table.select(_KEYS).group_by(_KEYS, use_threads=True).aggregate([([], "count_all")])
-    counts = counts.rename_columns(_KEYS + ["n_frames"])
+    # per-video means over ALL frames (ground truth does not depend on the method's validity):
+    # the study's conflict is averaged over every head-pose sample of the video
+    # (GazeForHRI/Gaze4HRI@main:head_gaze_conflict_vs_error.py:95-111) and its eccentricity
+    # predictors over every sample of the video (point_analysis.py:768-775)
+    allf = {c: _finite_or_null(table[c]) for c in ("head_gaze_conflict_deg", "gt_pitch_deg", "gt_yaw_deg") if c in has}
+    for c in ("gt_pitch_deg", "gt_yaw_deg"):
+        if c in allf:
+            allf[c] = pc.abs(allf[c])
+    base = table.select(_KEYS)
+    for c, arr in allf.items():
+        base = base.append_column(f"_all_{c}", arr)
+    counts = base.group_by(_KEYS, use_threads=True).aggregate([([], "count_all")] + [(f"_all_{c}", "mean") for c in allf])
+    all_names = {"_all_head_gaze_conflict_deg_mean": "conflict_all_mean", "_all_gt_pitch_deg_mean": "abs_pitch_mean", "_all_gt_yaw_deg_mean": "abs_yaw_mean"}
+    counts = counts.rename_columns([all_names.get(c, "n_frames" if c == "count_all" else c) for c in counts.column_names])
+
     vt = table.filter(valid)
     aggs = [("error_deg", "mean"), ("error_deg", "count")]
     if "head_gaze_conflict_deg" in has:
@@ -128,8 +175,9 @@ def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]
     names = {"error_deg_mean": "error_mean", "error_deg_count": "n_valid", "head_gaze_conflict_deg_mean": "conflict_mean"}
     means = means.rename_columns([names.get(c, c) for c in means.column_names])
     vid = counts.join(means, _KEYS, join_type="left outer").to_pandas()
-    if "conflict_mean" not in vid:
-        vid["conflict_mean"] = np.nan
+    for c in ("conflict_mean", "conflict_all_mean", "abs_pitch_mean", "abs_yaw_mean"):
+        if c not in vid:
+            vid[c] = np.nan
     vid["n_valid"] = vid["n_valid"].fillna(0).astype("int64")
     mutual = pa.table({})
     if {"gt_pitch_deg", "gt_yaw_deg"} <= has:
@@ -140,6 +188,7 @@ def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]
                 "method": m["method"],
                 "input": m["input"],
                 "condition": m["condition"],
+                "trial": m["trial"],
                 "error_deg": m["error_deg"],
                 "abs_pitch_deg": pc.abs(m["gt_pitch_deg"]),
                 "abs_yaw_deg": pc.abs(m["gt_yaw_deg"]),
@@ -181,6 +230,7 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
             path=str(p), sha256="", rows=pf.metadata.num_rows,
             schema=(meta or {}).get("schema"), methods=[], inputs=[], metadata=meta,
             missing_columns=[c for c in REQUIRED if c not in cols],
+            profile=pipeline_profile(meta),
         )
         infos.append(info)
         handles.append(pf)
@@ -191,7 +241,7 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
         raise Gaze4HRIError(f"results mix schema versions ({desc})", "analyze RESULTS", f"analyse files of one version ({SCHEMA_VERSION}) or re-run the pipeline")
     if versions and versions != {SCHEMA_VERSION}:
         raise Gaze4HRIError(f"results have schema {versions.pop()}, this version reads {SCHEMA_VERSION}", "analyze RESULTS", "use the gaze4hri-bench version that wrote them or re-run the pipeline")
-    vids, mutuals, reasons = [], [], []
+    vids, mutuals, reasons, subj_meta = [], [], [], []
     missing: dict[tuple[str, str], set[str]] = {}
     for info, pf in zip(infos, handles, strict=True):
         lacking = [c for c in CORE_COLUMNS if c in info.missing_columns]
@@ -208,6 +258,11 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
                 table = table.set_column(table.schema.get_field_index(c), c, pc.cast(table[c], pa.string()))
         table = table.set_column(table.schema.get_field_index("error_deg"), "error_deg", pc.cast(table["error_deg"], pa.float64()))
         vid, mut = _reduce(table, has)
+        meta_cols = {k: next(c for c in names if c in has) for k, names in SUBJECT_META.items() if any(c in has for c in names)}
+        if meta_cols:
+            sm = pq.ParquetFile(info.path).read(columns=["subject", *meta_cols.values()]).to_pandas()
+            subj_meta.append(sm.rename(columns={v: k for k, v in meta_cols.items()}).drop_duplicates("subject"))
+        subj_meta.extend(_metadata_subjects(info.metadata))
         if "invalid_reason" in has:
             bad = table.filter(pc.invert(pc.fill_null(table["valid"], False))).select(["method", "input", "invalid_reason"])
             if bad.num_rows:
@@ -237,13 +292,18 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
         videos = videos[~dup].reset_index(drop=True)
     nv = videos.groupby(["method", "input"], observed=True)["n_valid"].sum()
     no_valid = [(str(m), str(i)) for (m, i), n in nv.items() if n == 0]
-    cols = ["subject", "method", "input", "condition", "error_deg", "abs_pitch_deg", "abs_yaw_deg"]
+    cols = ["subject", "method", "input", "condition", "trial", "error_deg", "abs_pitch_deg", "abs_yaw_deg"]
     mutual = pd.concat(mutuals, ignore_index=True) if mutuals else pd.DataFrame({c: [] for c in cols})
-    for c in ["subject", "method", "input", "condition"]:
+    for c in ["subject", "method", "input", "condition", "trial"]:
         mutual[c] = mutual[c].astype(str).astype("category")
     inv = pd.concat(reasons, ignore_index=True) if reasons else pd.DataFrame(columns=["method", "input", "invalid_reason", "count_all"])
     inv = inv.rename(columns={"invalid_reason": "reason", "count_all": "frames"})
     for c in ("method", "input", "reason"):
         inv[c] = inv[c].astype(str).replace({"": "(none given)", "None": "(none given)"})
     inv = inv.groupby(["method", "input", "reason"], as_index=False)["frames"].sum()
-    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid, duplicates=duplicates, invalid=inv)
+    subjects = pd.DataFrame(columns=["subject"])
+    if subj_meta:
+        subjects = pd.concat(subj_meta, ignore_index=True)
+        subjects["subject"] = subjects["subject"].astype(str)
+        subjects = subjects.groupby("subject", as_index=False).first()
+    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid, duplicates=duplicates, invalid=inv, subjects=subjects)

@@ -25,7 +25,10 @@ import pandas as pd
 from ..schema import SCHEMA_VERSION
 from . import analyses as A
 from . import figures as F
-from .load import OPTIONAL_COLUMNS, load_results
+from . import plan as P
+from .exclusions import load_exclusions
+from .load import load_results
+from .profiles import get_profile
 from .tables import to_html, to_latex, to_markdown
 
 __all__ = ["analyze"]
@@ -285,11 +288,11 @@ class _Doc:
         return "\n".join(out)
 
 
-def _write_table(name: str, df: pd.DataFrame, tdir: Path) -> list[Path]:
+def _write_table(name: str, df: pd.DataFrame, tdir: Path, caption: str | None = None) -> list[Path]:
     csv = tdir / f"{name}.csv"
     df.to_csv(csv, index=False, float_format="%.10g")
     view = df[[c for c in SHOW[name] if c in df.columns]] if name in SHOW else df
-    cap = CAPTIONS.get(name, name)
+    cap = caption or CAPTIONS.get(name, name)
     (tdir / f"{name}.md").write_text(to_markdown(view, cap))
     (tdir / f"{name}.tex").write_text(to_latex(view, cap, label=f"tab:{name}"))
     return [csv, tdir / f"{name}.md", tdir / f"{name}.tex"]
@@ -306,7 +309,8 @@ def _run(fn, *args, name: str, **kw) -> A.Analysis:
         return a
 
 
-def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool = True) -> dict:
+def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool = True, profile: str = "reference",
+            exclusions: str | None = None, min_subjects: int = A.MIN_SUBJECTS, allow_mixed_profiles: bool = False) -> dict:
     """Run every analysis of the study on per-frame results and write the report.
 
     Parameters
@@ -316,6 +320,10 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         summary.json.
     alpha : significance level for the Holm-corrected tests (Sezer et al.: 0.05).
     figures : write figures (PNG and SVG).
+    profile : analysis profile (stats/profiles.py: ``reference``, ``study``).
+    exclusions : exclusion list name or YAML path (default: the profile's).
+    min_subjects : fewest subjects for an inferential analysis (fewer: skipped, descriptives stay).
+    allow_mixed_profiles : analyse results of different pipeline profiles together.
 
     Returns
     -------
@@ -336,8 +344,16 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     tdir, fdir = out / "tables", out / "figures"
     tdir.mkdir(parents=True, exist_ok=True)
     fdir.mkdir(parents=True, exist_ok=True)
+    prof = get_profile(profile)
+    if min_subjects < 2:
+        from gaze4hri_core.errors import Gaze4HRIError
+
+        raise Gaze4HRIError(f"--min-subjects {min_subjects} is too small", "analyze --min-subjects", "give 2 or more (a paired t-test needs 2 subjects; default 3)")
+    excl_list = load_exclusions(exclusions or prof.exclusions)
     loaded = load_results([Path(p) for p in inputs])
-    warnings: list[str] = [f"{Path(i.path).name} not used: {i.reason}" for i in loaded.files if i.status != "used"]
+    pipeline_profiles, warnings = P.check_pipeline_profiles(loaded, allow_mixed_profiles)
+    warnings = [f"{Path(i.path).name} not used: {i.reason}" for i in loaded.files if i.status != "used"] + warnings
+    loaded.videos, loaded.mutual_frames, excl_applied = P.exclude(loaded, excl_list)
     videos = loaded.videos
     if loaded.duplicates:
         warnings.append(f"{loaded.duplicates} video(s) appear in more than one results file: the first file's copy is used")
@@ -353,21 +369,11 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         raise Gaze4HRIError("no method has valid frames", "analyze RESULTS", "check the results' valid and error_deg columns")
     cov = A.coverage(loaded.videos)
     main, choice = A.select_inputs(videos)
-    chosen = set(zip(choice["method"], choice["input"], strict=True))
-    lack = {c: {m: f"its results lack column {c}" for (m, i), cols in loaded.missing.items() if (m, i) in chosen and c in cols} for c in OPTIONAL_COLUMNS}
     frames = loaded.mutual_frames
-    mutual_skip = {**lack["gt_pitch_deg"], **lack["gt_yaw_deg"]}
-    results = [
-        _run(A.illumination, main, alpha, name="illumination"),
-        _run(A.viewpoint, main, alpha, name="viewpoint"),
-        _run(A.conflict, main, alpha, skip_methods=lack["head_gaze_conflict_deg"], name="conflict"),
-        _run(A.target_position, main, alpha, name="target"),
-        _run(A.mutual_gaze, main, frames, alpha, skip_methods=mutual_skip, name="mutual"),
-        _run(A.crop_vs_rectified, videos, alpha, name="crop_vs_rectified"),
-        _run(A.efficiency, [{"file": Path(i.path).name, "method": (i.metadata or {}).get("method", ",".join(i.methods)),
-                             "input": (i.metadata or {}).get("input", ",".join(i.inputs)), "timing": (i.metadata or {}).get("timing")}
-                            for i in loaded.files if i.status == "used"], name="efficiency"),
-    ]
+    n_subj = int(main["subject"].nunique())
+    if n_subj < min_subjects:
+        warnings.append(f"only {n_subj} subject(s), fewer than --min-subjects {min_subjects}: inferential analyses skipped, descriptive tables only")
+    results = P.run_analyses(P.Context(main, videos, frames, choice, loaded, alpha, prof, min_subjects), _run)
     # ---- tables
     written: list[Path] = []
     written += _write_table("coverage", cov, tdir)
@@ -375,11 +381,12 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     excl = []
     for a in results:
         for name, df in a.tables.items():
-            written += _write_table(name, df, tdir)
+            written += _write_table(name, df, tdir, a.captions.get(name))
         if len(a.excluded):
             excl.append(a.excluded.assign(analysis=a.name)[["analysis", "subject", "reason"]])
     excluded = pd.concat(excl, ignore_index=True) if excl else pd.DataFrame(columns=["analysis", "subject", "reason"])
     written += _write_table("excluded", excluded, tdir)
+    written += _write_table("exclusions", excl_applied, tdir, prof.caption(f"Exclusion list {excl_list.name!r} applied before every analysis: videos = video x method rows removed."))
     # ---- figures
     figs: dict[str, tuple[list[Path], str]] = {}
     by = {a.name: a for a in results}
@@ -425,7 +432,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     doc.h(1, "Gaze4HRI benchmark: results")
     doc.p(f"Generated {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by gaze4hri-bench analyze. "
           f"{len(loaded.files)} results file(s), {subjects} subjects, {main['method'].nunique()} methods, "
-          f"{int(loaded.videos['n_frames'].sum()):,} frame rows. Frames -> video mean over valid frames -> subject mean of video means; "
+          f"{int(loaded.videos['n_frames'].sum()):,} frame rows. Analysis profile {prof.name!r} ({prof.description}). Frames -> video mean over valid frames -> {prof.aggregation_text}; "
           f"the subject is the unit of inference (Sezer et al., analyses: all subject-level); alpha = {alpha}; multiple comparisons Holm-corrected; "
           "SDs with ddof 1; angles in degrees. Effect sizes: Cohen's d_z (paired differences) is the primary effect size; d_av is given alongside.")
     if warnings:
@@ -443,17 +450,22 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         w.insert(1, "display", w["method"].map(A.display_name))
         written.extend(_write_table("invalid_frames", inv.assign(display=inv["method"].map(A.display_name))[["method", "display", "input", "reason", "frames"]], tdir))
         doc.table(w, CAPTIONS["invalid_frames"])
+    doc.h(3, f"Exclusions ({excl_list.name})")
+    doc.p(f"Exclusion list {excl_list.name!r}{' (' + excl_list.source + ')' if excl_list.source else ''}, applied before every analysis; "
+          f"{int(excl_applied['videos'].sum())} video x method rows removed.")
+    if len(excl_applied):
+        doc.table(excl_applied, prof.caption("Excluded subjects and subject x experiment pairs, with reasons."))
     sections = [("illumination", ["illumination_cv"], "illumination_levels"), ("viewpoint", ["viewpoint"], "viewpoint"),
                 ("conflict", ["conflict"], "conflict_slopes"), ("target", ["target_tests"], "target_heatmap"),
                 ("mutual", ["mutual", "mutual_eccentricity"], "mutual_conditions"), ("crop_vs_rectified", ["crop_vs_rectified"], "crop_vs_rectified"),
-                ("efficiency", ["efficiency"], None)]
+                ("efficiency", ["efficiency"], None), ("groups", ["groups", "groups_tests"], None)]
     for name, tabs, figkey in sections:
         a = by[name]
         doc.h(2, a.title)
         if a.status in ("skipped", "failed"):
             doc.p(f"{a.status.capitalize()}: " + "; ".join(a.skipped) + ".", "skip")
             continue
-        for s in TEXT[name](a, alpha):
+        for s in TEXT.get(name, lambda a, alpha: [])(a, alpha):
             doc.p(s)
         if a.skipped:
             doc.p("Partly skipped: " + "; ".join(a.skipped) + ".", "skip")
@@ -468,7 +480,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         for tn in tabs:
             if tn in a.tables:
                 df = a.tables[tn]
-                doc.table(df[[c for c in SHOW[tn] if c in df.columns]] if tn in SHOW else df, CAPTIONS[tn])
+                doc.table(df[[c for c in SHOW[tn] if c in df.columns]] if tn in SHOW else df, a.captions.get(tn) or CAPTIONS.get(tn, tn))
         if figkey and figkey in figs:
             doc.fig(figs[figkey][0][0], figs[figkey][1])
         if name == "mutual" and "eccentricity" in figs:
@@ -500,6 +512,8 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         "report_md": str(md), "report_html": str(hp), "tables": [str(p) for p in written if p.suffix == ".csv"],
         "figures": [str(p) for v in figs.values() for p in v[0]], "warnings": warnings, "subjects": int(subjects),
         "methods": sorted(main["method"].unique()), "seconds": round(time.perf_counter() - t0, 3),
+        "profile": prof.name, "pipeline_profiles": pipeline_profiles, "min_subjects": min_subjects,
+        "exclusions": {"name": excl_list.name, "source": excl_list.source, "applied": excl_applied.to_dict("records")},
         "inputs": [{"path": i.path, "sha256": i.sha256, "status": i.status, "reason": i.reason} for i in loaded.files],
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))

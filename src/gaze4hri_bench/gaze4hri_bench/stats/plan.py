@@ -1,0 +1,88 @@
+"""What ``analyze`` runs, in which order, on which data: the pipeline-profile check,
+the exclusions, and the registry of analyses (name -> runner), so that the report only
+renders what this returns.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from gaze4hri_core.errors import Gaze4HRIError
+
+from . import analyses as A
+from .exclusions import Exclusions, apply_exclusions
+from .load import LoadedResults
+from .profiles import AnalysisProfile
+
+__all__ = ["Context", "ANALYSES", "check_pipeline_profiles", "exclude", "run_analyses"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything an analysis runner may read."""
+
+    main: pd.DataFrame  # videos of each method's chosen input
+    videos: pd.DataFrame  # videos of every input (crop vs rectified)
+    frames: pd.DataFrame  # valid mutual-gaze frames
+    choice: pd.DataFrame
+    loaded: LoadedResults
+    alpha: float
+    profile: AnalysisProfile
+    min_subjects: int
+
+    def lacking(self, column: str) -> dict[str, str]:
+        chosen = set(zip(self.choice["method"], self.choice["input"], strict=True))
+        return {m: f"its results lack column {column}" for (m, i), cols in self.loaded.missing.items() if (m, i) in chosen and column in cols}
+
+
+def _efficiency(c: Context) -> A.Analysis:
+    md = [{"file": Path(i.path).name, "method": (i.metadata or {}).get("method", ",".join(i.methods)),
+           "input": (i.metadata or {}).get("input", ",".join(i.inputs)), "timing": (i.metadata or {}).get("timing")}
+          for i in c.loaded.files if i.status == "used"]
+    return A.efficiency(md)
+
+
+def _kw(c: Context) -> dict:
+    return {"profile": c.profile, "min_subjects": c.min_subjects}
+
+
+#: name -> runner; the report renders them in this order.
+ANALYSES: dict[str, Callable[[Context], A.Analysis]] = {
+    "illumination": lambda c: A.illumination(c.main, c.alpha, **_kw(c)),
+    "viewpoint": lambda c: A.viewpoint(c.main, c.alpha, **_kw(c)),
+    "conflict": lambda c: A.conflict(c.main, c.alpha, skip_methods=c.lacking("head_gaze_conflict_deg"), **_kw(c)),
+    "target": lambda c: A.target_position(c.main, c.alpha, **_kw(c)),
+    "mutual": lambda c: A.mutual_gaze(c.main, c.frames, c.alpha, skip_methods={**c.lacking("gt_pitch_deg"), **c.lacking("gt_yaw_deg")}, **_kw(c)),
+    "crop_vs_rectified": lambda c: A.crop_vs_rectified(c.videos, c.alpha, **_kw(c)),
+    "efficiency": _efficiency,
+    "groups": lambda c: A.subject_groups(c.main, c.loaded.subjects, c.alpha, **_kw(c)),
+}
+
+
+def check_pipeline_profiles(loaded: LoadedResults, allow_mixed: bool) -> tuple[list[str], list[str]]:
+    """The pipeline profiles of the used files (``reference`` when unnamed); results of
+    different pipeline profiles are refused in one analysis unless ``allow_mixed``.
+    Returns (profiles, warnings)."""
+    used = [i for i in loaded.files if i.status == "used"]
+    profs = sorted({i.profile for i in used})
+    if len(profs) <= 1:
+        return profs, []
+    by = {p: [Path(i.path).name for i in used if i.profile == p] for p in profs}
+    desc = "; ".join(f"{p}: {', '.join(n[:3])}{' ...' if len(n) > 3 else ''}" for p, n in by.items())
+    if not allow_mixed:
+        raise Gaze4HRIError(f"results come from different pipeline profiles ({desc})", "analyze RESULTS",
+                            "analyse one pipeline profile at a time, or pass --allow-mixed-profiles to compare them in one table")
+    return profs, [f"results mix pipeline profiles ({desc}); --allow-mixed-profiles given, so they share the tables"]
+
+
+def exclude(loaded: LoadedResults, excl: Exclusions) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Apply the exclusion list to the videos and mutual-gaze frames (before any analysis)."""
+    videos, frames, applied = apply_exclusions(loaded.videos, excl, loaded.mutual_frames)
+    return videos, frames, applied
+
+
+def run_analyses(ctx: Context, run: Callable[..., A.Analysis]) -> list[A.Analysis]:
+    """Every registered analysis through ``run(fn, ctx, name=...)`` (the report's failure isolation)."""
+    return [run(fn, ctx, name=name) for name, fn in ANALYSES.items()]
