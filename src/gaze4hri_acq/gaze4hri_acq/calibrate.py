@@ -7,12 +7,14 @@ overwrites the lab's calibration."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from gaze4hri_core.calibration import CALIBRATION_FILES
 from gaze4hri_core.errors import Gaze4HRIError
 
-__all__ = ["run_calibration"]
+__all__ = ["run_calibration", "eye_head_for_session", "EyeHeadResult"]
 
 
 def _prepare_out(src: Path, out: Path) -> Path:
@@ -27,10 +29,8 @@ def run_calibration(ns) -> Path:
     from gaze4hri_core.device_config import DEFAULT_CALIBRATION, MocapConfig, RobotConfig, SimConfig, validate
 
     from .calib_runs import (
-        EyeHeadRun,
         RegistrationRun,
         TargetSurveyRun,
-        run_eye_head,
         run_registration,
         run_target_survey,
         validate_directory,
@@ -48,7 +48,10 @@ def run_calibration(ns) -> Path:
 
     world = None
     if ns.backend == "sim":
-        world = make_world(validate(SimConfig, {"real_time_factor": 20.0, "seed": int(ns.seed), "calibration_dir": src}, "simulation"))
+        sim = {"real_time_factor": 20.0, "seed": int(ns.seed), "calibration_dir": src}
+        if ns.procedure == "eye-head" and ns.subject:
+            sim["subject"] = ns.subject  # calibrate the simulated subject's own offset
+        world = make_world(validate(SimConfig, sim, "simulation"))
         clock = world.clock
     else:
         import time
@@ -85,13 +88,8 @@ def run_calibration(ns) -> Path:
             finally:
                 robot.close()
         elif ns.procedure == "eye-head":
-            if world is not None:
-                world.place_tool_on_head(True)
-            run = EyeHeadRun(out, ns.subject)
-            d = run_eye_head(mocap, run, prompt=(lambda msg: True) if world is not None else _ask)
-            print(d.message)
-            if not d.ok:
-                raise Gaze4HRIError(f"eye-head calibration not accepted: {d.message}", str(out), "retry the calibration")
+            r = _eye_head(mocap, world, out, ns.subject, (lambda msg: True) if world is not None else _ask)
+            print(r.message)
         else:
             run = TargetSurveyRun(out)
 
@@ -107,6 +105,63 @@ def run_calibration(ns) -> Path:
         mocap.close()
     validate_directory(out, ns.subject if ns.procedure == "eye-head" else None)
     return out
+
+
+@dataclass(frozen=True)
+class EyeHeadResult:
+    path: Path  # the subject's eye-head file written
+    message: str  # the run's one-line report (residuals; in simulation also the error against the truth)
+    truth_error_m: float | None = None  # simulation: |recovered - true| of the eye midpoint in the band frame
+
+
+def _eye_head(mocap, world, out: Path, subject: str, prompt) -> EyeHeadResult:
+    """One eye-head run; in simulation the tool goes on the simulated head and the result
+    is checked against the simulated subject's true offset (within the run's residual limit)."""
+    from .calib_runs import EyeHeadRun, run_eye_head
+
+    if world is not None:
+        world.place_tool_on_head(True)
+    run = EyeHeadRun(out, subject)
+    d = run_eye_head(mocap, run, prompt=prompt)
+    if not d.ok:
+        raise Gaze4HRIError(f"eye-head calibration not accepted: {d.message}", str(out), "retry the calibration")
+    if world is None:
+        return EyeHeadResult(out / "subjects" / f"{subject}.yaml", d.message)
+    world.place_tool_on_head(False)
+    err = float(np.linalg.norm(d.report.T_head_eye.t - world.T_head_eye.t))
+    # the recovered midpoint must lie within the run's own position limit of the truth
+    if err > run.max_position_rms_m:
+        raise Gaze4HRIError(f"simulated eye-head calibration is {err * 1e3:.2f} mm from the simulated subject's truth "
+                            f"(limit {run.max_position_rms_m * 1e3:.1f} mm)", str(out), "report this as a simulator bug")
+    return EyeHeadResult(out / "subjects" / f"{subject}.yaml", f"{d.message}; {err * 1e3:.2f} mm from the simulated truth", err)
+
+
+def eye_head_for_session(backend: str, subject: str, src: Path, out: Path, *, seed: int = 0, motive_ip: str = "127.0.0.1",
+                         local_ip: str = "127.0.0.1", prompt=None) -> EyeHeadResult:
+    """The eye-head calibration a session starts with (Sezer et al. Sec. III-B: once per
+    subject before the experiments): the motion-capture driver of ``backend`` (real:
+    NatNet; sim: the simulated lab with subject ``subject``), the subject's file written
+    to ``out``/subjects/. Runs before the session's devices are brought up."""
+    from gaze4hri_core.device_config import MocapConfig, SimConfig, validate
+
+    from .drivers.registry import make_mocap, make_world
+
+    if not (out / "camera_info.yaml").is_file():
+        _prepare_out(src, out)
+    world = None
+    if backend == "sim":
+        world = make_world(validate(SimConfig, {"real_time_factor": 50.0, "seed": int(seed), "calibration_dir": src, "subject": subject},
+                                    "simulation"))
+        mocap = make_mocap("sim", MocapConfig(), world=world)
+    else:
+        mocap = make_mocap(backend, validate(MocapConfig, {"server_ip": motive_ip, "local_ip": local_ip}, "mocap"))
+    mocap.connect()
+    try:
+        return _eye_head(mocap, world, out, subject, prompt or ((lambda msg: True) if world is not None else _ask))
+    finally:
+        mocap.close()
+        if world is not None:
+            world.close()
 
 
 def _ask(message: str) -> bool:

@@ -46,6 +46,7 @@ class SessionArgs:
     fail_after_bytes: int = -1
     mocap_dropout: tuple[str, float, float] | None = None  # sim fault injection: (trial, at_s, duration_s)
     protective_stop: tuple[str, float] | None = None  # sim fault injection: (trial, at_s)
+    skip_calibration: bool = False  # use the subject's existing eye-head file (re-runs)
 
 
 def _resolution(s: str) -> tuple[int, int]:
@@ -100,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--yes", action="store_true", help="do not wait for Enter at the prompts (always on with --backend sim)")
     s.add_argument("--quiet", action="store_true", help="no live status view")
     s.add_argument("--external-devices", action="store_true", help="device nodes run elsewhere (ros2 launch): start only the orchestrator")
+    s.add_argument("--skip-calibration", action="store_true",
+                   help="do not start with the subject's eye-head calibration: use the subject's existing file (re-runs; the file used is printed)")
     s.add_argument("--fail-after-bytes", type=int, default=-1, help=argparse.SUPPRESS)  # test hook: simulated full disk
     s.add_argument("--sim-mocap-dropout", nargs=3, metavar=("TRIAL", "AT_S", "DURATION_S"), help=argparse.SUPPRESS)
     s.add_argument("--sim-protective-stop", nargs=2, metavar=("TRIAL", "AT_S"), help=argparse.SUPPRESS)
@@ -143,7 +146,7 @@ def run_session_args(a: SessionArgs) -> Path:
         rob["calibration_dir"] = str(a.calibration_dir)
     params = {"camera": cam, "mocap": {"motive_ip": a.motive_ip, "local_ip": a.local_ip}, "robot": rob,
               "recorder": {"compression": a.compression, "backpressure": a.backend == "sim"}}
-    sim = {"real_time_factor": float(a.real_time_factor), "seed": int(a.seed)}
+    sim = {"real_time_factor": float(a.real_time_factor), "seed": int(a.seed), "subject": a.subject}
     if a.calibration_dir is not None:
         sim["calibration_dir"] = a.calibration_dir
     nodes = ("orchestrator",) if a.external_devices else None
@@ -155,7 +158,7 @@ def run_session_args(a: SessionArgs) -> Path:
     cfg = SessionConfig(**tuning, subject=a.subject, backend=a.backend, out_dir=Path(a.out_dir), experiments=a.experiments, trial_ids=a.trial_ids,
                         resume=a.resume, redo=tuple(a.redo), resolution=(int(w), int(h)), fps=float(a.fps), trial_seconds=float(a.trial_seconds),
                         compression=a.compression, calibration_dir=a.calibration_dir, auto_confirm=a.yes or a.backend == "sim",
-                        fail_after_bytes=a.fail_after_bytes,
+                        fail_after_bytes=a.fail_after_bytes, skip_calibration=a.skip_calibration,
                         addresses={"camera": f"RealSense serial {a.camera_serial or 'any'}" if a.backend == "real" else "sim",
                                    "mocap": f"Motive at {a.motive_ip}" if a.backend == "real" else "sim",
                                    "robot": f"UR controller at {a.robot_ip}" if a.backend == "real" else "sim"})
@@ -186,7 +189,7 @@ def run_session_args(a: SessionArgs) -> Path:
                 view.start()
             confirm = None if cfg.auto_confirm else _confirm_enter
             try:
-                sdir = run_session(cfg, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"])
+                sdir = run_session(cfg, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a))
             except Interrupted as e:
                 raise SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
                                    "the interrupted trial is marked incomplete; continue with --resume") from None
@@ -199,6 +202,18 @@ def run_session_args(a: SessionArgs) -> Path:
     finally:
         for sig, h in old.items():
             signal.signal(sig, h)
+
+
+def _eye_head_run(a: SessionArgs):
+    """The session's eye-head calibration with this backend's motion capture (out dir -> result)."""
+    from gaze4hri_core.device_config import DEFAULT_CALIBRATION
+
+    from .calibrate import eye_head_for_session
+
+    src = Path(a.calibration_dir or DEFAULT_CALIBRATION)
+    prompt = (lambda msg: True) if (a.yes or a.backend == "sim") else None
+    return lambda out: eye_head_for_session(a.backend, a.subject, src, Path(out), seed=a.seed, motive_ip=a.motive_ip,
+                                            local_ip=a.local_ip, prompt=prompt)
 
 
 def _inject_sim_faults(stack, client, a: SessionArgs) -> None:
@@ -260,7 +275,7 @@ def _session_args(ns: argparse.Namespace) -> SessionArgs:
                        trial_seconds=ns.trial_seconds, compression=ns.compression, calibration_dir=ns.calibration_dir, seed=ns.seed,
                        real_time_factor=ns.real_time_factor, robot_ip=ns.robot_ip, motive_ip=ns.motive_ip, local_ip=ns.local_ip,
                        camera_serial=ns.camera_serial, yes=ns.yes, quiet=ns.quiet, external_devices=ns.external_devices,
-                       fail_after_bytes=ns.fail_after_bytes,
+                       fail_after_bytes=ns.fail_after_bytes, skip_calibration=ns.skip_calibration,
                        mocap_dropout=(md[0], float(md[1]), float(md[2])) if md else None,
                        protective_stop=(ps[0], float(ps[1])) if ps else None)
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
-from gaze4hri_core.calibration import Calibration, load_calibration
+from gaze4hri_core.calibration import Calibration, load_calibration, load_eye_head
 from gaze4hri_core.device_config import SimConfig
 from gaze4hri_core.devices import MocapFrame, RigidBodySample
 from gaze4hri_core.protocol import Trial
@@ -25,7 +26,7 @@ from gaze4hri_core.safety import compose, exp_so3, quat_of, se3_unchecked
 from gaze4hri_core.transforms import SE3
 
 from .clock import SimClock
-from .subject import SubjectModel
+from .subject import SubjectModel, simulated_eye_head
 
 __all__ = ["SimWorld", "SimTruth", "BODY_IDS"]
 
@@ -72,13 +73,22 @@ class SimWorld:
                  true_eye_head: SE3 | None = None):
         self.config = cfg = config or SimConfig()
         self.clock = clock or SimClock(cfg.real_time_factor)
-        self.calib = calibration or load_calibration(cfg.calibration_dir, cfg.subject)
+        # the calibration the world is built from: the subject's eye-head file when the
+        # directory has one (what the session uses), else the default subject's
+        has_file = (Path(cfg.calibration_dir) / "subjects" / f"{cfg.subject}.yaml").is_file()
+        self.calib = calibration or load_calibration(cfg.calibration_dir, cfg.subject if has_file else "default")
         if self.calib.T_head_eye is None:
             raise ValueError("SimWorld needs a calibration with a subject's eye-head offset")
-        # The world's truth; equal to the calibration unless a test perturbs it to check
-        # that a calibration run recovers it.
+        # The world's truth. Registration: the calibration's unless a test perturbs it.
+        # Eye-head offset: the simulated subject's own (simulated_eye_head: the nominal
+        # offset for "default", a subject-specific one otherwise), never silently the
+        # default subject's; the session's eye-head calibration must recover it.
         self.T_world_base = true_registration or self.calib.T_world_base
-        self.T_head_eye = true_eye_head or self.calib.T_head_eye
+        nominal = self.calib.T_head_eye
+        default_file = Path(self.calib.directory) / "subjects" / "default.yaml"
+        if default_file.is_file():
+            nominal = load_eye_head(default_file)
+        self.T_head_eye = true_eye_head or (simulated_eye_head(cfg.subject, nominal) if calibration is None else self.calib.T_head_eye)
         self.subject = SubjectModel(
             self.calib.eye_nominal_world, self.calib.subject_forward_world, self.T_head_eye,
             follow_yaw=cfg.head_follow_yaw, follow_pitch=cfg.head_follow_pitch, head_turn_s=cfg.head_turn_s,

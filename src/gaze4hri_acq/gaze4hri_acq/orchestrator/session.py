@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.calibration import calibration_hashes, load_calibration
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
 from gaze4hri_core.protocol import Trial, select, trial_by_id
 from gaze4hri_core.session import (
@@ -63,13 +63,18 @@ class SessionConfig:
     head_hold_s: float = 0.3
     head_check_timeout_s: float = 15.0
     calibration_max_age_days: float = 30.0
+    # the head band is put on anew for each session: the subject's eye-head offset is
+    # calibrated at the start of a session (Sezer et al. Sec. III-B) unless a file
+    # younger than this exists
+    eye_head_max_age_hours: float = 12.0
+    skip_calibration: bool = False  # re-runs: use the subject's existing file whatever its age
     disk_margin: float = 1.2
     motion_timeout_s: float = 60.0
     fail_after_bytes: int = -1
     addresses: dict = field(default_factory=dict)
 
     def settings(self) -> dict:
-        d = {k: v for k, v in asdict(self).items() if k not in ("subject", "out_dir", "resume", "redo", "auto_confirm", "calibration_dir", "trial_ids", "experiments", "fail_after_bytes")}
+        d = {k: v for k, v in asdict(self).items() if k not in ("subject", "out_dir", "resume", "redo", "auto_confirm", "calibration_dir", "trial_ids", "experiments", "fail_after_bytes", "skip_calibration")}
         d["resolution"] = list(self.resolution)
         return d
 
@@ -157,14 +162,20 @@ class _View:
 
 
 def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm: Callable[[str], None] | None = None,
-                should_stop: Callable[[], str | None] = lambda: None) -> Path:
-    """Run (or resume) one subject's session; returns the session directory."""
+                should_stop: Callable[[], str | None] = lambda: None, eye_head: Callable[[Path], object] | None = None) -> Path:
+    """Run (or resume) one subject's session; returns the session directory.
+
+    A new session starts with the subject's eye-head calibration (``eye_head(out_dir)``
+    runs it with the backend's motion capture) when the calibration directory has no
+    file for the subject or only one older than ``eye_head_max_age_hours``; the
+    session's calibration snapshot then always holds the subject's file."""
     view = view or _View()
     sdir, trials, exists = check_inputs(cfg)
     root = Path(cfg.out_dir)
 
     # ---- pre-checks, before anything is written
-    cal_dir = Path(cfg.calibration_dir) if cfg.calibration_dir else (sdir / "calibration" if exists else _default_calibration())
+    src_dir = Path(cfg.calibration_dir) if cfg.calibration_dir else (sdir / "calibration" if exists else _default_calibration())
+    cal_dir, eye_head_note = (src_dir, None) if exists else _subject_eye_head(cfg, src_dir, sdir, eye_head, view)
     calib = _check_calibration(cal_dir, cfg)
     if not exists:
         need = estimate_session_bytes(trials, cfg.resolution, cfg.fps, cfg.trial_seconds, cfg.disk_margin)
@@ -193,8 +204,13 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
         save_manifest(sdir, manifest)
     else:
         sdir.mkdir(parents=True, exist_ok=True)
-        manifest = new_manifest(cfg.subject, cfg.backend, [t.trial_id for t in trials], cfg.settings())
-        manifest.calibration = copy_calibration(cal_dir, sdir, cfg.subject if (cal_dir / "subjects" / f"{cfg.subject}.yaml").is_file() else None)
+        settings = cfg.settings()
+        settings["eye_head"] = eye_head_note
+        manifest = new_manifest(cfg.subject, cfg.backend, [t.trial_id for t in trials], settings)
+        if cal_dir.resolve() == (sdir / "calibration").resolve():  # calibrated into the session (sim)
+            manifest.calibration = {"dir": "calibration", "source": str(src_dir.resolve()), "hashes": calibration_hashes(cal_dir, cfg.subject)}
+        else:
+            manifest.calibration = copy_calibration(cal_dir, sdir, cfg.subject)
         save_manifest(sdir, manifest)
 
     todo = [trial_by_id(t) for t in (cfg.redo or manifest.pending())]
@@ -227,6 +243,61 @@ def check_inputs(cfg: SessionConfig) -> tuple[Path, list[Trial], bool]:
     if (cfg.resume or cfg.redo) and not exists:
         raise SessionError("no session to resume", str(sdir), "start it without --resume")
     return sdir, trials, exists
+
+
+def _eye_head_age_hours(path: Path) -> float | None:
+    """Age of a subject's eye-head file from its ``date`` field (else its mtime); None if absent."""
+    if not path.is_file():
+        return None
+    from datetime import datetime, timezone
+
+    import yaml
+
+    try:
+        d = yaml.safe_load(path.read_text("utf-8")).get("date")
+        t = datetime.fromisoformat(str(d)).timestamp() if d else path.stat().st_mtime
+    except (ValueError, AttributeError, yaml.YAMLError):
+        t = path.stat().st_mtime
+    return max(0.0, (datetime.now(timezone.utc).timestamp() - t) / 3600.0)
+
+
+def _subject_eye_head(cfg: SessionConfig, src_dir: Path, sdir: Path, eye_head, view) -> tuple[Path, dict]:
+    """The calibration directory the session uses, with the subject's eye-head file in
+    it: the existing file when recent enough (or with --skip-calibration), else a new
+    eye-head calibration run now. The simulator never writes into the lab's
+    calibration: its run goes into the session's own calibration/ snapshot."""
+    f = src_dir / "subjects" / f"{cfg.subject}.yaml"
+    age = _eye_head_age_hours(f)
+    if cfg.skip_calibration:
+        if age is None:
+            raise SessionError(f"--skip-calibration: no eye-head file for subject {cfg.subject}", str(f),
+                               "drop --skip-calibration: the session then starts with the subject's eye-head calibration")
+        _say(view, f"eye-head calibration skipped: using {f} ({age:.1f} h old)")
+        return src_dir, {"file": str(f.resolve()), "age_hours": round(age, 2), "calibrated_now": False, "skipped": True}
+    if age is not None and age <= cfg.eye_head_max_age_hours:
+        _say(view, f"eye-head calibration of {cfg.subject}: using {f} ({age:.1f} h old, limit {cfg.eye_head_max_age_hours:g} h)")
+        return src_dir, {"file": str(f.resolve()), "age_hours": round(age, 2), "calibrated_now": False, "skipped": False}
+    why = "none found" if age is None else f"{age:.0f} h old, limit {cfg.eye_head_max_age_hours:g} h"
+    if eye_head is None:
+        raise SessionError(f"no usable eye-head calibration for subject {cfg.subject} ({why})", str(f),
+                           f"run 'gaze4hri-acq calibrate eye-head --subject {cfg.subject}' first")
+    out = src_dir
+    if cfg.backend == "sim":
+        out = sdir / "calibration"
+        out.mkdir(parents=True, exist_ok=True)
+        copy_calibration(src_dir, sdir, None)
+    view.status(f"eye-head calibration of {cfg.subject} ({why})")
+    res = eye_head(out)
+    path = out / "subjects" / f"{cfg.subject}.yaml"
+    msg = getattr(res, "message", "")
+    _say(view, f"eye-head calibration of {cfg.subject} ({why}): {msg} -> {path}")
+    return out, {"file": str(path.resolve()), "age_hours": 0.0, "calibrated_now": True, "skipped": False, "report": msg}
+
+
+def _say(view, text: str) -> None:
+    """A session line the operator reads whether or not the live view runs."""
+    view.message(text)
+    print(text, flush=True)
 
 
 def _default_calibration() -> Path:
