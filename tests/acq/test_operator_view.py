@@ -1,26 +1,175 @@
-"""Operator view: the status table and the final summary from session.yaml."""
+"""Operator view: the live table's states (WAITING FOR OPERATOR, head-pose gauge, timer,
+alarms in red), the keys (Enter confirms, s stops the robot) and the final summary
+with reasons and the --redo command; and, in the simulated lab through the CLI, the
+prompts driven from a terminal (a pty)."""
+from __future__ import annotations
+
+import io
+import os
+import threading
+import time
+from types import SimpleNamespace
+
 import pytest
 from rich.console import Console
 
 pytest.importorskip("rclpy")
-from gaze4hri_acq.operator_view import render_status, summary_table  # noqa: E402
+from gaze4hri_acq.operator_view import KeyReader, OperatorView, redo_command, render_status, summary_table, yaw_gauge  # noqa: E402
+
+
+def _text(renderable, color=False) -> str:
+    c = Console(record=True, width=160, force_terminal=color, color_system="standard" if color else None)
+    c.print(renderable)
+    return c.export_text(styles=color)
+
+
+def _state(**kw):
+    s = {"trial": "2/63  illum010_P2", "prompt": "set the light to 10 %, ask the subject to look at P2, press Enter",
+         "camera": "30.0 fps, 60 frames, 0 dropped", "mocap": "head_band tracked", "robot": "still", "safety": "ok",
+         "recorder": "idle", "disk": "50.0 GB", "phase": "moving"}
+    s.update(kw)
+    return s
 
 
 @pytest.mark.unit
 def test_status_table_shows_every_field():
-    state = {"trial": "2/63  illum010_P2", "prompt": "set the light to 10 %, ask the subject to look at P2, press Enter",
-             "camera": "30.0 fps, 60 frames, 0 dropped", "mocap": "head_band tracked", "robot": "still", "safety": "ok",
-             "recorder": "idle", "disk": "50.0 GB"}
-    c = Console(record=True, width=200)
-    c.print(render_status(state))
-    text = c.export_text()
-    for v in state.values():
-        assert v in text
+    state = _state()
+    text = _text(render_status(state))
+    for k in ("trial", "prompt", "camera", "mocap", "robot", "safety", "recorder", "disk"):
+        assert state[k] in text
+
+
+@pytest.mark.unit
+def test_waiting_for_operator_is_its_own_state_with_the_prompt():
+    text = _text(render_status(_state(phase="waiting", status="")))
+    assert "WAITING FOR OPERATOR" in text and "press Enter when ready" in text
+    assert "RECORDING" not in text
+    text = _text(render_status(_state(phase="recording")))
+    assert "RECORDING" in text and "WAITING" not in text
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("measured,expect", [(25.5, "OK, hold still"), (10.0, "turn 15 deg more to the left"),
+                                             (40.0, "turn 15 deg more to the right"), (None, "no head pose")])
+def test_head_yaw_gauge_shows_measured_next_to_target(measured, expect):
+    g = yaw_gauge(measured, 25.0, 7.0).plain
+    assert expect in g and "target +25 +/- 7" in g
+    if measured is not None:
+        assert f"measured {measured:+.1f} deg" in g
+        bar = g[g.index("[") + 1:g.index("]")]
+        assert "|" in bar and "=" in bar
+        # the marker sits inside the target band exactly when the yaw is within tolerance
+        i = bar.index("|")
+        inside = bar[i - 1:i + 2].count("=") >= 1 and abs(measured - 25.0) <= 7.0
+        assert inside == (abs(measured - 25.0) <= 7.0)
+    view = render_status(_state(phase="head_check", head={"measured": measured, "target": 25.0, "tol": 7.0}))
+    assert expect in _text(view)
+
+
+@pytest.mark.unit
+def test_lost_tracking_and_failures_in_red():
+    red = "\x1b[1;31m"
+    ok = _text(render_status(_state(last="illum010_P1: done", last_failed=False)), color=True)
+    assert red not in ok
+    bad = _text(render_status(_state(mocap="head_band LOST", mocap_lost=True, last="arc_P5: failed (safety)", last_failed=True)), color=True)
+    assert f"{red}head_band LOST" in bad and f"{red}arc_P5: failed" in bad
+
+
+class _Client:
+    def __init__(self):
+        self.diag, self.head = {}, None
+
+
+def _until(cond, timeout=5.0) -> bool:
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > timeout:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _view(tmp_path, keys, **kw):
+    return OperatorView(_Client(), tmp_path, console=Console(file=io.StringIO(), width=120), subject="S01", keys=keys, **kw)
+
+
+@pytest.mark.unit
+def test_enter_confirms_and_s_stops_the_robot(tmp_path):
+    r, w = os.pipe()
+    stops = []
+    view = _view(tmp_path, os.fdopen(r), stop_robot=lambda: stops.append(1) or "robot stopped")
+    view.start()
+    trial = SimpleNamespace(trial_id="conflict_left_H2", experiment="conflict", condition="left", target="H2", head_yaw_deg=25.0)
+    view.trial(1, 2, trial, "turn the head left, press Enter")
+    done = threading.Event()
+    threading.Thread(target=lambda: (view.confirm("turn the head left, press Enter"), done.set()), daemon=True).start()
+    assert _until(lambda: view.state["phase"] == "waiting") and not done.is_set()
+    os.write(w, b"s\n")  # the stop key while waiting: the robot stops, the prompt still waits
+    assert _until(lambda: stops == [1])
+    time.sleep(0.1)
+    assert not done.is_set() and "robot stopped" in view.state["status"]
+    os.write(w, b"\n")
+    assert done.wait(2.0)
+    assert view.state["phase"] != "waiting"
+    view.status("head-pose check: yaw +25 +/- 7 deg")
+    assert view.state["phase"] == "head_check" and view.state["head"]["target"] == 25.0
+    os.close(w)
+    view.stop()
+
+
+@pytest.mark.unit
+def test_closed_input_or_ctrl_c_end_the_wait(tmp_path):
+    from gaze4hri_acq.orchestrator.client import Interrupted
+    from gaze4hri_core.errors import Gaze4HRIError
+
+    view = _view(tmp_path, io.StringIO(""))  # stdin at EOF
+    view.start()
+    with pytest.raises(Gaze4HRIError, match="stdin closed"):
+        view.confirm("press Enter")
+    view.stop()
+    r, w = os.pipe()
+    flag = {"reason": None}
+    view = _view(tmp_path, os.fdopen(r), should_stop=lambda: flag["reason"])
+    view.start()
+    threading.Timer(0.2, lambda: flag.update(reason="SIGINT")).start()
+    with pytest.raises(Interrupted):
+        view.confirm("press Enter")
+    os.close(w)
+    view.stop()
+
+
+@pytest.mark.unit
+def test_key_reader_on_a_terminal_reads_single_keys():
+    import pty
+
+    master, slave = pty.openpty()
+    keys, eof = [], threading.Event()
+    kr = KeyReader(os.fdopen(slave, "rb", buffering=0), keys.append, eof.set)
+    kr.start()
+    time.sleep(0.3)  # cbreak mode set
+    os.write(master, b"s\r")
+    _until(lambda: len(keys) >= 2)
+    kr.stop()
+    os.close(master)
+    assert keys[:2] == ["s", "\n"]
 
 
 @pytest.mark.node
-def test_summary_counts_trials_and_frames(short_session):
-    c = Console(record=True, width=200)
-    c.print(summary_table(short_session))
-    text = c.export_text()
-    assert "done" in text and " 3 " in text
+def test_summary_has_reason_column_and_redo_command(short_session, tmp_path):
+    import shutil
+
+    from gaze4hri_core.session import load_manifest, mark, save_manifest
+
+    text = _text(summary_table(short_session))
+    assert "3 done" in text and "reason" in text
+    assert redo_command(short_session) is None
+    s = tmp_path / "S01"
+    shutil.copy2(short_session / "session.yaml", tmp_path / "session.yaml")
+    s.mkdir()
+    shutil.move(tmp_path / "session.yaml", s / "session.yaml")
+    m = load_manifest(s)
+    mark(m, "conflict_left_H1", "failed", "head-pose check: yaw +3.0 deg, need +25 +/- 7 deg")
+    save_manifest(s, m)
+    text = _text(summary_table(s))
+    assert "head-pose check: yaw +3.0 deg" in text and "failed" in text
+    assert redo_command(s) == f"gaze4hri-acq session --subject S01 --backend sim --out-dir {tmp_path} --redo conflict_left_H1"

@@ -1,20 +1,59 @@
-"""Live terminal status for the operator (rich): trial i/N and its prompt, camera fps
-and drops, motion-capture tracking, robot state, safety state, disk left; and the
-final summary. Everything shown comes from topics the orchestrator node receives
-(diagnostics, events), so it shows the same under ros2 launch."""
+"""Live terminal view for the operator (rich) and the session's final summary.
+
+What the operator sees, in one table refreshed at 4 Hz:
+
+- the phase in words: WAITING FOR OPERATOR (with the prompt and "press Enter"),
+  bringing up devices, moving to the start pose, HEAD-POSE CHECK, RECORDING;
+- during the head-pose check a gauge with the measured head yaw next to the target
+  band, and which way the subject should turn, so the operator can coach;
+- the trial timer and the session's estimated time left (mean wall time of this run's
+  finished trials x trials left);
+- camera, motion capture, robot, safety, recorder and disk; a lost head band, a
+  protective stop, a safety stop, a recorder fault and failed trials in red;
+- the keys: Enter confirms a prompt, ``s`` stops the robot through the ``/robot/stop``
+  service (the same path as ``ros2 service call /robot/stop std_srvs/srv/Trigger``;
+  the running trial fails with the robot's fault reason and the session goes on to
+  the next prompt), Ctrl-C ends the session (the running trial is marked incomplete).
+
+Device state comes from the topics the orchestrator node receives (diagnostics,
+head pose), so the view shows the same under ``ros2 launch``. The final summary lists
+every trial with its status and reason and prints the ``--redo`` command for failed
+or incomplete ones.
+"""
 from __future__ import annotations
 
+import math
+import os
+import shlex
+import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.session import load_manifest
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from .nodes.common import disk_free_bytes
 
-__all__ = ["OperatorView", "render_status", "summary_table"]
+__all__ = ["OperatorView", "render_status", "summary_table", "redo_command", "yaw_gauge", "KeyReader", "PHASES"]
+
+#: phase -> (label, style)
+PHASES = {
+    "idle": ("-", ""),
+    "bringing_up": ("bringing up devices", "cyan"),
+    "waiting": ("WAITING FOR OPERATOR", "bold black on yellow"),
+    "moving": ("moving to the start pose", "cyan"),
+    "head_check": ("HEAD-POSE CHECK", "bold magenta"),
+    "recording": ("RECORDING", "bold white on red"),
+    "stopping": ("stopping", "yellow"),
+}
+KEYS_HELP = "Enter: confirm prompt   s: stop robot (/robot/stop)   Ctrl-C: end session (resume later)"
+ALARM = "bold red"
 
 
 def _fmt_bytes(n: float) -> str:
@@ -25,122 +64,466 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:.1f} PB"
 
 
-def render_status(state: dict) -> Table:
-    """One table from a plain state dict (tested without a terminal)."""
-    t = Table(title="Gaze4HRI acquisition", show_header=False, expand=False)
-    t.add_column("what", style="bold")
-    t.add_column("value")
-    t.add_row("trial", state.get("trial", "-"))
-    t.add_row("prompt", state.get("prompt", "-"))
-    t.add_row("status", state.get("status", "-"))
-    t.add_row("camera", state.get("camera", "-"))
-    t.add_row("motion capture", state.get("mocap", "-"))
-    t.add_row("robot", state.get("robot", "-"))
-    t.add_row("safety", state.get("safety", "-"))
-    t.add_row("recorder", state.get("recorder", "-"))
-    t.add_row("disk left", state.get("disk", "-"))
-    if state.get("last"):
-        t.add_row("last trial", state["last"])
+def _fmt_s(s: float | None) -> str:
+    if s is None or not math.isfinite(s):
+        return "-"
+    s = int(round(s))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def yaw_gauge(measured: float | None, target: float, tol: float, span: float = 45.0, width: int = 31) -> Text:
+    """A one-line gauge of head yaw (+left): the target band ``target +/- tol`` as ``=``,
+    the measured yaw as ``|``, left at the left; then the numbers and what to say."""
+    def col(v: float) -> int:
+        return int(round((max(-span, min(span, -v)) + span) / (2 * span) * (width - 1)))  # +yaw (left) drawn left
+
+    cells = ["-"] * width
+    lo, hi = sorted((col(target - tol), col(target + tol)))
+    for c in range(lo, hi + 1):
+        cells[c] = "="
+    ok = measured is not None and math.isfinite(measured) and abs(measured - target) <= tol
+    t = Text("L [")
+    if measured is not None and math.isfinite(measured):
+        m = col(measured)
+        t.append("".join(cells[:m]))
+        t.append("|", style="bold green" if ok else ALARM)
+        t.append("".join(cells[m + 1:]))
+    else:
+        t.append("".join(cells))
+    t.append("] R  ")
+    if measured is None or not math.isfinite(measured):
+        t.append(f"measured -, target {target:+.0f} +/- {tol:.0f} deg (no head pose)", style=ALARM)
+        return t
+    t.append(f"measured {measured:+.1f} deg, target {target:+.0f} +/- {tol:.0f}  ")
+    if ok:
+        t.append("OK, hold still", style="bold green")
+    else:
+        side = "left" if measured < target else "right"
+        t.append(f"turn {abs(measured - target):.0f} deg more to the {side}", style="bold yellow")
     return t
 
 
-class OperatorView:
-    """Refreshes a rich Live table from the orchestrator node's state (4 Hz)."""
+def render_status(state: dict):
+    """The live view from a plain state dict (tested without a terminal)."""
+    phase, style = PHASES.get(state.get("phase", "idle"), (state.get("phase", "-"), ""))
+    t = Table(title="Gaze4HRI acquisition" + (f" - subject {state['subject']}" if state.get("subject") else ""),
+              show_header=False, expand=False)
+    t.add_column("what", style="bold", no_wrap=True)
+    t.add_column("value")
+    t.add_row("trial", state.get("trial", "-"))
+    t.add_row("state", Text(phase, style=style) + (Text(f"  {state['status']}") if state.get("status") else Text("")))
+    waiting = state.get("phase") == "waiting"
+    prompt = Text(state.get("prompt", "-"), style="bold" if waiting else "")
+    if waiting:
+        prompt.append("  -> press Enter when ready", style="bold yellow")
+    t.add_row("prompt", prompt)
+    if state.get("phase") == "head_check" and state.get("head"):
+        h = state["head"]
+        t.add_row("head yaw", yaw_gauge(h.get("measured"), h["target"], h["tol"]))
+    t.add_row("time", f"trial {state.get('timer', '-')}   session left {state.get('eta', '-')}")
+    t.add_row("camera", state.get("camera", "-"))
+    t.add_row("motion capture", Text(state.get("mocap", "-"), style=ALARM if state.get("mocap_lost") else ""))
+    t.add_row("robot", Text(state.get("robot", "-"), style=ALARM if state.get("robot_alarm") else ""))
+    safety = state.get("safety", "-")
+    t.add_row("safety", Text(safety, style=ALARM if safety not in ("ok", "-", "?") else "green" if safety == "ok" else ""))
+    t.add_row("recorder", Text(state.get("recorder", "-"), style=ALARM if state.get("recorder_fault") else ""))
+    t.add_row("disk left", state.get("disk", "-"))
+    if state.get("last"):
+        t.add_row("last trial", Text(state["last"], style=ALARM if state.get("last_failed") else "green"))
+    if state.get("counts"):
+        t.add_row("this run", state["counts"])
+    return Group(t, Text(state.get("keys", KEYS_HELP), style="dim"))
 
-    def __init__(self, client, out_dir: Path, console: Console | None = None):
+
+class KeyReader(threading.Thread):
+    """Operator keys from ``stream``: on a terminal one key at a time (cbreak mode, no
+    echo; Ctrl-C still signals), otherwise one line at a time (an empty line is Enter,
+    else its first character), so tests and scripts drive it through a pipe.
+    ``on_key("\\n" | "s" | ...)``; ``on_eof()`` when the stream ends."""
+
+    def __init__(self, stream, on_key: Callable[[str], None], on_eof: Callable[[], None]):
+        super().__init__(name="operator-keys", daemon=True)
+        self.stream, self.on_key, self.on_eof = stream, on_key, on_eof
+        self._halt = threading.Event()
+        self._saved = None
+
+    def run(self) -> None:
+        try:
+            if self._tty():
+                self._run_tty()
+            else:
+                self._run_lines()
+        except (OSError, ValueError):
+            if not self._halt.is_set():
+                self.on_eof()
+
+    def _tty(self) -> bool:
+        try:
+            return os.isatty(self.stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            return False
+
+    def _run_tty(self) -> None:
+        import select
+        import termios
+        import tty
+
+        fd = self.stream.fileno()
+        self._saved = termios.tcgetattr(fd)
+        tty.setcbreak(fd)
+        try:
+            while not self._halt.is_set():
+                r, _, _ = select.select([fd], [], [], 0.1)
+                if not r:
+                    continue
+                ch = os.read(fd, 1).decode(errors="ignore")
+                if not ch:
+                    self.on_eof()
+                    return
+                self.on_key("\n" if ch in "\r\n" else ch.lower())
+        finally:
+            self.restore()
+
+    def _run_lines(self) -> None:
+        while not self._halt.is_set():
+            line = self.stream.readline()
+            if not line:
+                self.on_eof()
+                return
+            s = line.strip()
+            self.on_key("\n" if not s else s[0].lower())
+
+    def restore(self) -> None:
+        if self._saved is not None:
+            import termios
+
+            try:
+                termios.tcsetattr(self.stream.fileno(), termios.TCSADRAIN, self._saved)
+            except (OSError, ValueError):
+                pass
+            self._saved = None
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self._tty():
+            self.join(timeout=1.0)
+        self.restore()
+
+
+class OperatorView:
+    """The orchestrator's view (hooks ``trial``, ``status``, ``result``, ``message``)
+    plus ``confirm(prompt)`` for interactive prompts and the stop key.
+
+    ``keys``: the operator's input stream (default stdin) or None for no keys;
+    ``should_stop``: the session's stop flag (SIGINT/SIGTERM), checked while waiting;
+    ``stop_robot``: what the ``s`` key calls (default: the ``/robot/stop`` service)."""
+
+    def __init__(self, client, out_dir: Path, console: Console | None = None, *, subject: str = "",
+                 yaw_tolerance_deg: float = 7.0, keys=sys.stdin, should_stop: Callable[[], str | None] = lambda: None,
+                 stop_robot: Callable[[], str] | None = None, refresh_hz: float = 4.0):
         self.client = client
         self.out_dir = Path(out_dir)
+        self.subject = subject
         self.console = console or Console(stderr=True)
-        self.state: dict = {}
+        self.state: dict = {"subject": subject, "phase": "idle"}
+        self.yaw_tolerance_deg = yaw_tolerance_deg
+        self.should_stop = should_stop
+        self._stop_robot = stop_robot or self._stop_service
+        self._keys_stream = keys
+        self._keys: KeyReader | None = None
         self._live: Live | None = None
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
+        self._period = 1.0 / refresh_hz
+        self._armed = False
+        self._confirmed = threading.Event()
+        self._eof = False
+        self._lock = threading.RLock()
+        self._trial = None
+        self._trial_t0: float | None = None
+        self._rec_t0: float | None = None
+        self._durations: list[float] = []
+        self._todo: int | None = None
+        self._calib = None
         self.results: list[tuple[str, str, str | None]] = []
+        self.stops: list[str] = []
 
-    # hooks called by the orchestrator; the live table appears with the first one, so
-    # an error before the session starts stays a single line
+    # ------------------------------------------------------------------ hooks
     def trial(self, i: int, n: int, trial, prompt: str) -> None:
         self._ensure_live()
-        self.state["trial"] = f"{i}/{n}  {trial.trial_id}  ({trial.experiment}, {trial.condition}, target {trial.target})"
-        self.state["prompt"] = prompt
+        with self._lock:
+            if self._todo is None:
+                self._todo = self._count_todo()
+            self._trial = trial
+            self._trial_t0 = time.monotonic()
+            self._rec_t0 = None
+            self.state["trial"] = f"{i}/{n}  {trial.trial_id}  ({trial.experiment}, {trial.condition}, target {trial.target})"
+            self.state["prompt"] = prompt
+            self.state["phase"], self.state["status"] = "moving", ""
+            self.state.pop("head", None)
 
     def status(self, text: str) -> None:
         self._ensure_live()
-        self.state["status"] = text
+        with self._lock:
+            if text.startswith("head-pose check"):
+                self.state["phase"], self.state["status"] = "head_check", ""
+                target = getattr(self._trial, "head_yaw_deg", None)
+                if target is not None:
+                    self.state["head"] = {"measured": None, "target": float(target), "tol": self.yaw_tolerance_deg}
+            elif text == "recording":
+                self.state["phase"], self.state["status"] = "recording", ""
+                self._rec_t0 = time.monotonic()
+                self.state.pop("head", None)
+            elif text.startswith("moving"):
+                self.state["phase"], self.state["status"] = "moving", ""
+            elif text.startswith("bringing up"):
+                self.state["phase"], self.state["status"] = "bringing_up", ""
+            else:
+                self.state["status"] = text
 
     def result(self, trial_id: str, status: str, reason: str | None) -> None:
-        self.results.append((trial_id, status, reason))
-        self.state["last"] = f"{trial_id}: {status}" + (f" ({reason})" if reason else "")
+        with self._lock:
+            self.results.append((trial_id, status, reason))
+            if self._trial_t0 is not None and status in ("done", "failed"):
+                self._durations.append(time.monotonic() - self._trial_t0)
+            self._trial_t0 = self._rec_t0 = None
+            self.state["last"] = f"{trial_id}: {status}" + (f" ({reason})" if reason else "")
+            self.state["last_failed"] = status != "done"
+            self.state["phase"], self.state["status"] = "idle", ""
+            self.state.pop("head", None)
+            c: dict[str, int] = {}
+            for _, s, _ in self.results:
+                c[s] = c.get(s, 0) + 1
+            self.state["counts"] = ", ".join(f"{v} {k}" for k, v in c.items())
 
     def message(self, text: str) -> None:
         self.console.print(text)
 
-    # refresh
+    def confirm(self, prompt: str) -> None:
+        """Show WAITING FOR OPERATOR with ``prompt`` and block until Enter (the key
+        reader), the session's stop flag (raises Interrupted) or the end of input."""
+        from .orchestrator.client import Interrupted
+
+        self._ensure_live()
+        self._start_keys()
+        with self._lock:
+            self.state["phase"], self.state["status"], self.state["prompt"] = "waiting", "", prompt
+            self._confirmed.clear()
+        self._refresh()
+        try:
+            while not self._confirmed.wait(0.05):
+                reason = self.should_stop()
+                if reason:
+                    raise Interrupted(reason)
+                if self._eof or self._keys is None:
+                    raise Gaze4HRIError("no operator input (stdin closed) at a prompt", self.state.get("trial"),
+                                        "run with --yes to confirm prompts automatically")
+        finally:
+            with self._lock:
+                if self.state.get("phase") == "waiting":
+                    self.state["phase"] = "moving"
+            if self._trial_t0 is not None:  # the trial's clock starts when the operator confirms
+                self._trial_t0 = time.monotonic()
+
+    # ------------------------------------------------------------------ keys
+    def _start_keys(self) -> None:
+        if self._keys is None and self._keys_stream is not None and not self._eof:
+            self._keys = KeyReader(self._keys_stream, self._on_key, self._on_eof)
+            self._keys.start()
+
+    def _on_key(self, key: str) -> None:
+        if key == "\n":
+            self._confirmed.set()
+        elif key == "s":
+            self.stop_robot()
+
+    def _on_eof(self) -> None:
+        self._eof = True
+
+    def stop_robot(self) -> str:
+        """The operator's stop: call ``/robot/stop`` and say what happened."""
+        try:
+            msg = self._stop_robot()
+        except Exception as e:  # a stop must never take the view down; say why it failed
+            msg = f"STOP FAILED: {e}"
+        self.stops.append(msg)
+        with self._lock:
+            self.state["status"] = f"operator stop: {msg}"
+        self.console.print(Text(f"operator stop key: {msg}", style=ALARM))
+        return msg
+
+    def _stop_service(self) -> str:
+        from std_srvs.srv import Trigger
+
+        cli = getattr(self, "_stop_cli", None)
+        if cli is None:
+            cli = self._stop_cli = self.client.create_client(Trigger, "/robot/stop")
+        if not cli.wait_for_service(timeout_sec=2.0):
+            raise RuntimeError("/robot/stop service not available")
+        fut = cli.call_async(Trigger.Request())
+        t0 = time.monotonic()
+        while not fut.done():
+            if time.monotonic() - t0 > 3.0:
+                raise RuntimeError("/robot/stop did not answer within 3 s")
+            time.sleep(0.01)
+        r = fut.result()
+        return r.message if r.success else f"refused: {r.message}"
+
+    # ------------------------------------------------------------------ refresh
+    def _count_todo(self) -> int | None:
+        try:
+            return len(load_manifest(self.out_dir / self.subject).pending()) if self.subject else None
+        except Gaze4HRIError:
+            return None
+
+    def _measured_yaw(self) -> float | None:
+        head = getattr(self.client, "head", None)
+        if head is None:
+            return None
+        try:
+            if self._calib is None:
+                from gaze4hri_core.calibration import load_calibration
+
+                cal = self.out_dir / self.subject / "calibration"
+                subj = self.subject if (cal / "subjects" / f"{self.subject}.yaml").is_file() else None
+                self._calib = load_calibration(cal, subj)
+            from .orchestrator.session import _eye_head, head_yaw_deg  # the check's own measurement
+
+            return head_yaw_deg(head[1], self._calib.subject_forward_world, _eye_head(self._calib))
+        except Gaze4HRIError:
+            return None
+
     def _collect(self) -> None:
         d = self.client.diag
         cam = d.get("gaze4hri/camera", {})
-        self.state["camera"] = f"{cam.get('fps_wall', '?')} fps (wall), {cam.get('frames', 0)} frames, {cam.get('dropped_frames', 0)} dropped" if cam else "no diagnostics"
+        s = self.state
+        s["camera"] = (f"{cam.get('fps_wall', '?')} fps (wall), {cam.get('frames', 0)} frames, {cam.get('dropped_frames', 0)} dropped"
+                       if cam else "no diagnostics")
         mc = d.get("gaze4hri/mocap", {})
         tracked = {k.split(".", 1)[1]: v for k, v in mc.items() if k.startswith("tracked.")}
-        self.state["mocap"] = ", ".join(f"{k} {'tracked' if v == 'True' else 'LOST'}" for k, v in tracked.items()) or "no diagnostics"
+        s["mocap"] = ", ".join(f"{k} {'tracked' if v == 'True' else 'LOST'}" for k, v in tracked.items()) or "no diagnostics"
+        s["mocap_lost"] = any(v != "True" for v in tracked.values())
         rb = d.get("gaze4hri/robot", {})
-        self.state["robot"] = (f"{'moving' if rb.get('moving') == 'True' else 'still'}"
-                               f"{', PROTECTIVE STOP' if rb.get('protective_stop') == 'True' else ''}") if rb else "no diagnostics"
-        self.state["safety"] = rb.get("safety", "?") if rb else "?"
+        pstop = rb.get("protective_stop") == "True"
+        s["robot"] = (f"{'moving' if rb.get('moving') == 'True' else 'still'}{', PROTECTIVE STOP' if pstop else ''}"
+                      if rb else "no diagnostics")
+        s["robot_alarm"] = pstop
+        s["safety"] = rb.get("safety", "?") if rb else "?"
         rec = d.get("gaze4hri/recorder", {})
-        self.state["recorder"] = (f"{'recording ' + str(rec.get('trial')) if rec.get('recording') == 'True' else 'idle'}, "
-                                  f"{_fmt_bytes(float(rec.get('bytes', 0)))}, queue {_fmt_bytes(float(rec.get('queue_bytes', 0)))}"
-                                  + (f", FAULT: {rec.get('fault')}" if rec.get("fault") not in (None, "None") else "")) if rec else "no diagnostics"
+        fault = rec.get("fault") not in (None, "None", "")
+        s["recorder"] = (f"{'recording ' + str(rec.get('trial')) if rec.get('recording') == 'True' else 'idle'}, "
+                         f"{_fmt_bytes(float(rec.get('bytes', 0)))}, queue {_fmt_bytes(float(rec.get('queue_bytes', 0)))}"
+                         + (f", FAULT: {rec.get('fault')}" if fault else "")) if rec else "no diagnostics"
+        s["recorder_fault"] = fault
         try:
-            self.state["disk"] = _fmt_bytes(disk_free_bytes(self.out_dir))
+            s["disk"] = _fmt_bytes(disk_free_bytes(self.out_dir))
         except OSError:
-            self.state["disk"] = "?"
+            s["disk"] = "?"
+        now = time.monotonic()
+        with self._lock:
+            if self._trial_t0 is None:
+                s["timer"] = "-"
+            else:
+                s["timer"] = _fmt_s(now - self._trial_t0) + (f" (recording {_fmt_s(now - self._rec_t0)})" if self._rec_t0 else "")
+            if self._todo is not None:
+                left = max(0, self._todo - len(self.results))
+                s["eta"] = (_fmt_s(left * sum(self._durations) / len(self._durations)) if self._durations
+                            else "after the first trial") + f" ({left} trial{'s' if left != 1 else ''})"
+            if s.get("phase") == "head_check" and s.get("head"):
+                s["head"]["measured"] = self._measured_yaw()
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._collect()
+            with self._lock:
+                self._live.update(render_status(dict(self.state)), refresh=True)
 
     def _loop(self) -> None:
-        while not self._halt.wait(0.25):
-            self._collect()
-            if self._live is not None:
-                self._live.update(render_status(self.state))
+        while not self._halt.wait(self._period):
+            try:
+                self._refresh()
+            except Exception as e:  # a display error must not end the session; show it once
+                self.state["status"] = f"view error: {type(e).__name__}: {e}"
 
     def start(self) -> None:
-        """Arm the view; the table appears with the orchestrator's first status."""
+        """Arm the view; the table appears with the orchestrator's first hook, so an
+        error before the session starts stays a single line."""
         self._armed = True
+        self._start_keys_if_tty()
+
+    def _start_keys_if_tty(self) -> None:
+        # on a terminal the stop key works from the start; a pipe is read only once a
+        # prompt waits (a script's input is meant for the prompts)
+        try:
+            tty = self._keys_stream is not None and os.isatty(self._keys_stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            tty = False
+        if tty:
+            self._start_keys()
 
     def _ensure_live(self) -> None:
-        if self._live is not None or not getattr(self, "_armed", False) or self._halt.is_set():
+        if self._live is not None or not self._armed or self._halt.is_set():
             return
-        self._live = Live(render_status(self.state), console=self.console, refresh_per_second=4, transient=False)
+        self._live = Live(render_status(self.state), console=self.console, refresh_per_second=4, transient=False,
+                          auto_refresh=False)
         self._live.start()
         self._thread = threading.Thread(target=self._loop, name="operator-view", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._halt.set()
+        if self._keys is not None:
+            self._keys.stop()
         if self._thread is not None:
             self._thread.join(timeout=2.0)
         if self._live is not None:
+            with self._lock:
+                self.state["phase"], self.state["status"] = "idle", "session ended"
+            try:
+                self._collect()
+                self._live.update(render_status(dict(self.state)), refresh=True)
+            except Exception:
+                pass
             self._live.stop()
             self._live = None
 
-    def summary(self, session: Path) -> None:
+    def summary(self, session: Path, command: str | None = None) -> None:
+        self.console.line()
         self.console.print(summary_table(session))
+        redo = redo_command(session, command)
+        if redo:
+            self.console.print(Text("record the failed trials again:  ", style="bold") + Text(redo, style="bold yellow"))
 
 
 def summary_table(session: Path) -> Table:
-    """Final summary from session.yaml: counts per status, frames, failures with reasons."""
+    """Final summary from session.yaml: counts per status, then every trial not done
+    with its status, frames and the reason."""
     m = load_manifest(session)
-    t = Table(title=f"Session {m.subject}: {session}")
-    t.add_column("status")
-    t.add_column("trials", justify="right")
-    t.add_column("frames", justify="right")
-    t.add_column("dropped", justify="right")
     by: dict[str, list] = {}
     for tid, r in m.trials.items():
         by.setdefault(r.status, []).append((tid, r))
-    for status in ("done", "failed", "incomplete", "recording", "pending"):
-        rs = by.get(status, [])
-        if rs:
-            t.add_row(status, str(len(rs)), str(sum(r.frames or 0 for _, r in rs)), str(sum(r.dropped_frames or 0 for _, r in rs)))
-    for tid, r in by.get("failed", []) + by.get("incomplete", []):
-        t.add_row(f"  {tid}", r.status, "", r.reason or "")
+    counts = ", ".join(f"{len(by[s])} {s}" for s in ("done", "failed", "incomplete", "recording", "pending") if by.get(s))
+    t = Table(title=f"Session {m.subject}: {counts}", caption=str(session))
+    t.add_column("trial")
+    t.add_column("status")
+    t.add_column("frames", justify="right")
+    t.add_column("dropped", justify="right")
+    t.add_column("reason")
+    style = {"done": "green", "failed": ALARM, "incomplete": "yellow", "recording": "yellow", "pending": "dim"}
+    for tid, r in m.trials.items():
+        t.add_row(tid, Text(r.status, style=style.get(r.status, "")), "" if r.frames is None else str(r.frames),
+                  "" if r.dropped_frames is None else str(r.dropped_frames), Text(r.reason or "", style=ALARM if r.status == "failed" else ""))
     return t
+
+
+def redo_command(session: Path, command: str | None = None) -> str | None:
+    """The command that records the failed and incomplete trials again, or None.
+    ``command``: the session command as run (default ``gaze4hri-acq session --subject
+    S --backend B --out-dir ROOT``)."""
+    m = load_manifest(session)
+    bad = [tid for tid, r in m.trials.items() if r.status in ("failed", "incomplete")]
+    if not bad:
+        return None
+    base = command or (f"gaze4hri-acq session --subject {shlex.quote(m.subject)} --backend {m.backend} "
+                       f"--out-dir {shlex.quote(str(Path(session).parent))}")
+    return f"{base} --redo {' '.join(bad)}"
