@@ -46,3 +46,18 @@ def test_select_and_errors():
 def test_grid_layout_rows_from_subject_columns_from_camera():
     assert protocol.P_GRID["closest"] == {"left": "P9", "middle": "P8", "right": "P7"}
     assert protocol.P_GRID["farthest"]["right"] == "P1"
+
+
+def test_study_motion_parameters():
+    """The study's values (GazeForHRI/Gaze4HRI@main:config.py:59-69, 299-354): line scans
+    +-0.25 m horizontal / +-0.10 m vertical, arc over the 10 s recording, 5 s fixed trials."""
+    from gaze4hri_core.protocol import ARC_DURATION_S, FIXED_TRIAL_S, LINE_HALF_LENGTH_M, MUTUAL_SPEEDS_MPS
+    from gaze4hri_core.trajectories import TrajectorySettings
+
+    assert LINE_HALF_LENGTH_M == {"h": 0.25, "v": 0.10}
+    assert (ARC_DURATION_S, FIXED_TRIAL_S) == (10.0, 5.0)
+    assert MUTUAL_SPEEDS_MPS == {"slow": 0.05, "fast": 0.1}
+    s = TrajectorySettings()
+    assert (s.line_half_length_m("h"), s.line_half_length_m("v"), s.arc_duration_s) == (0.25, 0.10, 10.0)
+    for name in ("line_half_length_h_m", "line_half_length_v_m", "arc_duration_s"):
+        assert "GazeForHRI/Gaze4HRI@main:config.py" in TrajectorySettings.model_fields[name].description

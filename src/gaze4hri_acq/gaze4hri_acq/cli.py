@@ -31,7 +31,7 @@ class SessionArgs:
     redo: tuple[str, ...] = ()
     resolution: tuple[int, int] = (1920, 1080)
     fps: float = 30.0
-    trial_seconds: float = 6.3
+    trial_seconds: float = 5.0  # the study's fixed trials (gaze4hri_core.protocol.FIXED_TRIAL_S)
     compression: str = "none"
     calibration_dir: Path | None = None
     seed: int = 0
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--redo", nargs="+", default=[], metavar="ID", help="record these trials again (previous bags kept under bags/.attempts)")
     s.add_argument("--resolution", type=_resolution, default=(1920, 1080), metavar="WxH", help=f"colour resolution, one of {', '.join(RESOLUTIONS)}")
     s.add_argument("--fps", type=_positive, default=30.0, help="colour frame rate (Hz)")
-    s.add_argument("--trial-seconds", type=_positive, default=6.3, help="recording length of a trial with a fixed camera (s); moving trials last their motion")
+    s.add_argument("--trial-seconds", type=_positive, default=5.0, help="recording length of a trial with a fixed camera (s; the study: 5); moving trials last their motion")
     s.add_argument("--compression", choices=("none", "zstd", "lz4"), default="none", help="MCAP chunk compression (lossless either way)")
     s.add_argument("--calibration", type=Path, dest="calibration_dir", help="calibration directory (default: the repository's calibration/)")
     s.add_argument("--robot-ip", default="192.168.1.102", help="UR controller address (real backend)")

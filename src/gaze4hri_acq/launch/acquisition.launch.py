@@ -27,7 +27,7 @@ ARGUMENTS = [
     {"name": "camera_serial", "default": "", "description": "RealSense serial number; empty takes the only connected camera"},
     {"name": "resolution", "default": "1920x1080", "description": "colour stream resolution", "choices": ["1920x1080", "1280x720", "960x540", "848x480", "640x360", "424x240"]},
     {"name": "fps", "default": "30", "description": "colour stream rate (Hz)", "choices": ["6", "15", "30", "60"]},
-    {"name": "trial_seconds", "default": "6.3", "description": "recording length of a fixed-camera trial (s); moving trials last their motion"},
+    {"name": "trial_seconds", "default": "5.0", "description": "recording length of a fixed-camera trial (s); moving trials last their motion"},
     {"name": "compression", "default": "none", "description": "MCAP chunk compression (lossless either way)", "choices": ["none", "zstd", "lz4"]},
     {"name": "calibration_dir", "default": "", "description": "calibration directory; empty: the package's calibration"},
     {"name": "procedure", "default": "registration", "description": "calibration run (mode calibrate)", "choices": ["registration", "eye-head", "targets"]},

@@ -25,6 +25,9 @@ __all__ = [
     "CONFLICT_HEAD_YAW_DEG",
     "CONFLICT_TARGETS",
     "MUTUAL_SPEEDS_MPS",
+    "LINE_HALF_LENGTH_M",
+    "FIXED_TRIAL_S",
+    "ARC_DURATION_S",
     "P_GRID",
 ]
 
@@ -41,7 +44,15 @@ CONFLICT_TARGETS = {
     "center": ("H1", "H2", "H3", "H4", "H5", "H6"),
     "right": ("H2", "H3", "H5", "H6"),
 }
+# Study parameters restated from the authors' data collector (GazeForHRI/Gaze4HRI@main):
+# mutual-gaze line scans: fast 0.1 m/s, slow half of it (config.py:346-347)
 MUTUAL_SPEEDS_MPS = {"slow": 0.05, "fast": 0.1}
+# line scans reach +-0.25 m from the centre horizontally, +-0.10 m vertically (config.py:344-345)
+LINE_HALF_LENGTH_M = {"h": 0.25, "v": 0.10}
+# recording time: 5 s for fixed-camera trials, 10 s for the arc (config.py:59-69);
+# the arc's duration is the recording time (config.py:305-306)
+FIXED_TRIAL_S = 5.0
+ARC_DURATION_S = 10.0
 # Layout of P1..P9 (rows from the subject, columns from the camera), gaze4hri.md.
 P_GRID = {
     "closest": {"left": "P9", "middle": "P8", "right": "P7"},

@@ -4,10 +4,12 @@
 - fixed: the front camera, on the 0.5 m arc at 0 deg yaw and the scene's elevation
   (calibration/scene.yaml), facing the eyes (Sezer et al., Sec. III-C, exp. 1, 3);
 - arc: radius 0.5 m about the subject's *live* eye midpoint, yaw -30 -> +30 deg, the
-  optical axis kept on the eyes (exp. 2);
-- line: horizontal (image x) or vertical (image y) scan through the front camera
-  pose at constant camera speed 0.05 or 0.1 m/s, orientation fixed (exp. 4.2), run
-  as the controller's constant-tool-speed move (URScript ``movep``).
+  optical axis kept on the eyes (exp. 2), lasting the 10 s recording as in the study
+  (GazeForHRI/Gaze4HRI@main:config.py:299-306);
+- line: horizontal (image x, +-0.25 m) or vertical (image y, +-0.10 m) scan through
+  the front camera pose at constant camera speed 0.05 or 0.1 m/s, orientation fixed
+  (exp. 4.2; GazeForHRI/Gaze4HRI@main:config.py:339-354), run as the controller's
+  constant-tool-speed move (URScript ``movep``).
 
 Timing is a trapezoidal velocity profile over the path length (UR moves accelerate,
 cruise and decelerate along the path; Universal Robots, "The URScript Programming
@@ -22,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from gaze4hri_core.calibration import Calibration
-from gaze4hri_core.protocol import Trial
+from gaze4hri_core.protocol import ARC_DURATION_S, LINE_HALF_LENGTH_M, Trial
 from gaze4hri_core.rig import camera_on_arc, line_scan_points
 from gaze4hri_core.transforms import SE3
 
@@ -32,6 +34,7 @@ __all__ = [
     "TrajectorySettings",
     "Profile",
     "trapezoid",
+    "speed_for_duration",
     "Move",
     "TrialPlan",
     "Preview",
@@ -57,10 +60,21 @@ class TrajectorySettings(BaseModel):
     approach_speed: float = Field(default=0.15, gt=0, le=0.25, description="TCP speed to reach a trial's start pose (m/s)")
     approach_accel: float = Field(default=0.5, gt=0, le=1.2, description="TCP acceleration of approach moves (m/s^2)")
     motion_accel: float = Field(default=0.5, gt=0, le=1.2, description="TCP acceleration of trial motions (m/s^2)")
-    arc_camera_speed: float = Field(default=0.1, gt=0, le=0.25, description="camera speed along the arc (m/s)")
+    arc_duration_s: float = Field(default=ARC_DURATION_S, gt=1.0, le=60.0,
+                                  description="duration of the arc, ramps included: the study's arc lasts its 10 s recording "
+                                              "(GazeForHRI/Gaze4HRI@main:config.py:66-67, 305-306)")
     arc_step_deg: float = Field(default=2.0, gt=0.1, le=10.0, description="yaw spacing of the arc's waypoints (deg)")
     arc_blend_m: float = Field(default=0.005, ge=0, le=0.05, description="blend radius between arc waypoints (m)")
-    line_half_length_m: float = Field(default=0.10, gt=0.01, le=0.3, description="half length of the mutual-gaze line scans (m)")
+    line_half_length_h_m: float = Field(default=LINE_HALF_LENGTH_M["h"], gt=0.01, le=0.3,
+                                        description="half length of the horizontal mutual-gaze line scan (m; "
+                                                    "GazeForHRI/Gaze4HRI@main:config.py:344)")
+    line_half_length_v_m: float = Field(default=LINE_HALF_LENGTH_M["v"], gt=0.01, le=0.3,
+                                        description="half length of the vertical mutual-gaze line scan (m; "
+                                                    "GazeForHRI/Gaze4HRI@main:config.py:345)")
+
+    def line_half_length_m(self, axis: str) -> float:
+        """Half length of the line scan along ``axis`` (h or v)."""
+        return self.line_half_length_h_m if axis == "h" else self.line_half_length_v_m
     preview_rate_hz: float = Field(default=50.0, ge=5, le=500, description="sampling rate of previews (Hz)")
 
 
@@ -213,24 +227,34 @@ def plan_arc(calib: Calibration, eye_world, settings: TrajectorySettings, yaw_de
     tools = [tool0_for_camera(calib, c) for c in cams]
     cam_len = radius_m * np.radians(abs(y1 - y0)) * np.cos(np.radians(el))
     tool_len = float(_seg_lengths(tools).sum())
-    tool_speed = settings.arc_camera_speed * tool_len / cam_len  # same duration as the camera's speed asks
+    tool_speed = speed_for_duration(tool_len, settings.arc_duration_s, settings.motion_accel)
     approach = Move("approach", (tools[0],), settings.approach_speed, settings.approach_accel)
     motion = Move("arc", tuple(tools[1:]), tool_speed, settings.motion_accel, blend=settings.arc_blend_m,
-                  constant_speed=True, camera_speed=settings.arc_camera_speed)
+                  constant_speed=True, camera_speed=tool_speed * cam_len / tool_len)
     return TrialPlan(trial_id, "arc", approach, motion, eye, cams[0], cams[-1],
-                     {"yaw_deg": [y0, y1], "radius_m": radius_m, "waypoints": n})
+                     {"yaw_deg": [y0, y1], "radius_m": radius_m, "waypoints": n, "duration_s": settings.arc_duration_s})
+
+
+def speed_for_duration(length: float, duration: float, accel: float) -> float:
+    """Cruise speed whose trapezoid (ramps at ``accel``) covers ``length`` in ``duration``:
+    the smaller root of v^2/a - T v + L = 0 (duration = L/v + v/a)."""
+    disc = duration**2 - 4.0 * length / accel
+    if disc < 0:
+        raise ValueError(f"{length:.3f} m cannot be covered in {duration:.2f} s with acceleration {accel} m/s^2")
+    return float(accel * (duration - np.sqrt(disc)) / 2.0)
 
 
 def plan_line(calib: Calibration, eye_world, settings: TrajectorySettings, axis: str, speed: float,
               trial_id: str = "line") -> TrialPlan:
     """Mutual-gaze line scan through the front camera pose, orientation fixed."""
     centre = front_camera_pose(calib, eye_world)
-    a, b = line_scan_points(centre, axis, settings.line_half_length_m)
+    half = settings.line_half_length_m(axis)
+    a, b = line_scan_points(centre, axis, half)
     cam_a, cam_b = SE3(centre.R, a), SE3(centre.R, b)
     approach = Move("approach", (tool0_for_camera(calib, cam_a),), settings.approach_speed, settings.approach_accel)
     motion = Move(f"line_{axis}", (tool0_for_camera(calib, cam_b),), float(speed), settings.motion_accel, constant_speed=True)
     return TrialPlan(trial_id, "line", approach, motion, np.asarray(eye_world, float), cam_a, cam_b,
-                     {"axis": axis, "speed_mps": float(speed), "length_m": 2 * settings.line_half_length_m})
+                     {"axis": axis, "speed_mps": float(speed), "length_m": 2 * half})
 
 
 def plan_trial(trial: Trial, calib: Calibration, eye_world, settings: TrajectorySettings | None = None) -> TrialPlan:

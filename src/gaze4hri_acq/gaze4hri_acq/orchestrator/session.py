@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from gaze4hri_core.calibration import calibration_hashes, load_calibration
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
-from gaze4hri_core.protocol import Trial, select, trial_by_id
+from gaze4hri_core.protocol import ARC_DURATION_S, FIXED_TRIAL_S, LINE_HALF_LENGTH_M, Trial, select, trial_by_id
 from gaze4hri_core.session import (
     Topics,
     bag_dir,
@@ -55,7 +55,7 @@ class SessionConfig:
     redo: tuple[str, ...] = ()
     resolution: tuple[int, int] = (1920, 1080)
     fps: float = 30.0
-    trial_seconds: float = 6.3  # about 190 frames a video at 30 fps (gaze4hri.md)
+    trial_seconds: float = FIXED_TRIAL_S  # the study's fixed trials record 5 s (GazeForHRI/Gaze4HRI@main:config.py:59-69)
     compression: str = "none"
     calibration_dir: Path | None = None
     auto_confirm: bool = False
@@ -95,12 +95,12 @@ def prompt_text(t: Trial) -> str:
 
 def trial_seconds_estimate(t: Trial, trial_seconds: float) -> float:
     """Recording length of a trial: fixed camera ``trial_seconds``; a moving camera as
-    long as its motion (arc 0.52 m at 0.1 m/s, lines 0.2 m at their speed) plus ramps."""
+    long as its motion (arc: its 10 s; lines: 2 x half length at their speed) plus ramps."""
     cm = t.camera_motion
     if cm.kind == "arc":
-        return max(trial_seconds, 0.5 * np.radians(60.0) / 0.1 + 1.0)
+        return max(trial_seconds, ARC_DURATION_S + 1.0)
     if cm.kind == "line":
-        return max(trial_seconds, 0.2 / (cm.speed_mps or 0.05) + 1.0)
+        return max(trial_seconds, 2 * LINE_HALF_LENGTH_M.get(cm.axis or "h", 0.25) / (cm.speed_mps or 0.05) + 1.0)
     return trial_seconds
 
 
