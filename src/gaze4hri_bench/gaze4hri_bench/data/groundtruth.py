@@ -182,7 +182,8 @@ def fk_stream(t_ns: np.ndarray, joints: np.ndarray, model: str) -> PoseStream:
 
 
 def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream, cal: Calibration, trial: Trial,
-                         options: GTOptions = GTOptions(), incomplete: bool = False) -> pd.DataFrame:
+                         options: GTOptions = GTOptions(), incomplete: bool = False,
+                         targets_world: np.ndarray | None = None) -> pd.DataFrame:
     """The ground-truth table (GT_COLUMNS, one row per frame in ``frames`` order).
 
     ``head``: head band in the world; ``robot``: tool0 in the controller Base.
@@ -232,6 +233,8 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
     R_cw = np.transpose(R_wc, (0, 2, 1))
     if trial.target == "camera":
         target_w = p_wc
+    elif targets_world is not None:
+        target_w = np.asarray(targets_world, float).reshape(n, 3)
     else:
         if trial.target not in cal.targets:
             from gaze4hri_core.errors import CalibrationError

@@ -6,7 +6,8 @@ Reasons (one per invalid frame, the first that applies in this order):
 ``duplicate_frame`` (a repeated frame number or stamp), ``mocap_lost`` (the head band
 was not tracked: no pose within ``mocap_lost_s``), ``interp_gap`` (the poses around
 the frame are further apart than the interpolation limit), then the face-based
-``blink`` and ``no_face``. The study masks blinked frames out (Sezer et al., Sec. III-B,
+``blink``, ``blink_uncertain`` (the study's annotation code 2, excluded like a blink)
+and ``no_face``. The study masks blinked frames out (Sezer et al., Sec. III-B,
 as ETH-XGaze).
 
 Blinks: a human annotation file takes precedence for every trial it lists; otherwise
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 DATA_REASONS = ("trial_incomplete", "dropped_frame", "duplicate_frame", "mocap_lost", "interp_gap")
-FACE_REASONS = ("blink", "no_face")
+FACE_REASONS = ("blink", "blink_uncertain", "no_face")
 REASONS = DATA_REASONS + FACE_REASONS
 
 # Soukupova & Cech (2016) report EAR of open eyes around 0.25-0.35 (subject dependent)
@@ -167,12 +168,13 @@ def annotation_mask(frames, ranges: list[tuple[int, int]]) -> np.ndarray:
     return m
 
 
-def apply_face_reasons(gt: pd.DataFrame, blink=None, no_face=None) -> pd.DataFrame:
+def apply_face_reasons(gt: pd.DataFrame, blink=None, no_face=None, blink_uncertain=None) -> pd.DataFrame:
     """Copy of the ground-truth table with face-based reasons added to frames that are
-    still valid (data reasons win): ``blink`` then ``no_face`` (boolean masks, len(gt))."""
+    still valid (data reasons win): ``blink``, ``blink_uncertain`` then ``no_face``
+    (boolean masks, len(gt))."""
     df = gt.copy()
     reason = np.array(df["invalid_reason"].fillna("").astype(str).to_numpy(), dtype=object)
-    for name, m in (("blink", blink), ("no_face", no_face)):
+    for name, m in (("blink", blink), ("blink_uncertain", blink_uncertain), ("no_face", no_face)):
         if m is None:
             continue
         m = np.asarray(m, bool)

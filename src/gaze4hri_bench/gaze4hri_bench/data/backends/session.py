@@ -1,4 +1,5 @@
-"""Read recorded sessions lazily: subject directories -> trials -> frames.
+"""The ``session`` backend: our own recorded sessions, read lazily (subject
+directories -> trials -> frames).
 
 The layout and topics are the core's contract (gaze4hri_core.session: one directory
 per subject with session.yaml, calibration/ and bags/<trial>/, MCAP rosbag2 bags).
@@ -12,69 +13,24 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from gaze4hri_core.calibration import Calibration, CameraIntrinsics, load_calibration
+from gaze4hri_core.calibration import CameraIntrinsics, load_calibration
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
-from gaze4hri_core.protocol import Trial, trial_by_id
+from gaze4hri_core.protocol import trial_by_id
 from gaze4hri_core.session import MSG_TYPES, SessionManifest, Topics, bag_dir, load_manifest, manifest_path
 
-from . import validity
-from .groundtruth import FrameTable, GTOptions, PoseStream, compute_ground_truth, fk_stream
+from .. import validity
+from ..groundtruth import FrameTable, GTOptions, PoseStream, compute_ground_truth, fk_stream
+from .base import FrameSample, SkippedTrial, TrialRef
 
-__all__ = ["Dataset", "TrialRef", "FrameSample", "open_bag", "decode_image", "TRIAL_STATUSES_READ"]
+__all__ = ["SessionDataset", "TrialRef", "FrameSample", "open_bag", "decode_image", "TRIAL_STATUSES_READ", "detect"]
 
 #: trial statuses with a bag worth reading (``incomplete`` frames are all invalid)
 TRIAL_STATUSES_READ = ("done", "incomplete")
 _FIX_BAG = "re-record the trial (gaze4hri-acq session --resume) or exclude it with --trials"
-
-
-@dataclass(frozen=True)
-class TrialRef:
-    """One recorded trial. ``trial`` is the trial id (e.g. ``illum025_P3``); ``protocol``
-    the core protocol Trial (experiment, condition, target, camera motion); ``status``
-    from the manifest; ``calibration`` the session's snapshot with the subject's
-    eye-head transform."""
-
-    subject: str
-    trial: str
-    protocol: Trial
-    session_dir: Path
-    bag_dir: Path
-    status: str
-    calibration: Calibration
-    record: object = field(default=None, compare=False, repr=False)
-
-    @property
-    def experiment(self) -> str:
-        return self.protocol.experiment
-
-    @property
-    def condition(self) -> str:
-        return str(self.protocol.condition)
-
-    @property
-    def target(self) -> str:
-        return self.protocol.target
-
-    @property
-    def key(self) -> str:
-        return f"{self.subject}/{self.trial}"
-
-
-@dataclass
-class FrameSample:
-    """One decoded frame: ``index`` = ground-truth ``frame`` (slot in recording order),
-    ``t_ns`` capture stamp (host clock), ``image`` RGB uint8 (H, W, 3), ``frame_number``
-    the camera's counter (-1 when not recorded)."""
-
-    index: int
-    t_ns: int
-    image: np.ndarray
-    frame_number: int
 
 
 # -- bag access ---------------------------------------------------------------------------
@@ -301,7 +257,15 @@ def build_frame_table(stamps: np.ndarray, numbers: np.ndarray, max_fill: int = 3
 
 
 # -- the dataset --------------------------------------------------------------------------
-class Dataset:
+def detect(root: Path) -> bool:
+    """Whether ``root`` is a session folder (or a folder of them): a session.yaml."""
+    root = Path(root)
+    if manifest_path(root).is_file():
+        return True
+    return root.is_dir() and any(manifest_path(p).is_file() for p in root.iterdir() if p.is_dir())
+
+
+class SessionDataset:
     """Sessions under ``root`` (a folder of subject directories, or one subject
     directory), optionally filtered by subject and trial ids, reading every
     ``stride``-th recorded frame. Cheap to construct: manifests are read on first use,
@@ -312,6 +276,7 @@ class Dataset:
     ``sim_blinks``: in simulated sessions, use the simulator's blink truth
     (Topics.SIM_BLINK_TRUTH) as the annotation of trials no human annotated."""
 
+    name = "session"
     CACHE_TRIALS = 8  # trials whose frame table and pose streams stay cached (small, bounded)
 
     def __init__(self, root: Path | str, subjects: list[str] | None = None, trials: list[str] | None = None,
@@ -336,6 +301,7 @@ class Dataset:
         self._tables: dict[str, FrameTable] = {}
         self._scans: dict[str, dict] = {}
         self._ann: dict[Path, dict] = {}
+        self.skipped: list[SkippedTrial] = []  # the session backend fails loudly instead
 
     # -- discovery ----------------------------------------------------------------
     def session_dirs(self) -> list[Path]:
@@ -379,6 +345,8 @@ class Dataset:
                                    "copy the subject's eye-head calibration (gaze4hri-acq calibrate eye-head) into "
                                    "<session>/calibration/subjects/ (docs/calibration.md)")
             cal = load_calibration(cal_dir, subject)
+            info = man.settings.get("subject_info")
+            info = dict(info) if isinstance(info, dict) else {}
             order = []
             for tid, rec in man.trials.items():
                 if self.trial_filter and tid not in self.trial_filter:
@@ -389,7 +357,7 @@ class Dataset:
                     raise SessionError(f"manifest lists unknown trial id {tid!r}", str(manifest_path(sd)),
                                        f"protocol {man.protocol_version} trial ids only") from None
                 bd = sd / rec.bag if rec.bag else bag_dir(sd, tid)
-                order.append((tr.index, TrialRef(subject, tid, tr, sd, bd, rec.status, cal, rec)))
+                order.append((tr.index, TrialRef(subject, tid, tr, sd, bd, rec.status, cal, rec, subject_info=info)))
             refs.extend(r for _i, r in sorted(order, key=lambda x: x[0]))
         self._refs = refs
         return list(refs)
@@ -570,3 +538,16 @@ class Dataset:
                 except (ValueError, TypeError):
                     out.append({"t_ns": t, "event": "unparsable"})
         return out
+
+    def face_boxes(self, ref: TrialRef) -> None:
+        """Sessions record no face boxes: the pipeline detects faces itself."""
+        return None
+
+    def subject_info(self, subject: str) -> dict:
+        """Subject metadata of a session: the manifest's ``settings.subject_info``
+        (e.g. glasses, gender) when recorded, else empty."""
+        for sd in self.session_dirs():
+            if sd.name == subject:
+                info = load_manifest(sd).settings.get("subject_info")
+                return dict(info) if isinstance(info, dict) else {}
+        return {}
