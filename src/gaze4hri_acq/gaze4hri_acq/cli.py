@@ -1,6 +1,9 @@
-"""``gaze4hri-acq``: session, calibrate, replay, and node (what the launch files run).
+"""``gaze4hri-acq``: session, trials, calibrate, replay, and node (what the launch files run).
 
 Bad input ends in one line ``error: ...`` and a non-zero exit, never a traceback.
+Exit codes (:data:`EXIT_CODES`): 0 every requested trial done, 1 some trial failed or
+is incomplete (the summary names them and prints the ``--redo`` command), 2 bad input
+or a refusal (one line), 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM.
 """
 from __future__ import annotations
 
@@ -17,6 +20,11 @@ from gaze4hri_core.protocol import EXPERIMENTS
 __all__ = ["main", "SessionArgs", "run_session_args", "build_parser"]
 
 BACKENDS = ("sim", "real")
+#: documented exit codes of ``gaze4hri-acq`` (README, --help)
+EXIT_CODES = {0: "every requested trial done", 1: "some trial failed or incomplete (see the summary; --redo ID records it again)",
+              2: "bad input or a refusal (one line on stderr)", 130: "interrupted by Ctrl-C (SIGINT); continue with --resume",
+              143: "terminated (SIGTERM); continue with --resume"}
+_EXIT_HELP = "exit codes:\n" + "\n".join(f"  {k:<4d}{v}" for k, v in EXIT_CODES.items())
 RESOLUTIONS = ("1920x1080", "1280x720", "960x540", "848x480", "640x360", "424x240")
 
 
@@ -75,9 +83,28 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after every option's help; epilog examples kept as written."""
+
+
+_MAIN_EPILOG = """\
+examples:
+  gaze4hri-acq trials                                                  # the 63 trials of the protocol
+  gaze4hri-acq session --subject S01 --backend sim --out-dir sessions  # simulated lab, all trials
+  gaze4hri-acq session --subject S01 --backend sim --interactive --trials conflict_left_H2   # rehearse prompts
+  gaze4hri-acq calibrate eye-head --subject S01 --backend sim --out /tmp/cal
+  gaze4hri-acq replay sessions/S01 --trial illum100_P5 --rate 0.5
+
+""" + _EXIT_HELP
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="gaze4hri-acq", description="Gaze4HRI acquisition: sessions, calibration runs, replay.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    from gaze4hri_core import __version__
+
+    p = _Parser(prog="gaze4hri-acq", description="Gaze4HRI acquisition: sessions, calibration runs, replay.",
+                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_MAIN_EPILOG)
+    p.add_argument("--version", action="version", version=f"gaze4hri-acq {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     s = sub.add_parser("session", help="record a subject's session (the 63 trials of the protocol)")
     s.add_argument("--subject", required=True, help="subject id, e.g. S12")
@@ -107,27 +134,76 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sim-mocap-dropout", nargs=3, metavar=("TRIAL", "AT_S", "DURATION_S"), help=argparse.SUPPRESS)
     s.add_argument("--sim-protective-stop", nargs=2, metavar=("TRIAL", "AT_S"), help=argparse.SUPPRESS)
 
-    c = sub.add_parser("calibrate", help="calibration runs: registration, eye-head, targets")
-    c.add_argument("procedure", choices=("registration", "eye-head", "targets"), help="which calibration to run")
-    c.add_argument("--backend", choices=BACKENDS, default="sim")
-    c.add_argument("--subject", help="subject id (eye-head)")
-    c.add_argument("--calibration", type=Path, dest="calibration_dir", help="calibration directory to update")
-    c.add_argument("--out", type=Path, help="write the result here instead of the calibration directory")
-    c.add_argument("--robot-ip", default="192.168.1.102")
-    c.add_argument("--motive-ip", default="127.0.0.1")
-    c.add_argument("--seed", type=int, default=0)
+    t = sub.add_parser("trials", help="list the protocol's trials (ids for --trials and --redo)", formatter_class=_HelpFormatter,
+                       description="The 63 trials of the protocol: id, experiment, condition, target, illumination, "
+                                   "required head yaw, camera motion and recording length.",
+                       epilog="examples:\n  gaze4hri-acq trials\n  gaze4hri-acq trials --experiments conflict mutual\n"
+                              "  gaze4hri-acq trials --json > trials.json")
+    t.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, help="only these experiments (default: all)")
+    t.add_argument("--trial-seconds", type=_positive, default=5.0, help="fixed-camera recording length used for the durations (s)")
+    t.add_argument("--json", action="store_true", help="print JSON (one object per trial) instead of a table")
 
-    r = sub.add_parser("replay", help="republish a recorded session on its topics")
+    c = sub.add_parser("calibrate", help="calibration runs: registration, eye-head, targets", formatter_class=_HelpFormatter,
+                       epilog="examples:\n  gaze4hri-acq calibrate eye-head --subject S12 --backend real\n"
+                              "  gaze4hri-acq calibrate registration --backend sim --out /tmp/cal\n\n" + _EXIT_HELP)
+    c.add_argument("procedure", choices=("registration", "eye-head", "targets"), help="which calibration to run")
+    c.add_argument("--backend", choices=BACKENDS, default="sim", help="simulated devices or the lab's UR5 and OptiTrack")
+    c.add_argument("--subject", help="subject id (needed by eye-head)")
+    c.add_argument("--calibration", type=Path, dest="calibration_dir", help="calibration directory to update (default: the repository's calibration/)")
+    c.add_argument("--out", type=Path, help="write the result here instead of the calibration directory")
+    c.add_argument("--robot-ip", default="192.168.1.102", help="UR controller address (real backend)")
+    c.add_argument("--motive-ip", default="127.0.0.1", help="Motive PC address (real backend)")
+    c.add_argument("--seed", type=int, default=0, help="simulation seed (sim backend)")
+
+    r = sub.add_parser("replay", help="republish a recorded session on its topics", formatter_class=_HelpFormatter,
+                       epilog="examples:\n  gaze4hri-acq replay sessions/S01\n  gaze4hri-acq replay sessions/S01 --trial illum100_P5 --rate 0.5 --loop")
     r.add_argument("session", type=Path, help="session directory (holds session.yaml)")
-    r.add_argument("--trial", action="append", dest="trials", metavar="ID", help="replay only this trial (repeatable)")
+    r.add_argument("--trial", action="append", dest="trials", metavar="ID", help="replay only this trial (repeatable; default: all done trials)")
     r.add_argument("--rate", type=_positive, default=1.0, help="playback speed factor (1 = original timing)")
     r.add_argument("--loop", action="store_true", help="start over at the end")
-    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--quiet", action="store_true", help="no progress output")
 
-    n = sub.add_parser("node", help="run device nodes in this process (what the launch files start)")
+    n = sub.add_parser("node", help="run device nodes in this process (what the launch files start)", formatter_class=_HelpFormatter,
+                       epilog="examples:\n  gaze4hri-acq node camera mocap robot recorder --backend sim")
     n.add_argument("names", nargs="+", help="node names from the node table (camera, recorder, mocap, robot)")
-    n.add_argument("--backend", choices=BACKENDS, default="sim")
+    n.add_argument("--backend", choices=BACKENDS, default="sim", help="simulated devices or the lab's")
     return p
+
+
+def print_trials(experiments=None, trial_seconds: float = 5.0, as_json: bool = False) -> int:
+    """``gaze4hri-acq trials``: the protocol as a table (or JSON)."""
+    import json
+
+    from gaze4hri_core.protocol import select
+
+    from .orchestrator.session import trial_seconds_estimate
+
+    rows = []
+    for t in select(experiments=tuple(experiments) if experiments else None):
+        cm = t.camera_motion
+        motion = {"fixed": "fixed (front)",
+                  "arc": f"arc r={cm.radius_m} m, yaw {cm.yaw_deg[0]:+.0f}..{cm.yaw_deg[1]:+.0f} deg" if cm.yaw_deg else "arc",
+                  "line": f"line {'horizontal' if cm.axis == 'h' else 'vertical'} at {cm.speed_mps} m/s"}.get(cm.kind, cm.kind)
+        rows.append({"id": t.trial_id, "experiment": t.experiment, "condition": str(t.condition), "target": t.target,
+                     "illumination_pct": t.illumination, "head_yaw_deg": t.head_yaw_deg, "camera_motion": motion,
+                     "duration_s": round(trial_seconds_estimate(t, trial_seconds), 1)})
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    cols = [("id", "ID"), ("experiment", "EXPERIMENT"), ("condition", "CONDITION"), ("target", "TARGET"),
+            ("illumination_pct", "LIGHT %"), ("head_yaw_deg", "HEAD YAW"), ("camera_motion", "CAMERA MOTION"), ("duration_s", "SECONDS")]
+
+    def cell(r, k):
+        v = r[k]
+        return "-" if v is None else (f"{v:+.0f}" if k == "head_yaw_deg" else str(v))
+
+    w = {k: max(len(h), *(len(cell(r, k)) for r in rows)) for k, h in cols}
+    print("  ".join(h.ljust(w[k]) for k, h in cols).rstrip())
+    for r in rows:
+        print("  ".join(cell(r, k).ljust(w[k]) for k, _ in cols).rstrip())
+    total = sum(r["duration_s"] for r in rows)
+    print(f"\n{len(rows)} trials, about {total / 60:.1f} min of recording (fixed-camera trials {trial_seconds:g} s)")
+    return 0
 
 
 # ---------------------------------------------------------------------- session
@@ -191,8 +267,10 @@ def run_session_args(a: SessionArgs) -> Path:
             try:
                 sdir = run_session(cfg, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a))
             except Interrupted as e:
-                raise SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
-                                   "the interrupted trial is marked incomplete; continue with --resume") from None
+                err = SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
+                                   "the interrupted trial is marked incomplete; continue with --resume")
+                err.exit_code = 130 if e.reason == "SIGINT" else 143 if e.reason == "SIGTERM" else 1  # EXIT_CODES
+                raise err from None
             finally:
                 if view is not None:
                     view.stop()
@@ -280,6 +358,16 @@ def _session_args(ns: argparse.Namespace) -> SessionArgs:
                        protective_stop=(ps[0], float(ps[1])) if ps else None)
 
 
+def session_exit_code(sdir: Path, redo: tuple[str, ...] = ()) -> int:
+    """0 when every trial this run was asked for is done, else 1 (:data:`EXIT_CODES`):
+    with ``--redo`` the redone trials, otherwise every trial of the session."""
+    from gaze4hri_core.session import load_manifest
+
+    m = load_manifest(sdir)
+    asked = [t for t in (redo or m.trials) if t in m.trials]
+    return 0 if all(m.trials[t].status == "done" for t in asked) else 1
+
+
 # ------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
@@ -290,10 +378,17 @@ def main(argv: list[str] | None = None) -> int:
         ros_args = []
     ns = build_parser().parse_args(argv)
     try:
+        if ns.command == "trials":
+            return print_trials(ns.experiments, ns.trial_seconds, ns.json)
         if ns.command == "session":
             sdir = run_session_args(_session_args(ns))
             print(f"session: {sdir}")
-            return 0
+            code = session_exit_code(sdir, tuple(ns.redo or ()))
+            if code and ns.quiet:  # the live view's summary says it otherwise
+                from .operator_view import redo_command
+
+                print(f"some trials failed; record them again: {redo_command(sdir)}")
+            return code
         if ns.command == "replay":
             from .replay import replay_session
 
@@ -316,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")
         return 130
+    except BrokenPipeError:  # output piped into head/less that quit early
+        return 0
     except OSError as e:
         sys.stderr.write(f"error: {e.strerror or e} ({getattr(e, 'filename', '') or ''}): check the path and free space\n")
         return 1
