@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 from gaze4hri_core.errors import Gaze4HRIError
@@ -60,6 +61,13 @@ def subject_key(s) -> str:
     """Comparison key of a subject id: its last number without leading zeros, else the id."""
     m = re.findall(r"\d+", str(s))
     return str(int(m[-1])) if m else str(s)
+
+
+def _keys(subjects: pd.Series) -> pd.Series:
+    """subject_key of every row, computed once per distinct id (millions of frame rows)."""
+    codes, uniques = pd.factorize(subjects.astype(str) if not isinstance(subjects.dtype, pd.CategoricalDtype) else subjects)
+    keys = pd.array([subject_key(u) for u in uniques] + [""], dtype=object)
+    return pd.Series(np.asarray(keys)[codes], index=subjects.index)
 
 
 def shipped_lists() -> list[str]:
@@ -124,7 +132,7 @@ def apply_exclusions(videos: pd.DataFrame, excl: Exclusions, frames: pd.DataFram
     subject (as in the results), experiment, conditions, reason, videos (how many
     video x method rows it removed; 0 when the subject is not in the results).
     """
-    key = videos["subject"].astype(str).map(subject_key)
+    key = _keys(videos["subject"])
     exp = videos["experiment"].astype(str)
     cond = videos["condition"].astype(str)
     drop = pd.Series(False, index=videos.index)
@@ -146,7 +154,7 @@ def apply_exclusions(videos: pd.DataFrame, excl: Exclusions, frames: pd.DataFram
     applied = pd.DataFrame(rows, columns=["subject", "experiment", "conditions", "reason", "videos"])
     kept = videos[~drop.to_numpy()]
     if frames is not None and len(frames):
-        fk = frames["subject"].astype(str).map(subject_key)
+        fk = _keys(frames["subject"])
         fd = fk.isin({subject_key(s.subject) for s in excl.subjects})
         for e in fdrop:
             if e.experiment == "mutual":
