@@ -1,0 +1,217 @@
+"""Write our sessions in the study's released per-trial layout (docs/study_dataset.md),
+so that the community's tools and our ``study`` reader backend read the same trial.
+
+Per trial: ``OUT/<date>/<subject>/<exp_type>/<point>/<stamp_ms>/`` with rgb_video.mp4
+(mp4v, as the study's recorder writes) and optionally a lossless FFV1 rgb_video.mkv
+beside it, rgb_timestamps.npy, head_poses.npy (head band in the study's band axes),
+eye_positions.npy, camera_poses.npy (rgb_camera_link body axes, at the robot's own
+sample stamps), target_positions.npy, eye_position_in_head_frame.npy, table_pose.npy,
+ur5_base_pose.npy, camera_intrinsics.npy (pickled dict), rgb_camera_settings.json and,
+when the session has them, blink_annotations_by_<annotator>.npy (human annotations,
+or the simulator's truth as ``simulator``). Poses come from the bag's streams by the
+core's composition (gaze4hri_core.groundtruth), never re-derived here. An existing
+trial folder is never overwritten.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from gaze4hri_core.errors import Gaze4HRIError, SessionError
+from gaze4hri_core.groundtruth import camera_in_world, eye_in_world
+from gaze4hri_core.session import Topics
+from gaze4hri_core.transforms import SE3
+
+from ..data import study_layout as L
+from ..data.backends.session import SessionDataset
+from ..data.groundtruth import PoseStream
+
+__all__ = ["export_study", "export_trial_study", "StudyExportResult"]
+
+
+@dataclass
+class StudyExportResult:
+    written: list[Path]
+    skipped: list[str]
+
+
+def _se3(p, q) -> SE3:
+    return SE3.from_quat(p, q)
+
+
+def _camera_stream(ds: SessionDataset, ref, scan: dict) -> PoseStream:
+    """The robot stream the session backend uses for this trial's camera pose."""
+    opt = ds.gt_options
+    use_tcp = opt.robot == "tcp" or (opt.robot == "auto" and Topics.TCP_POSE in scan["topics"])
+    if use_tcp:
+        return scan["tcp"].sorted_unique()
+    if len(scan["joints"].t_ns) == 0 and Topics.JOINT_STATES in scan["topics"]:
+        from ..data.backends.session import _joints, open_bag
+
+        with open_bag(ref.bag_dir) as bag:
+            raws = [raw for _t, raw in bag.messages(Topics.JOINT_STATES)]
+            return _joints(bag, raws, ref.calibration.robot_model).sorted_unique()
+    return scan["joints"].sorted_unique()
+
+
+def _writer(path: Path, fourcc: str, size: tuple[int, int], fps: float):
+    import cv2
+
+    w = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), fps, size)
+    if not w.isOpened():
+        raise Gaze4HRIError(f"OpenCV cannot write {fourcc} video", str(path),
+                            "install an opencv-python build with FFmpeg (requirements/base.txt)")
+    return w
+
+
+def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True, fps: float = 30.0) -> Path:
+    """Write one trial; returns its stamp folder. Raises Gaze4HRIError on bad input."""
+    import cv2
+
+    if ref.status != "done":
+        raise SessionError(f"trial status is {ref.status!r}", str(ref.bag_dir),
+                           "only finished trials are exported; re-record it (gaze4hri-acq session --resume)")
+    exp_type, point = L.folder_for(ref.trial)
+    cal = ref.calibration
+    scan = ds._scan(ref)
+    if Topics.HEAD_POSE not in scan["topics"]:
+        raise SessionError(f"topic {Topics.HEAD_POSE} missing from the bag", str(ref.bag_dir), "the export needs the head-band stream")
+    table = ds.frame_table(ref)
+    rec = table.kind != "dropped"
+    t_frames = table.t_ns[rec]
+    stamp_ms = int(t_frames[0] // 1_000_000)
+    date = _dt.datetime.fromtimestamp(t_frames[0] / 1e9, _dt.timezone.utc).strftime("%Y-%m-%d")
+    subj_dir = Path(out) / date / ref.subject
+    final = subj_dir / exp_type / point / str(stamp_ms)
+    if final.exists():
+        raise SessionError("trial folder exists already", str(final), "export into an empty folder or delete the old export")
+    tmp = final.with_name(f".{final.name}.partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    try:
+        # video: every recorded frame (duplicates included), in recording order
+        writers = []
+        n = 0
+        for fs in _iter_all(ds, ref):
+            if not writers:
+                size = (fs.image.shape[1], fs.image.shape[0])
+                writers.append(_writer(tmp / L.VIDEO_MP4, "mp4v", size, fps))
+                if lossless:
+                    writers.append(_writer(tmp / L.VIDEO_MKV, "FFV1", size, fps))
+            bgr = cv2.cvtColor(fs.image, cv2.COLOR_RGB2BGR)
+            for w in writers:
+                w.write(bgr)
+            n += 1
+        for w in writers:
+            w.release()
+        if n == 0:
+            raise SessionError("bag holds no camera frame", str(ref.bag_dir), "nothing to export; re-record the trial")
+        if n != len(t_frames):
+            raise SessionError(f"bag yielded {n} frames for {len(t_frames)} stamps", str(ref.bag_dir), "repair or re-record the trial")
+        np.save(tmp / "rgb_timestamps.npy", L.ns_to_ms(t_frames))
+        # head band (study axes) and eye, at the mocap stamps
+        head = scan["head"].sorted_unique()
+        T_he = cal.T_head_eye
+        R_wh = np.array([_se3(p, q).R for p, q in zip(head.p, head.q, strict=True)])
+        R_band = R_wh @ T_he.R @ L.R_BAND_EYE.T
+        np.save(tmp / "head_poses.npy", L.pose_rows(head.t_ns, R_band, head.p))
+        e_band = L.R_BAND_EYE @ T_he.R.T @ T_he.t
+        np.save(tmp / "eye_position_in_head_frame.npy", e_band)
+        eyes = np.array([eye_in_world(_se3(p, q), cal.eye_in_head) for p, q in zip(head.p, head.q, strict=True)])
+        np.save(tmp / "eye_positions.npy", np.column_stack([L.ns_to_ms(head.t_ns), eyes]))
+        # camera (rgb_camera_link body axes) at the robot's own stamps
+        robot = _camera_stream(ds, ref, scan)
+        if len(robot.t_ns) < 2:
+            raise SessionError("the bag has no robot pose stream", str(ref.bag_dir), "the export needs /robot/tcp_pose or joint states")
+        cams = [camera_in_world(cal.T_world_base, _se3(p, q), cal.T_tool0_camera) for p, q in zip(robot.p, robot.q, strict=True)]
+        R_body = np.array([c.R for c in cams]) @ L.R_OPT_FROM_BODY
+        p_cam = np.array([c.t for c in cams])
+        np.save(tmp / "camera_poses.npy", L.pose_rows(robot.t_ns, R_body, p_cam))
+        # target at the mocap stamps: the surveyed target, or the camera centre (line movements)
+        if ref.protocol.target == "camera":
+            tgt = np.column_stack([np.interp(head.t_ns.astype(float), robot.t_ns.astype(float), p_cam[:, i]) for i in range(3)])
+        else:
+            tgt = np.broadcast_to(np.asarray(cal.targets[ref.protocol.target], float), (len(head.t_ns), 3))
+        np.save(tmp / "target_positions.npy", np.column_stack([L.ns_to_ms(head.t_ns), tgt]))
+        np.save(tmp / "table_pose.npy", np.eye(4))  # targets are surveyed in the world directly
+        np.save(tmp / "ur5_base_pose.npy", np.vstack([np.column_stack([cal.T_world_base.R, cal.T_world_base.t]), [0, 0, 0, 1.0]]))
+        intr = ds.camera_info(ref)
+        if (intr.width, intr.height) != size:
+            intr = intr.scaled(*size)
+        L.save_intrinsics_pickle(tmp / "camera_intrinsics.npy", intr.fx, intr.fy, intr.cx, intr.cy, intr.D)
+        (tmp / "rgb_camera_settings.json").write_text(json.dumps(
+            {"exported_by": "gaze4hri-bench export --format study", "source_bag": str(ref.bag_dir), "width": size[0],
+             "height": size[1], "fps": fps, "video_lossless_copy": L.VIDEO_MKV if lossless else None}, indent=2))
+        _write_blinks(ds, ref, table, tmp)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _write_subject_info(ds, ref, subj_dir)
+    return final
+
+
+def _iter_all(ds: SessionDataset, ref):
+    """Every recorded frame regardless of the dataset's stride."""
+    stride, ds.stride = ds.stride, 1
+    try:
+        yield from ds.iter_frames(ref)
+    finally:
+        ds.stride = stride
+
+
+def _write_blinks(ds: SessionDataset, ref, table, d: Path) -> None:
+    """Human annotations (annotations/blinks.*) as ``by_<session annotator>``, and the
+    simulator's blink truth as ``by_simulator``: 1 open, 3 blink, per video frame."""
+    rec_slots = table.frame[table.kind != "dropped"]
+    ranges = ds.blink_ranges(ref)
+    if ranges is not None:
+        from ..data import validity
+
+        codes = np.where(validity.annotation_mask(rec_slots, ranges), 3, 1).astype(np.int16)
+        np.save(d / "blink_annotations_by_gaze4hri.npy", codes)
+    sim = ds._scan(ref).get("sim_blinks")
+    if Topics.SIM_BLINK_TRUTH in ds._scan(ref)["topics"]:
+        t = table.t_ns[table.kind != "dropped"]
+        codes = np.where(np.isin(t, np.fromiter(sim or (), np.int64)), 3, 1).astype(np.int16)
+        np.save(d / "blink_annotations_by_simulator.npy", codes)
+
+
+def _write_subject_info(ds: SessionDataset, ref, subj_dir: Path) -> None:
+    p = subj_dir / "subject_info.json"
+    info = dict(ref.subject_info)
+    info["gaze4hri_subject_forward_world"] = [float(x) for x in ref.calibration.subject_forward_world]
+    info.setdefault("gaze4hri_subject_id", ref.subject)
+    if p.is_file():
+        try:
+            old = json.loads(p.read_text(encoding="utf-8"))
+            if isinstance(old, dict):
+                info = {**old, **info}
+        except ValueError:
+            pass
+    p.write_text(json.dumps(info, indent=2, sort_keys=True))
+
+
+def export_study(data: Path, out: Path, subjects=None, trials=None, lossless: bool = True,
+                 log: Callable[[str], None] = print) -> StudyExportResult:
+    """Export every finished trial of the sessions under ``data``; a trial that fails is
+    reported (one line) and skipped, the others are written."""
+    ds = SessionDataset(data, subjects=subjects, trials=trials)
+    written, skipped = [], []
+    for ref in ds.trials():
+        try:
+            p = export_trial_study(ds, ref, Path(out), lossless=lossless)
+        except Gaze4HRIError as e:
+            skipped.append(f"{ref.key}: {e.line()}")
+            log(f"skipped {ref.key}: {e.line()}")
+            continue
+        written.append(p)
+        log(f"wrote {p}")
+    return StudyExportResult(written, skipped)
