@@ -167,3 +167,58 @@ def test_real_disk_full_on_a_small_tmpfs(tmp_path):
         if "p" in locals() and p.poll() is None:
             p.kill()
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+# ---------------------------------------------------------------- issue 16: help, trials, exit codes
+@pytest.mark.unit
+def test_trials_lists_the_protocol():
+    import json
+
+    p = run("trials")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:4] == ["ID", "EXPERIMENT", "CONDITION", "TARGET"] and "CAMERA MOTION" in lines[0]
+    assert "63 trials" in p.stdout
+    conflict = next(ln for ln in lines if ln.startswith("conflict_left_H2 "))
+    assert "conflict" in conflict and "+25" in conflict and "fixed" in conflict
+    rows = json.loads(run("trials", "--json", "--experiments", "mutual").stdout)
+    assert [r["id"] for r in rows] == ["mutual_h_slow", "mutual_h_fast", "mutual_v_slow", "mutual_v_fast"]
+    assert all(r["duration_s"] > 0 and "line" in r["camera_motion"] for r in rows)
+
+
+@pytest.mark.unit
+def test_version_and_help_on_every_option():
+    import argparse
+
+    from gaze4hri_acq.cli import EXIT_CODES, build_parser
+
+    v = run("--version")
+    assert v.returncode == 0 and v.stdout.startswith("gaze4hri-acq ")
+    top = run("--help").stdout
+    assert "exit codes:" in top and all(f"  {k}" in top for k in EXIT_CODES)
+    parser = build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"{name} {'/'.join(a.option_strings) or a.dest}" for name, sp in subs.choices.items() for a in sp._actions
+               if a.help is None and not isinstance(a, argparse._HelpAction)]
+    assert not missing, f"options without help: {missing}"
+    for name, sp in subs.choices.items():
+        h = sp.format_help()
+        assert "examples:" in h, name
+        if name != "node":
+            assert "(default:" in h, name
+
+
+@pytest.mark.node
+def test_resume_adds_trials_and_a_failed_trial_exits_1(tmp_path):
+    """--resume --trials X on a session recorded without X records X; a failed trial
+    makes the exit code 1 and the output names the --redo command."""
+    common = ["--subject", "S01", "--backend", "sim", "--out-dir", str(tmp_path), "--resolution", "160x90",
+              "--trial-seconds", "0.5", "--real-time-factor", "50", "--quiet"]
+    p = run("session", *common, "--trials", "illum010_P1")
+    assert p.returncode == 0, p.stderr[-2000:]
+    q = run("session", *common, "--resume", "--trials", "arc_P5", "--sim-mocap-dropout", "arc_P5", "1.0", "0.5", timeout=180)
+    m = load_manifest(tmp_path / "S01")
+    assert list(m.trials) == ["illum010_P1", "arc_P5"]  # added, in protocol order
+    assert m.trials["arc_P5"].status == "failed" and m.trials["arc_P5"].attempts == 1
+    assert q.returncode == 1, q.stderr[-2000:]
+    assert f"--out-dir {tmp_path}" in q.stdout and "--redo arc_P5" in q.stdout

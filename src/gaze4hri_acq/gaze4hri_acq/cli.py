@@ -358,12 +358,17 @@ def _session_args(ns: argparse.Namespace) -> SessionArgs:
                        protective_stop=(ps[0], float(ps[1])) if ps else None)
 
 
-def session_exit_code(sdir: Path, redo: tuple[str, ...] = ()) -> int:
+def session_exit_code(sdir: Path, redo: tuple[str, ...] = (), trial_ids=None, experiments=None) -> int:
     """0 when every trial this run was asked for is done, else 1 (:data:`EXIT_CODES`):
-    with ``--redo`` the redone trials, otherwise every trial of the session."""
+    the ``--redo`` trials, else the ``--trials``/``--experiments`` selection, else
+    every trial of the session."""
+    from gaze4hri_core.protocol import select
     from gaze4hri_core.session import load_manifest
 
     m = load_manifest(sdir)
+    if not redo and (trial_ids or experiments):
+        redo = tuple(t.trial_id for t in select(experiments=tuple(experiments) if experiments else None,
+                                                 trial_ids=tuple(trial_ids) if trial_ids else None))
     asked = [t for t in (redo or m.trials) if t in m.trials]
     return 0 if all(m.trials[t].status == "done" for t in asked) else 1
 
@@ -383,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         if ns.command == "session":
             sdir = run_session_args(_session_args(ns))
             print(f"session: {sdir}")
-            code = session_exit_code(sdir, tuple(ns.redo or ()))
+            code = session_exit_code(sdir, tuple(ns.redo or ()), ns.trials, ns.experiments)
             if code and ns.quiet:  # the live view's summary says it otherwise
                 from .operator_view import redo_command
 

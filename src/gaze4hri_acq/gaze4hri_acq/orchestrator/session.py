@@ -201,6 +201,9 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
             if tid not in manifest.trials:
                 raise SessionError(f"trial {tid} is not part of this session", str(manifest_path(sdir)), "pick a trial id listed in session.yaml")
             mark(manifest, tid, "pending", f"redo requested (was {manifest.trials[tid].status})")
+        added = _add_selected_trials(manifest, cfg, trials)
+        if added:
+            view.message(f"adding {len(added)} trial(s) to the session: {', '.join(added)}")
         save_manifest(sdir, manifest)
     else:
         sdir.mkdir(parents=True, exist_ok=True)
@@ -213,7 +216,8 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
             manifest.calibration = copy_calibration(cal_dir, sdir, cfg.subject)
         save_manifest(sdir, manifest)
 
-    todo = [trial_by_id(t) for t in (cfg.redo or manifest.pending())]
+    selected = {t.trial_id for t in trials} if (cfg.trial_ids or cfg.experiments) else None
+    todo = [trial_by_id(t) for t in (cfg.redo or [p for p in manifest.pending() if selected is None or p in selected])]
     settings = TrajectorySettings()
     n = len(manifest.trials)
     order = list(manifest.trials)
@@ -226,6 +230,21 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
         view.trial(i, n, trial, prompt)
         _run_trial(cfg, client, sdir, manifest, trial, calib, settings, view, confirm, should_stop, prompt)
     return sdir
+
+
+def _add_selected_trials(manifest, cfg, trials: list[Trial]) -> list[str]:
+    """--resume with --trials/--experiments naming trials the session was recorded
+    without: add them as pending, keeping session.yaml in protocol order (issue 16)."""
+    if not (cfg.trial_ids or cfg.experiments):
+        return []
+    from gaze4hri_core.session import TrialRecord
+
+    added = [t.trial_id for t in trials if t.trial_id not in manifest.trials]
+    if added:
+        ids = sorted([*manifest.trials, *added], key=lambda tid: trial_by_id(tid).index)
+        old = dict(manifest.trials)
+        manifest.trials = {tid: old.get(tid) or TrialRecord() for tid in ids}
+    return added
 
 
 def check_inputs(cfg: SessionConfig) -> tuple[Path, list[Trial], bool]:
