@@ -127,3 +127,20 @@ def test_existing_session_needs_resume(short_session):
 
     with pytest.raises(SessionError, match="exists already.*--resume"):
         run_sim_session(short_session.parent, subject="S01", trial_ids=SHORT_TRIALS, resolution=(320, 180))
+
+
+def test_camera_settings_in_session_yaml_and_at_every_trial_start(short_session):
+    """The study's fixed colour settings, as the (simulated) camera reports them, are
+    in session.yaml and in a camera_settings event at each trial's start (issue 13)."""
+    from std_msgs.msg import String
+
+    want = {"enable_auto_exposure": 0.0, "enable_auto_white_balance": 0.0, "exposure": 250.0, "gain": 90.0,
+            "white_balance": 3000.0, "saturation": 68.0}
+    assert load_manifest(short_session).settings["camera_settings"] == want
+    for tid in SHORT_TRIALS:
+        events = [json.loads(deserialize_message(raw, String).data) for tp, _ty, _t, raw in _msgs(bag_dir(short_session, tid))
+                  if tp == Topics.EVENTS]
+        names = [e["event"] for e in events]
+        assert "camera_settings" in names and names.index("camera_settings") <= names.index("start") + 1
+        ev = next(e for e in events if e["event"] == "camera_settings")
+        assert ev["trial"] == tid and ev["settings"] == want

@@ -142,6 +142,30 @@ def test_blink_closes_the_eyes_and_dim_light_darkens(lab):
     assert r.render(cam, Te, illumination=10).mean() < 0.5 * open_.mean()
 
 
+def test_fixed_exposure_brightness_follows_the_light_level(lab):
+    """Experiment 1 is visible in simulated frames: with the study's fixed exposure the
+    face's pixel values scale with light^(1/2.2) at 10/25/50/100 %; with auto exposure
+    on, the camera would cancel the light level (the reason the study fixed it)."""
+    from gaze4hri_core.device_config import CameraSettings
+    from gaze4hri_core.trajectories import front_camera_pose
+    from gaze4hri_sim.render import pixel_scale
+
+    world = lab[0]
+    r = FaceRenderer(world.calib.intrinsics.scaled(320, 180))
+    cam = front_camera_pose(world.calib)
+    Te = world.subject.T_world_eye(world.clock.now_ns())
+    u, v = r.eye_pixel(cam, Te.t).astype(int)
+    roi = (slice(v - 8, v + 8), slice(u - 20, u + 20))
+    means = {lvl: r.render(cam, Te, illumination=lvl)[roi].mean() for lvl in (10, 25, 50, 100)}
+    assert means[10] < means[25] < means[50] < means[100]
+    for lvl in (10, 25, 50):
+        assert means[lvl] / means[100] == pytest.approx((lvl / 100) ** (1 / 2.2), rel=0.05)
+        assert pixel_scale(lvl) == pytest.approx((lvl / 100) ** (1 / 2.2))
+    auto = CameraSettings(auto_exposure=True)
+    assert r.render(cam, Te, illumination=10, settings=auto)[roi].mean() == pytest.approx(means[100], rel=0.01)
+    assert lab[2].settings_applied["exposure"] == 250.0 and lab[2].settings_applied["enable_auto_exposure"] == 0.0
+
+
 def test_render_640x360_is_cheap(lab):
     world = lab[0]
     r = FaceRenderer(world.calib.intrinsics.scaled(640, 360))

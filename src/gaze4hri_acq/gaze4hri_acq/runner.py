@@ -102,8 +102,11 @@ class Stack:
         # built at each node's configure from its validated parameters (YAML, launch or CLI)
         def camera():
             p = self.nodes["camera"].params
+            from .nodes.camera_node import color_settings
+
             return make_camera("sim", validate(CameraConfig, {"width": int(p["width"]), "height": int(p["height"]), "fps": int(round(p["fps"])),
-                                                              "calibration_dir": simcfg.calibration_dir}, "camera parameters"), world=w)
+                                                              "calibration_dir": simcfg.calibration_dir, "color": color_settings(p)},
+                                               "camera parameters"), world=w)
 
         def robot():
             p = self.nodes["robot"].params

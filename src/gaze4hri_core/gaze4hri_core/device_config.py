@@ -13,7 +13,7 @@ from gaze4hri_core.errors import Gaze4HRIError
 
 from .safety import SafetyLimits
 
-__all__ = ["RobotConfig", "CameraConfig", "MocapConfig", "SimConfig", "validate", "DEFAULT_CALIBRATION"]
+__all__ = ["RobotConfig", "CameraConfig", "CameraSettings", "MocapConfig", "SimConfig", "validate", "DEFAULT_CALIBRATION"]
 
 # The repository's calibration/ (source checkout), or $GAZE4HRI_CALIBRATION.
 DEFAULT_CALIBRATION = Path(os.environ.get("GAZE4HRI_CALIBRATION", Path(__file__).resolve().parents[3] / "calibration"))
@@ -39,6 +39,27 @@ class RobotConfig(_C):
         return float(self.rate_hz or (500.0 if self.model == "ur5e" else 125.0))
 
 
+class CameraSettings(_C):
+    """Colour sensor settings fixed for the whole session, as the study's data collector
+    sets them (GazeForHRI/Gaze4HRI@main:data_collector.py:110-123: exposure 250, gain
+    90, white balance 3000 K, saturation 68; saved with every trial as
+    rgb_camera_settings.json, data_collector.py:494-500). Fixed exposure keeps the
+    illumination levels of experiment 1 in the images: auto exposure would partly
+    cancel them. Ranges: the D435i RGB sensor's option ranges (librealsense)."""
+
+    auto_exposure: bool = Field(default=False, description="RealSense enable_auto_exposure; off so brightness follows the light level")
+    auto_white_balance: bool = Field(default=False, description="RealSense enable_auto_white_balance; off, white balance fixed")
+    exposure: float = Field(default=250.0, ge=1, le=10000, description="manual exposure (RealSense units of 100 us; the study: 250)")
+    gain: float = Field(default=90.0, ge=0, le=128, description="manual gain (the study: 90)")
+    white_balance: float = Field(default=3000.0, ge=2800, le=6500, description="white balance (K; the study: 3000)")
+    saturation: float = Field(default=68.0, ge=0, le=100, description="saturation (the study: 68)")
+
+    def as_options(self) -> dict[str, float]:
+        """RealSense option name -> value, in the order they must be set (auto modes off first)."""
+        return {"enable_auto_exposure": float(self.auto_exposure), "enable_auto_white_balance": float(self.auto_white_balance),
+                "exposure": self.exposure, "gain": self.gain, "white_balance": self.white_balance, "saturation": self.saturation}
+
+
 class CameraConfig(_C):
     serial: str | None = Field(default=None, description="RealSense serial number (real backend); None = the only camera")
     width: int = Field(default=1920, ge=64, le=1920, description="colour width (px)")
@@ -50,6 +71,7 @@ class CameraConfig(_C):
     calibration_dir: Path = Field(default=DEFAULT_CALIBRATION, description="intrinsics for the sim backend (camera_info.yaml)")
     hw_clock_wrap_ms: float = Field(default=2.0**32 / 1000.0, gt=0,
                                     description="period of the device's 32-bit microsecond hardware clock (ms)")
+    color: CameraSettings = Field(default_factory=CameraSettings, description="colour sensor settings (fixed exposure; the study's values)")
 
     @field_validator("replay_file")
     @classmethod

@@ -25,6 +25,8 @@ class SimCamera:
         self.finished = False
         self.frames_read = 0
         self.drop_frames: set[int] = set()
+        # the colour settings the simulated sensor runs with (it keeps what it is given)
+        self.settings_applied: dict[str, float] = {k: float(v) for k, v in config.color.as_options().items()}
         self._renderer = FaceRenderer(self.intrinsics, seed=world.config.seed)
         self._running = False
         self._next = 0
@@ -61,7 +63,7 @@ class SimCamera:
         self._next += 1
         truth = self.world.truth(t)
         img = self._renderer.render(truth.T_world_camera, compose(truth.T_world_head, self.world.subject.T_head_eye),
-                                    truth.blink, self.world.illumination)
+                                    truth.blink, self.world.illumination, self.config.color)
         self.frames_read += 1
         return CameraFrame(t, n, img, (t - clk.start_ns) / 1e6, "sim", truth)
 

@@ -3,7 +3,9 @@
 with the head, projected by the camera's pinhole model with one homography
 (``cv2.warpPerspective``; a plane maps to the image by a homography, Hartley &
 Zisserman, Multiple View Geometry, 2nd ed., Sec. 2.3). Eye lids are painted closed
-during blinks and brightness follows the illumination level.
+during blinks. Brightness follows the light level through the camera's fixed
+exposure (``exposure_factor``): the signal is proportional to light x exposure x gain,
+and the 8-bit output is gamma-encoded, so pixel values scale by that factor^(1/2.2).
 
 Cost: one warp of the face's bounding box into a pre-rendered background, about a
 millisecond at 640x360 on one core.
@@ -13,9 +15,30 @@ from __future__ import annotations
 import cv2
 import numpy as np
 from gaze4hri_core.calibration import CameraIntrinsics
+from gaze4hri_core.device_config import CameraSettings
 from gaze4hri_core.transforms import SE3
 
-__all__ = ["FaceRenderer", "FACE_CROP", "EYE_MID_PX", "M_PER_PX"]
+__all__ = ["FaceRenderer", "FACE_CROP", "EYE_MID_PX", "M_PER_PX", "exposure_factor", "pixel_scale", "GAMMA"]
+
+GAMMA = 2.2  # display gamma of the camera's 8-bit output (sRGB-like encoding)
+
+
+def exposure_factor(illumination: float, settings: CameraSettings | None = None) -> float:
+    """Linear sensor signal relative to the study's set-up at full light: light level x
+    exposure / 250 x gain / 90. The texture is the scene at 100 % light with the study's
+    settings (exposure 250, gain 90). With auto exposure on, the camera's control loop
+    brings the signal back to its target whatever the light (factor 1): the reason the
+    study fixed the exposure (GazeForHRI/Gaze4HRI@main:data_collector.py:110-123)."""
+    s = settings or CameraSettings()
+    if s.auto_exposure:
+        return 1.0
+    return max(float(illumination), 0.1) / 100.0 * s.exposure / 250.0 * s.gain / 90.0
+
+
+def pixel_scale(illumination: float, settings: CameraSettings | None = None) -> float:
+    """Factor on 8-bit pixel values: a gamma-encoded value scales by k^(1/gamma) when
+    the linear signal scales by k (before clipping)."""
+    return float(exposure_factor(illumination, settings) ** (1.0 / GAMMA))
 
 # In skimage.data.astronaut() (512x512): OpenCV's Haar detectors find the face at
 # x 177-272, y 66-161 and the eyes centred at (201.5, 100.5) and (247, 104).
@@ -86,8 +109,10 @@ class FaceRenderer:
             return None
         return self.intr.project(P).astype(np.float32)
 
-    def render(self, T_world_camera: SE3, T_world_eye: SE3, blink: bool = False, illumination: float = 100.0) -> np.ndarray:
-        """RGB uint8 image (H, W, 3) of the scene from ``T_world_camera``."""
+    def render(self, T_world_camera: SE3, T_world_eye: SE3, blink: bool = False, illumination: float = 100.0,
+               settings: CameraSettings | None = None) -> np.ndarray:
+        """RGB uint8 image (H, W, 3) of the scene from ``T_world_camera`` at light level
+        ``illumination`` (%) with the camera's colour ``settings`` (the study's by default)."""
         out = self._background.copy()
         dst = self.face_corners_px(T_world_camera, T_world_eye)
         if dst is not None:
@@ -100,11 +125,11 @@ class FaceRenderer:
                 roi = out[y0:y1, x0:x1]
                 cv2.warpPerspective(self.tex_closed if blink else self.tex_open, Hm, (x1 - x0, y1 - y0), dst=roi,
                                     flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_TRANSPARENT)
-        if illumination < 100.0:
-            # dimmer light: darker and noisier (sensor gain), a smooth stand-in for the
-            # study's dimness levels 10/25/50/100 %
-            f = float(np.clip(illumination / 100.0, 0.01, 1.0)) ** 0.4
-            sigma = 6.0 * (1.0 - f)
+        f = pixel_scale(illumination, settings)
+        if f != 1.0:
+            # fixed exposure: pixel values follow the light level (darker and, as the
+            # sensor's signal falls against its read noise, noisier)
+            sigma = 6.0 * max(0.0, 1.0 - f)
             img = out.astype(np.float32) * f + self._noise * sigma
             out = np.clip(img, 0, 255).astype(np.uint8)
         return out

@@ -103,3 +103,83 @@ def test_hardware_clock_unwraps_and_maps_to_host():
     for n in (10, 11, 14, 14, 15, 0):
         c.add(n)
     assert c.dropped == 2
+
+
+# ---------------------------------------------------------------- colour settings (issue 13)
+_RANGES = {"enable_auto_exposure": (0, 1, 1, 1), "enable_auto_white_balance": (0, 1, 1, 1), "exposure": (1, 10000, 1, 166),
+           "gain": (0, 128, 1, 64), "white_balance": (2800, 6500, 10, 4600), "saturation": (0, 100, 1, 64)}
+
+
+def _software_colour_sensor(dev, ranges=_RANGES):
+    """A software colour sensor with the D435i colour options (librealsense's own option code)."""
+    sensor = dev.add_sensor("RGB Camera")
+    for name, (lo, hi, step, default) in ranges.items():
+        r = rs.option_range()
+        r.min, r.max, r.step, r.default = lo, hi, step, default
+        sensor.add_option(getattr(rs.option, name), r, True)
+    return sensor
+
+
+@pytest.mark.replay
+def test_colour_settings_applied_and_read_back_through_librealsense():
+    from gaze4hri_acq.drivers.camera_realsense import apply_color_settings
+    from gaze4hri_core.device_config import CameraSettings
+
+    sensor = _software_colour_sensor(rs.software_device())
+    assert sensor.get_option(rs.option.exposure) == 166  # the factory default, as on a real camera
+    got = apply_color_settings(rs, sensor, CameraSettings())
+    assert got == {"enable_auto_exposure": 0.0, "enable_auto_white_balance": 0.0, "exposure": 250.0, "gain": 90.0,
+                   "white_balance": 3000.0, "saturation": 68.0}
+    assert sensor.get_option(rs.option.exposure) == 250 and sensor.get_option(rs.option.enable_auto_exposure) == 0
+    # a camera whose range refuses the value: one line naming the option and the value
+    narrow = _software_colour_sensor(rs.software_device(), {**_RANGES, "exposure": (1, 200, 1, 166)})
+    with pytest.raises(DeviceError, match="cannot set exposure to 250"):
+        apply_color_settings(rs, narrow, CameraSettings())
+
+
+def test_colour_settings_are_validated():
+    from gaze4hri_core.device_config import CameraSettings, validate
+    from gaze4hri_core.errors import Gaze4HRIError
+
+    with pytest.raises(Gaze4HRIError, match="white_balance"):
+        validate(CameraConfig, {"color": {"white_balance": 1000}}, "camera parameters")
+    assert CameraConfig().color == CameraSettings()
+
+
+@pytest.mark.replay
+def test_playback_reports_the_settings_stored_in_the_recording(tmp_path):
+    from gaze4hri_acq.drivers.camera_realsense import apply_color_settings
+    from gaze4hri_core.device_config import CameraSettings
+
+    dev = rs.software_device()
+    sensor = _software_colour_sensor(dev)
+    intr = rs.intrinsics()
+    intr.width, intr.height, intr.fx, intr.fy, intr.ppx, intr.ppy = W, H, 46.0, 46.0, 31.5, 17.5
+    vs = rs.video_stream()
+    vs.type, vs.index, vs.uid, vs.width, vs.height, vs.fps, vs.bpp, vs.fmt = rs.stream.color, 0, 0, W, H, 30, 3, rs.format.rgb8
+    vs.intrinsics = intr
+    prof = sensor.add_video_stream(vs)
+    path = tmp_path / "settings.db3"
+    rec = rs.recorder(str(path), dev)
+    applied = apply_color_settings(rs, sensor, CameraSettings())
+    q = rs.frame_queue(16)
+    sensor.open(prof)
+    sensor.start(q)
+    for n in range(4):
+        f = rs.software_video_frame()
+        img = np.full((H, W, 3), n, np.uint8)
+        f.pixels, f.stride, f.bpp = img, W * 3, 3
+        f.timestamp, f.domain, f.frame_number = 1.7e12 + n * 33.3, rs.timestamp_domain.global_time, n
+        f.profile = prof.as_video_stream_profile()
+        sensor.on_video_frame(f)
+        time.sleep(1 / 30)
+    time.sleep(0.2)
+    sensor.stop()
+    sensor.close()
+    del rec
+    cam = make_camera("replay", CameraConfig(replay_file=path))
+    cam.start()
+    try:
+        assert cam.settings_applied == applied
+    finally:
+        cam.stop()

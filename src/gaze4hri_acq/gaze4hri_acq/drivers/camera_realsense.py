@@ -10,6 +10,11 @@ playback of a RealSense recording (backend:=replay) through the same pipeline co
   the minimum observed (arrival - device) offset; system_time is already host time.
   Frame numbers and the domain are kept in every CameraFrame.
 - Drops: counted from frame-number gaps (Intel, "Frame Metadata" / frame counter).
+- Colour settings: auto exposure and auto white balance off, then exposure 250,
+  gain 90, white balance 3000 K, saturation 68 (``CameraConfig.color``, the study's
+  values, GazeForHRI/Gaze4HRI@main:data_collector.py:110-123), each read back after
+  it is set (a value the camera does not keep is a DeviceError); playback reports the
+  values stored in the recording. ``settings_applied`` holds what was read back.
 Recordings: pyrealsense2 2.59 writes rosbag2 ``.db3`` files (``rs.recorder``) and
 refuses ``.bag`` names.
 """
@@ -20,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 from gaze4hri_core.calibration import CameraIntrinsics
-from gaze4hri_core.device_config import CameraConfig
+from gaze4hri_core.device_config import CameraConfig, CameraSettings
 from gaze4hri_core.devices import CameraFrame, DeviceError, HostClock
 
-__all__ = ["RealSenseCamera", "TimestampMapper", "FrameCounter"]
+__all__ = ["RealSenseCamera", "TimestampMapper", "FrameCounter", "apply_color_settings", "read_color_settings"]
 
 _DEVICE = "Intel RealSense D435i"
 
@@ -78,6 +83,44 @@ class TimestampMapper:
         return int(arrival_ns)
 
 
+def apply_color_settings(rs, sensor, settings: CameraSettings, address: str = "") -> dict[str, float]:
+    """Set the colour sensor's options in order (auto modes off first, since the sensor
+    ignores a manual exposure or white balance while they are on) and read each one
+    back; returns {option: value read back}. A missing option, a refused value or a
+    read-back that differs by more than the option's step is a DeviceError."""
+    out: dict[str, float] = {}
+    for name, value in settings.as_options().items():
+        opt = getattr(rs.option, name)
+        if not sensor.supports(opt):
+            raise DeviceError(_DEVICE, address, f"the colour sensor has no option '{name}'", "use a D435/D435i colour sensor (RGB Camera)")
+        try:
+            sensor.set_option(opt, float(value))
+            got = float(sensor.get_option(opt))
+            step = float(sensor.get_option_range(opt).step)
+        except RuntimeError as e:
+            raise DeviceError(_DEVICE, address, f"cannot set {name} to {value:g} ({e})",
+                              "check the value is in the camera's range (rs-enumerate-devices -o) and the firmware") from None
+        if abs(got - float(value)) > max(step, 1e-6):
+            raise DeviceError(_DEVICE, address, f"{name} reads back {got:g} after setting {value:g}",
+                              "another program may control the camera (close realsense-viewer) or the firmware clamps it")
+        out[name] = got
+    return out
+
+
+def read_color_settings(rs, sensor) -> dict[str, float]:
+    """The colour options of ``sensor`` that it supports (a playback device reports the
+    values stored in the recording)."""
+    out: dict[str, float] = {}
+    for name in CameraSettings().as_options():
+        opt = getattr(rs.option, name)
+        try:
+            if sensor.supports(opt):
+                out[name] = float(sensor.get_option(opt))
+        except RuntimeError:
+            continue
+    return out
+
+
 def _intrinsics(rs, profile, name: str = "d435i_color") -> CameraIntrinsics:
     i = profile.as_video_stream_profile().get_intrinsics()
     K = np.array([[i.fx, 0.0, i.ppx], [0.0, i.fy, i.ppy], [0.0, 0.0, 1.0]])
@@ -98,6 +141,7 @@ class RealSenseCamera:
         self.finished = False
         self.frames_read = 0
         self.serial: str | None = None
+        self.settings_applied: dict[str, float] = {}  # colour options as read back from the device (or the recording)
         self._pipe = None
         self._counter = FrameCounter()
         self._mapper = TimestampMapper(config.hw_clock_wrap_ms)
@@ -153,13 +197,28 @@ class RealSenseCamera:
         if self.replay:
             pb = dev.as_playback()
             pb.set_real_time(bool(c.replay_realtime))
+            try:
+                self.settings_applied = read_color_settings(rs, dev.first_color_sensor())
+            except RuntimeError:
+                self.settings_applied = {}
         else:
             try:
                 sensor = dev.first_color_sensor()
-                if sensor.supports(rs.option.global_time_enabled):
+            except RuntimeError:
+                sensor = None
+            try:
+                if sensor is not None and sensor.supports(rs.option.global_time_enabled):
                     sensor.set_option(rs.option.global_time_enabled, 1)
             except RuntimeError:
                 pass
+            if sensor is None:
+                pipe.stop()
+                raise DeviceError(_DEVICE, self.address, "the device has no colour sensor", "connect a D435/D435i")
+            try:
+                self.settings_applied = apply_color_settings(rs, sensor, c.color, self.address)
+            except DeviceError:
+                pipe.stop()
+                raise
         try:
             self.serial = dev.get_info(rs.camera_info.serial_number)
         except RuntimeError:

@@ -18,7 +18,7 @@ from ._cdr import encode_image
 from .common import QOS_LATCHED, QOS_SENSOR, Param, diag_status, stamp_msg
 from .device import DeviceNode
 
-__all__ = ["CameraNode", "PARAMS", "camera_info_msg"]
+__all__ = ["CameraNode", "PARAMS", "camera_info_msg", "color_settings"]
 
 PARAMS = (
     Param("backend", "sim", "device backend: simulated camera, RealSense D435i, or a RealSense playback file", ("sim", "real", "replay")),
@@ -29,7 +29,21 @@ PARAMS = (
     Param("frame_id", FRAMES["camera"], "frame id of images and CameraInfo (REP-103 optical frame)"),
     Param("playback_file", "", "RealSense playback file for backend 'replay'"),
     Param("camera_info_period_s", 1.0, "republish CameraInfo every this many seconds", range=(0.1, 60.0)),
+    # colour settings fixed for the session (gaze4hri_core.device_config.CameraSettings: the study's values)
+    Param("auto_exposure", False, "colour auto exposure (off: brightness follows the light level, as in the study)"),
+    Param("auto_white_balance", False, "colour auto white balance"),
+    Param("exposure", 250.0, "manual colour exposure (RealSense units of 100 us; the study: 250)", range=(1.0, 10000.0)),
+    Param("gain", 90.0, "manual colour gain (the study: 90)", range=(0.0, 128.0)),
+    Param("white_balance", 3000.0, "colour white balance (K; the study: 3000)", range=(2800.0, 6500.0)),
+    Param("saturation", 68.0, "colour saturation (the study: 68)", range=(0.0, 100.0)),
 )
+
+COLOR_PARAMS = ("auto_exposure", "auto_white_balance", "exposure", "gain", "white_balance", "saturation")
+
+
+def color_settings(params: dict) -> dict:
+    """The node's colour-setting parameters as CameraConfig's ``color`` field."""
+    return {k: params[k] for k in COLOR_PARAMS if k in params}
 
 
 def camera_info_msg(intr, stamp_ns: int, frame_id: str) -> CameraInfo:
@@ -66,7 +80,7 @@ class CameraNode(DeviceNode):
 
         p = self.params
         cfg = validate(CameraConfig, {"serial": p["serial"] or None, "width": p["width"], "height": p["height"], "fps": int(round(p["fps"])),
-                                      "replay_file": p["playback_file"] or None}, "camera parameters")
+                                      "replay_file": p["playback_file"] or None, "color": color_settings(p)}, "camera parameters")
         return make_camera(p["backend"], cfg)
 
     def address(self) -> str:
@@ -130,6 +144,11 @@ class CameraNode(DeviceNode):
         drv = int(getattr(self.driver, "dropped_frames", 0) or 0) if self.driver is not None else 0
         return {"frames": self.frames, "dropped_frames": max(self.dropped, drv), "fps_wall": round(self.fps(), 2),
                 "last_stamp_ns": self._last_stamp_ns}
+
+    def handle_settings(self, req: dict) -> dict:
+        """The colour settings as the device reports them after they were applied."""
+        applied = dict(getattr(self.driver, "settings_applied", {}) or {}) if self.driver is not None else {}
+        return {"settings": applied, "requested": color_settings(self.params), "backend": self.params.get("backend")}
 
     def handle_reset_counters(self, req: dict) -> dict:
         return {}

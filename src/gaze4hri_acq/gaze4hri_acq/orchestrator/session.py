@@ -190,6 +190,7 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
         client.bring_up(node, cfg.addresses.get(node, label))
     client.request("recorder", "status", timeout_s=10.0)
     _wait_streams(client)
+    camera_settings = _camera_settings(client)
 
     # ---- session directory
     if exists:
@@ -209,6 +210,7 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
         sdir.mkdir(parents=True, exist_ok=True)
         settings = cfg.settings()
         settings["eye_head"] = eye_head_note
+        settings["camera_settings"] = camera_settings
         manifest = new_manifest(cfg.subject, cfg.backend, [t.trial_id for t in trials], settings)
         if cal_dir.resolve() == (sdir / "calibration").resolve():  # calibrated into the session (sim)
             manifest.calibration = {"dir": "calibration", "source": str(src_dir.resolve()), "hashes": calibration_hashes(cal_dir, cfg.subject)}
@@ -217,6 +219,9 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
         save_manifest(sdir, manifest)
 
     selected = {t.trial_id for t in trials} if (cfg.trial_ids or cfg.experiments) else None
+    if manifest.settings.get("camera_settings") != camera_settings:  # resumed with other settings: the latest are kept
+        manifest.settings["camera_settings"] = camera_settings
+        save_manifest(sdir, manifest)
     todo = [trial_by_id(t) for t in (cfg.redo or [p for p in manifest.pending() if selected is None or p in selected])]
     settings = TrajectorySettings()
     n = len(manifest.trials)
@@ -228,8 +233,18 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
         i = order.index(trial.trial_id) + 1
         prompt = prompt_text(trial)
         view.trial(i, n, trial, prompt)
-        _run_trial(cfg, client, sdir, manifest, trial, calib, settings, view, confirm, should_stop, prompt)
+        _run_trial(cfg, client, sdir, manifest, trial, calib, settings, view, confirm, should_stop, prompt, camera_settings)
     return sdir
+
+
+def _camera_settings(client: DeviceClient) -> dict:
+    """The camera's colour settings as it reports them after applying them (exposure,
+    gain, white balance, saturation, auto modes), for session.yaml and each trial's bag."""
+    try:
+        ack = client.request("camera", "settings", timeout_s=10.0)
+    except Gaze4HRIError as e:
+        return {"error": e.line()}
+    return {k: float(v) for k, v in (ack.get("settings") or {}).items()}
 
 
 def _add_selected_trials(manifest, cfg, trials: list[Trial]) -> list[str]:
@@ -380,7 +395,8 @@ class _TrialFailed(Exception):
     pass
 
 
-def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, settings, view, confirm, should_stop, prompt) -> None:
+def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, settings, view, confirm, should_stop, prompt,
+               camera_settings: dict | None = None) -> None:
     tid = trial.trial_id
     rec = manifest.trials[tid]
     if rec.attempts and bag_dir(sdir, tid).exists():
@@ -421,6 +437,8 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
         t0 = int(ack["start_ns"])
         client.publish_event("start", trial=tid, target=trial.target, condition=trial.condition, experiment=trial.experiment,
                              illumination=trial.illumination, head_yaw_deg=trial.head_yaw_deg, camera_motion=trial.to_dict()["camera_motion"])
+        # the camera's colour settings, recorded with every trial (the study saves rgb_camera_settings.json per trial)
+        client.publish_event("camera_settings", trial=tid, settings=camera_settings or {})
         view.status("recording")
         if plan.motion is not None:
             _move(cfg, client, plan.motion, check, wait=False)
