@@ -127,11 +127,13 @@ def _text_viewpoint(a: A.Analysis, alpha: float) -> list[str]:
         f"{r.display} {_f(r.fixed_mean)} vs {_f(r.arc_mean)} deg" for r in t.itertuples()) + "."]
     if not t["p_holm"].notna().any():
         return out
-    sig = t[t["p_holm"] < alpha]
+    pcol = "p_adj" if "p_adj" in t else "p_holm"  # the profile's correction (Holm, or none in profile study)
+    how = "Holm" if "correction" not in t or (t["correction"] == "holm").all() else "uncorrected"
+    sig = t[t[pcol] < alpha]
     if len(sig):
-        out.append("The moving camera changed the error significantly (Holm) for " + "; ".join(
-            f"{r.display} ({_f(r.fixed_mean)} -> {_f(r.arc_mean)} deg, t({int(r.dof)}) = {_f(r.t)}, {_p(r.p_holm)}, d_z = {_f(r.cohen_dz)})" for r in sig.itertuples()) + ".")
-    ns = t[~(t["p_holm"] < alpha)]
+        out.append(f"The moving camera changed the error significantly ({how}) for " + "; ".join(
+            f"{r.display} ({_f(r.fixed_mean)} -> {_f(r.arc_mean)} deg, t({int(r.dof)}) = {_f(r.t)}, {_p(getattr(r, pcol))}, d_z = {_f(r.cohen_dz)})" for r in sig.itertuples()) + ".")
+    ns = t[~(t[pcol] < alpha)]
     if len(ns):
         out.append("No significant change for " + ", ".join(ns["display"]) + ".")
     return out
@@ -239,6 +241,7 @@ class _Doc:
 
     def __init__(self) -> None:
         self.blocks: list[tuple] = []
+        self.profile = ""  # every caption names the analysis profile
 
     def h(self, level: int, text: str) -> None:
         self.blocks.append(("h", level, text))
@@ -251,6 +254,8 @@ class _Doc:
             self.blocks.append(("ul", items))
 
     def table(self, df: pd.DataFrame, caption: str) -> None:
+        if self.profile and not caption.startswith("[profile"):
+            caption = f"[profile {self.profile}] {caption}"
         self.blocks.append(("table", df, caption))
 
     def fig(self, path: Path, caption: str) -> None:
@@ -376,8 +381,8 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     results = P.run_analyses(P.Context(main, videos, frames, choice, loaded, alpha, prof, min_subjects), _run)
     # ---- tables
     written: list[Path] = []
-    written += _write_table("coverage", cov, tdir)
-    written += _write_table("input_choice", choice, tdir)
+    written += _write_table("coverage", cov, tdir, prof.caption(CAPTIONS["coverage"]))
+    written += _write_table("input_choice", choice, tdir, prof.caption(CAPTIONS["input_choice"]))
     excl = []
     for a in results:
         for name, df in a.tables.items():
@@ -385,7 +390,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         if len(a.excluded):
             excl.append(a.excluded.assign(analysis=a.name)[["analysis", "subject", "reason"]])
     excluded = pd.concat(excl, ignore_index=True) if excl else pd.DataFrame(columns=["analysis", "subject", "reason"])
-    written += _write_table("excluded", excluded, tdir)
+    written += _write_table("excluded", excluded, tdir, prof.caption(CAPTIONS["excluded"]))
     written += _write_table("exclusions", excl_applied, tdir, prof.caption(f"Exclusion list {excl_list.name!r} applied before every analysis: videos = video x method rows removed."))
     # ---- figures
     figs: dict[str, tuple[list[Path], str]] = {}
@@ -428,6 +433,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
             fig("crop_vs_rectified", F.paired_bars, t["crop_vs_rectified"], [("crop_mean", "crop_sd", "crop"), ("rectified_mean", "rectified_sd", "rectified")], "Cropped vs rectified input (Table S9), mean +/- SD", caption="Whole-dataset error with cropped vs rectified input.")
     # ---- report
     doc = _Doc()
+    doc.profile = prof.name
     subjects = videos["subject"].nunique()
     doc.h(1, "Gaze4HRI benchmark: results")
     doc.p(f"Generated {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by gaze4hri-bench analyze. "
@@ -448,16 +454,16 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         w = inv.pivot_table(index=["method", "input"], columns="reason", values="frames", aggfunc="sum", fill_value=0, sort=False).reset_index()
         w.columns.name = None
         w.insert(1, "display", w["method"].map(A.display_name))
-        written.extend(_write_table("invalid_frames", inv.assign(display=inv["method"].map(A.display_name))[["method", "display", "input", "reason", "frames"]], tdir))
+        written.extend(_write_table("invalid_frames", inv.assign(display=inv["method"].map(A.display_name))[["method", "display", "input", "reason", "frames"]], tdir, prof.caption(CAPTIONS["invalid_frames"])))
         doc.table(w, CAPTIONS["invalid_frames"])
     doc.h(3, f"Exclusions ({excl_list.name})")
     doc.p(f"Exclusion list {excl_list.name!r}{' (' + excl_list.source + ')' if excl_list.source else ''}, applied before every analysis; "
           f"{int(excl_applied['videos'].sum())} video x method rows removed.")
     if len(excl_applied):
         doc.table(excl_applied, prof.caption("Excluded subjects and subject x experiment pairs, with reasons."))
-    sections = [("illumination", ["illumination_cv"], "illumination_levels"), ("viewpoint", ["viewpoint"], "viewpoint"),
-                ("conflict", ["conflict"], "conflict_slopes"), ("target", ["target_tests"], "target_heatmap"),
-                ("mutual", ["mutual", "mutual_eccentricity"], "mutual_conditions"), ("crop_vs_rectified", ["crop_vs_rectified"], "crop_vs_rectified"),
+    sections = [("illumination", ["illumination_cv", "illumination_sensitivity"], "illumination_levels"), ("viewpoint", ["viewpoint"], "viewpoint"),
+                ("conflict", ["conflict"], "conflict_slopes"), ("target", ["target_tests", "target_columns", "target_champion", "target_eccentricity"], "target_heatmap"),
+                ("mutual", ["mutual", "mutual_eccentricity", "mutual_eccentricity_per_video"], "mutual_conditions"), ("crop_vs_rectified", ["crop_vs_rectified"], "crop_vs_rectified"),
                 ("efficiency", ["efficiency"], None), ("groups", ["groups", "groups_tests"], None)]
     for name, tabs, figkey in sections:
         a = by[name]
