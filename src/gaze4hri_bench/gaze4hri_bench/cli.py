@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "models": ("gaze4hri_bench.zoo.cli", "import, export, list and verify ONNX models of the official checkpoints"),
     "analyze": ("gaze4hri_bench.stats.cli", "subject-level statistics, tables, figures and report from per-frame results"),
     "demo": ("gaze4hri_bench.demo", "simulate a small session, benchmark it and write the report"),
+    "export": ("gaze4hri_bench.export.cli", "write sessions in the study's layout or as ETH-XGaze HDF5 training sets"),
 }
 
 

@@ -55,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "Default: every method whose weights are present, plus the baselines")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, metavar="DIR",
                    help=f"folder of recorded sessions, <DIR>/<subject>/session.yaml (default: {DEFAULT_DATA}, what `gaze4hri-bench demo` writes)")
+    p.add_argument("--format", choices=("auto", "session", "study"), default="auto", dest="data_format",
+                   help="layout of --data: session (our MCAP sessions), study (the study's released dataset, "
+                        "docs/study_dataset.md) or auto (detect; default)")
     p.add_argument("--input", choices=("best", "crop", "rectified", "both"), default="best",
                    help="face input: 'best' = the study's choice per method (Table II; default), 'crop' = detected face "
                         "box, 'rectified' = data normalization with motion-capture head pose, 'both' = one file each")
@@ -99,6 +102,7 @@ def main(args: argparse.Namespace) -> int:
         trials=tuple(args.trials) if args.trials else None, stride=args.stride, device=args.device,
         batch=args.batch, models_dir=args.models_dir, threads=args.threads, blinks=args.blinks,
         ear_relative=args.ear_relative or None, ear_threshold=args.ear_threshold,
+        data_format=args.data_format,
         progress=not args.no_progress and sys.stderr.isatty(),
         command_line="gaze4hri-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     )

@@ -97,6 +97,7 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
     keys = ("frames", "decode_s", "detect_s", "preprocess_s", "infer_s", "wall_s")
     tot = dict.fromkeys(keys, 0.0)
     peak_rss, peak_vram, device, batch, cal = 0.0, None, None, None, {}
+    subjects: dict[str, dict] = {}
     reasons: dict[str, int] = {}
     for p in parts:
         t = read_part_timing(p)
@@ -112,6 +113,8 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
         subj = p.name.split("__")[0]
         if t.get("calibration_hashes"):
             cal[subj] = t["calibration_hashes"]
+        if t.get("subject_info"):
+            subjects[subj] = t["subject_info"]
     frames = int(tot["frames"])
     timing = {
         "frames": frames,
@@ -123,6 +126,8 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
         "peak_rss_mb": round(peak_rss, 1), "peak_vram_mb": peak_vram, "device": device, "batch": batch,
         "reasons": reasons,
     }
+    if subjects:
+        timing["subjects"] = subjects  # subject metadata (e.g. glasses, gender) for grouped analyses
     return timing, cal
 
 
@@ -157,6 +162,7 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
         "stride": cfg.stride,
         "blinks": _blinks(cfg),
         "command_line": cfg.command_line or " ".join(sys.argv),
+        "subjects": timing.pop("subjects", {}),  # subject -> metadata (study: subject_info.json; docs/results_schema.md)
         "timing": timing,
     }
 

@@ -58,6 +58,7 @@ class RunConfig:
     blinks: str = "auto"  # pipeline.faces.BLINK_SOURCES
     ear_relative: float | None = validity.EAR_RELATIVE  # blink: EAR < this x the trial median (None: off)
     ear_threshold: float | None = None  # blink: EAR < this absolute value (None: off)
+    data_format: str = "auto"  # data.reader.FORMATS: auto (detect), session (MCAP) or study (released layout)
 
 
 @dataclass
@@ -298,9 +299,11 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
 
         dataset = Dataset(cfg.data, subjects=list(cfg.subjects) if cfg.subjects else None,
                           trials=list(cfg.trials) if cfg.trials else None, stride=cfg.stride,
-                          blink_annotations=src.annotations, sim_blinks=src.sim)
+                          blink_annotations=src.annotations, sim_blinks=src.sim, format=cfg.data_format)
     ds = dataset
     trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
+    for sk in getattr(ds, "skipped", None) or []:  # bad trials of the study layout: listed, the run goes on
+        log(f"skipped {sk.subject}/{sk.trial}: {sk.reason}")
     if not trefs:
         raise Gaze4HRIError(f"no recorded trials under {cfg.data}", "--data",
                             "pass a folder of sessions (<root>/<subject>/session.yaml) or check --subjects/--trials")
@@ -341,6 +344,7 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
             "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "wall_s": wall,
             "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
             "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
+            "subject_info": dict(getattr(t, "subject_info", None) or {}),
         })
     bars.close()
     paths = [results.part_path(parts, t.subject, t.trial) for t in trefs]

@@ -1,0 +1,67 @@
+"""``gaze4hri-bench export SESSIONS --format study|ethxgaze-h5 OUT``: our sessions in the
+study's released layout (export.study), or any dataset as ETH-XGaze HDF5 training
+sets (export.ethxgaze). Formats are a registry, not if/elif on names.
+
+  gaze4hri-bench export sessions/ --format study study_export/
+  gaze4hri-bench export sessions/ --format ethxgaze-h5 xgaze/ --test-subjects S02
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gaze4hri_core.errors import Gaze4HRIError
+
+__all__ = ["add_arguments", "main", "EXPORTERS"]
+
+
+def _study(args) -> int:
+    from .study import export_study
+
+    if args.data_format not in ("auto", "session"):
+        raise Gaze4HRIError("--format study exports MCAP sessions", "--data-format", "pass a folder of sessions")
+    res = export_study(args.sessions, args.out, subjects=args.subjects, trials=args.trials, lossless=not args.no_lossless)
+    print(f"exported {len(res.written)} trial(s) to {args.out}" + (f"; skipped {len(res.skipped)}:" if res.skipped else ""))
+    for s in res.skipped:
+        print(f"  {s}")
+    return 0 if res.written else 2
+
+
+def _eth(args) -> int:
+    from .ethxgaze import export_ethxgaze
+
+    res = export_ethxgaze(args.sessions, args.out, subjects=args.subjects, trials=args.trials, stride=args.stride,
+                          data_format=args.data_format, val_subjects=tuple(args.val_subjects or ()),
+                          test_subjects=tuple(args.test_subjects or ()))
+    for s, n in res.counts.items():
+        print(f"{res.files[s]}: {n} patches")
+    print(f"split: {res.split}" + (f"; skipped {len(res.skipped)}:" if res.skipped else ""))
+    for s in res.skipped:
+        print(f"  {s}")
+    return 0 if sum(res.counts.values()) else 2
+
+
+#: format -> (function, help)
+EXPORTERS = {
+    "study": (_study, "the study's released per-trial layout (mp4 + npy; lossless FFV1 .mkv beside the mp4)"),
+    "ethxgaze-h5": (_eth, "ETH-XGaze HDF5: 224x224 normalized BGR face_patch, face_gaze, face_head_pose, subject splits"),
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sessions", type=Path, metavar="SESSIONS", help="folder of recorded sessions (or, for ethxgaze-h5, a study-layout dataset)")
+    p.add_argument("out", type=Path, metavar="OUT", help="output folder")
+    p.add_argument("--format", required=True, choices=tuple(EXPORTERS), help="; ".join(f"{k}: {v[1]}" for k, v in EXPORTERS.items()))
+    p.add_argument("--data-format", choices=("auto", "session", "study"), default="auto", help="layout of SESSIONS (default: detect)")
+    p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects")
+    p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids")
+    p.add_argument("--no-lossless", action="store_true", help="study: write only the mp4 (no FFV1 rgb_video.mkv)")
+    p.add_argument("--stride", type=int, default=1, metavar="N", help="ethxgaze-h5: every N-th frame")
+    p.add_argument("--val-subjects", nargs="+", metavar="ID", help="ethxgaze-h5: subjects of the validation split")
+    p.add_argument("--test-subjects", nargs="+", metavar="ID", help="ethxgaze-h5: subjects of the test split")
+
+
+def main(args) -> int:
+    if not Path(args.sessions).is_dir():
+        raise Gaze4HRIError("data folder not found", str(args.sessions), "pass a folder of recorded sessions")
+    return EXPORTERS[args.format][0](args)

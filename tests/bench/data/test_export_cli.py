@@ -1,0 +1,47 @@
+"""``gaze4hri-bench export`` as users run it: the study layout (CLI) and ETH-XGaze HDF5
+training sets whose labels map back to the ground truth."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from gaze4hri_bench.cli import main
+from gaze4hri_bench.data.reader import Dataset
+from gaze4hri_core.gaze import angular_error_deg, pitchyaw_to_vector
+
+pytestmark = pytest.mark.replay
+
+
+def test_export_study_cli_and_refuses_overwrite(sessions, tmp_path, capsys):
+    out = tmp_path / "study"
+    assert main(["export", str(sessions), str(out), "--format", "study", "--subjects", "S01", "--trials", "arc_P1",
+                 "--no-lossless"]) == 0
+    assert "exported 1 trial(s)" in capsys.readouterr().out
+    assert not list(out.rglob("*.mkv")) and len(list(out.rglob("rgb_video.mp4"))) == 1
+    assert main(["export", str(sessions), str(out), "--format", "study", "--subjects", "S01", "--trials", "arc_P1"]) == 2
+    o = capsys.readouterr().out
+    assert "trial folder exists already" in o and "skipped 1" in o
+
+
+def test_export_ethxgaze_h5(sessions, tmp_path, capsys):
+    h5py = pytest.importorskip("h5py")
+    out = tmp_path / "xgaze"
+    assert main(["export", str(sessions), str(out), "--format", "ethxgaze-h5", "--subjects", "S01",
+                 "--trials", "illum100_P5", "arc_P1", "--test-subjects", "S01"]) == 0
+    split = json.loads((out / "train_test_split.json").read_text())
+    assert split == {"train": [], "val": [], "test": ["subjectS01.h5"]}
+    ds = Dataset(sessions, subjects=["S01"], trials=["illum100_P5", "arc_P1"])
+    gts = {r.trial: ds.trial_ground_truth(r).set_index("frame") for r in ds.trials()}
+    with h5py.File(out / "subjectS01.h5", "r") as f:
+        patch, gaze, head, R = f["face_patch"][:], f["face_gaze"][:], f["face_head_pose"][:], f["face_mat_norm"][:]
+        trial = [t.decode() if isinstance(t, bytes) else t for t in f["trial"][:]]
+        frame = f["frame_index"][:, 0]
+    n_valid = sum(int(g["valid"].sum()) for g in gts.values())
+    assert patch.shape == (n_valid, 224, 224, 3) and patch.dtype == np.uint8 and gaze.shape == (n_valid, 2)
+    assert patch.std() > 10  # a real image, not a black patch
+    # labels map back to the camera-frame ground truth with R^T (Zhang et al. 2018)
+    g_cam = np.einsum("nji,nj->ni", R, pitchyaw_to_vector(gaze[:, 0].astype(float), gaze[:, 1].astype(float)))
+    truth = np.array([gts[t].loc[k, ["gt_x", "gt_y", "gt_z"]].to_numpy(float) for t, k in zip(trial, frame, strict=True)])
+    assert np.max(angular_error_deg(g_cam, truth)) < 0.01
+    assert np.all(np.abs(head) < np.radians(60))  # a head facing the camera region, pitch/yaw in radians
