@@ -386,7 +386,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     excl = []
     for a in results:
         for name, df in a.tables.items():
-            written += _write_table(name, df, tdir, a.captions.get(name))
+            written += _write_table(name, df, tdir, a.captions.get(name) or prof.caption(CAPTIONS.get(name, name)))
         if len(a.excluded):
             excl.append(a.excluded.assign(analysis=a.name)[["analysis", "subject", "reason"]])
     excluded = pd.concat(excl, ignore_index=True) if excl else pd.DataFrame(columns=["analysis", "subject", "reason"])
