@@ -132,6 +132,8 @@ def test_cli_profile_exclusions_min_subjects(small_results, tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.main(["analyze", str(small_results), "--out", str(tmp_path / "o3"), "--profile", "bogus"])
     assert "invalid choice" in capsys.readouterr().err
+    assert cli.main(["analyze", str(small_results), "--out", str(tmp_path / "o4"), "--min-subjects", "1"]) == 2
+    assert "--min-subjects 1 is too small" in capsys.readouterr().err
 
 
 def test_two_subjects_warns_and_skips_inference(synth, tmp_path, capsys):

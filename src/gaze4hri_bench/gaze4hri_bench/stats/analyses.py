@@ -569,6 +569,9 @@ def target_position(videos: pd.DataFrame, alpha: float = 0.05, profile: Analysis
         reg = eccentricity_ols(ev, ["subject", "method"], "error_mean", "abs_pitch_mean", "abs_yaw_mean", min_n=5).rename(columns={"n": "n_videos"})
         a.tables["target_eccentricity_subjects"] = _with_display(reg)
         a.caption("target_eccentricity_subjects", profile, "Experiment 4.1: per-subject OLS over the point videos, video mean error = a + b_pitch mean|pitch| + b_yaw mean|yaw| (at least 5 videos)")
+        lost = [m for m in methods if m not in set(reg["method"])]
+        if lost:
+            a.partial("eccentricity fit leaves out " + ", ".join(map(display_name, lost)) + ": no ground-truth pitch/yaw in its results or fewer than 5 videos per subject")
         ecc = summarize_slopes(reg)
         a.tables["target_eccentricity"] = _with_display(ecc.set_index("method").reindex([m for m in methods if m in set(ecc["method"])]).reset_index())
         a.caption("target_eccentricity", profile, "Experiment 4.1: eccentricity slopes (deg/deg) from per-subject least squares over video means; mean, SD and 95 % CI over subjects",
