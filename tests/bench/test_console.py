@@ -109,3 +109,46 @@ def test_plan_says_random_weights_skipped_methods_and_detector(tmp_path: Path):
     assert any(ln.startswith("skip puregaze_eth") and "models import puregaze_eth" in ln for ln in lines)
     assert "l2cs_gaze360" not in "".join(ln for ln in lines if ln.startswith("skip"))
     assert lines[-1].startswith("face detector: auto -> ")  # the crop input needs faces
+
+
+@pytest.mark.replay
+def test_run_in_a_terminal_is_quiet_with_one_bar_per_job(tmp_path):
+    """`gaze4hri-bench run` in a pty on a real MCAP session with MediaPipe EAR blinks:
+    the plan, then one bar per job reaching trial 2/2 and 100 %, and none of the
+    third-party lines (protobuf, absl, TFLite)."""
+    pytest.importorskip("mediapipe")
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    from .data._session import TrialSpec, write_session
+
+    root = tmp_path / "sessions"
+    write_session(root, "S01", [TrialSpec("illum100_P5", size=(320, 180), seconds=0.5),
+                                TrialSpec("illum010_P5", size=(320, 180), seconds=0.5)], tmp=tmp_path)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 150, 0, 0))
+    exe = Path(sys.executable).with_name("gaze4hri-bench")
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "gaze4hri_bench.cli"]
+    env = {k: v for k, v in os.environ.items() if k != "GAZE4HRI_NATIVE_LOGS"}
+    p = subprocess.Popen([*cmd, "run", "-m", "head_pose", "--data", str(root), "--out", str(tmp_path / "out")],
+                         stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    buf = bytearray()
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        buf.extend(chunk)
+    assert p.wait(timeout=120) == 0, buf.decode(errors="replace")[-3000:]
+    os.close(master)
+    text = buf.decode(errors="replace")
+    for noise in ("GetPrototype", "W0000", "XNNPACK", "absl", "Ultralytics"):
+        assert noise not in text, text[-3000:]
+    assert "run  head_pose__none" in text and "face detector: auto -> " in text
+    assert "head_pose (none) trial 2/2: 100%" in text
+    assert text.count("head_pose (none) trial") >= 2  # the same bar moves (redrawn), not a bar per trial
