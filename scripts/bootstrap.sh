@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bootstrap the project's virtual environment (.venv) on a fresh machine.
 # Idempotent: when nothing changed since the last run it exits in about a second.
-# Installs: missing system libraries via apt (libusb-1.0-0 for pyrealsense2), the
+# Installs: missing system packages via apt (libusb-1.0-0 for pyrealsense2, chromium
+# for the report's headless browser test), the
 # pinned Python stack (CPU PyTorch 2.13.0, never a CUDA build unless asked), ROS 2
 # rclpy + messages as ros-kilted-* wheels when no system ROS 2 is sourced, and the
 # three project packages in editable mode.
@@ -24,6 +25,7 @@ fi
 # 1. System libraries -------------------------------------------------------------
 missing=()
 ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing+=(libusb-1.0-0)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # headless browser test of report.html (tests/stats/test_report_browser.py)
 if ((${#missing[@]})); then
   if [[ $(id -u) == 0 ]]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else
     echo "bootstrap: error: missing system packages (${missing[*]}): run 'sudo apt-get install -y ${missing[*]}' and retry" >&2
