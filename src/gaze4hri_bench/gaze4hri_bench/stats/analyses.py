@@ -138,12 +138,17 @@ def subject_means(videos: pd.DataFrame, by: list[str], value: str = "error_mean"
     return out
 
 
-def complete_subjects(long: pd.DataFrame, cells: list[str], value: str, expected: list[tuple], subjects=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def complete_subjects(long: pd.DataFrame, cells: list[str], value: str, expected: list[tuple], subjects=None,
+                      scope: str = "analysis") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Listwise deletion: keep subjects with a value in every expected cell.
 
     ``subjects``: every subject of the data set, so that subjects with no video at
     all in this analysis are listed too. Returns the wide table (index subject,
     columns the cells) and the excluded subjects with the missing cells as reason.
+    ``scope="family"`` (profile ``study``): keep every subject with at least one
+    value (NaN where a cell is missing); each test family then drops the subjects
+    missing one of its own cells (inference.pairwise_paired), and only subjects
+    without any value are excluded.
     """
     wide = long.pivot_table(index="subject", columns=cells, values=value, aggfunc="first", observed=True)
     if subjects is not None:
@@ -159,6 +164,9 @@ def complete_subjects(long: pd.DataFrame, cells: list[str], value: str, expected
             lost = [("/".join(map(str, c)) if isinstance(c, tuple) else str(c)) for c in m.index[m.to_numpy()]]
             rows.append({"subject": s, "reason": f"no valid video for {len(lost)} cell(s): {', '.join(lost[:4])}{' ...' if len(lost) > 4 else ''}"})
     excluded = pd.DataFrame(rows, columns=["subject", "reason"])
+    if scope == "family":
+        excluded = excluded[excluded["reason"].str.startswith("no valid video in this analysis")].reset_index(drop=True)
+        return wide[~miss.all(axis=1)], excluded
     return wide[~miss.any(axis=1)], excluded
 
 
@@ -222,8 +230,8 @@ def _level(c) -> int | None:
         return None
 
 
-def _pairwise_methods(wide: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
-    pw = pairwise_paired(wide[methods])
+def _pairwise_methods(wide: pd.DataFrame, methods: list[str], min_n: int = 2) -> pd.DataFrame:
+    pw = pairwise_paired(wide[methods], min_n=min_n)
     pw = pw.rename(columns={"a": "method_a", "b": "method_b"})
     pw.insert(1, "display_a", pw["method_a"].map(display_name))
     pw.insert(3, "display_b", pw["method_b"].map(display_name))
@@ -280,7 +288,7 @@ def illumination(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisPro
         return a.skip("no valid illumination video")
     methods = _method_order(sm["method"].unique())
     levels = [lv for lv in ILLUMINATION_LEVELS if str(lv) in set(sm["level"])]
-    wide, a.excluded = complete_subjects(sm, ["method", "level"], "error_mean", [(m, str(lv)) for m in methods for lv in levels], videos["subject"].unique())
+    wide, a.excluded = complete_subjects(sm, ["method", "level"], "error_mean", [(m, str(lv)) for m in methods for lv in levels], videos["subject"].unique(), profile.listwise)
     a.n = len(wide)
     if a.n == 0:
         return a.skip("no subject has every method at every illumination level")
@@ -301,20 +309,21 @@ def illumination(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisPro
         parts = []
         for lv in levels:
             w = wide.xs(str(lv), axis=1, level="level")
-            pw = _pairwise_methods(w, methods)
+            pw = _pairwise_methods(w, methods, min_subjects)
             pw.insert(0, "level", lv)
             parts.append(pw)
         a.tables["illumination_pairwise"] = _sig(pd.concat(parts, ignore_index=True), "p_holm", alpha)
         a.caption("illumination_pairwise", profile, "Experiment 1: paired two-sided t-tests between methods per level", "Holm over the method pairs of one level", PAIRED_EFFECT)
         a.notes.append("Holm family: all method pairs at one level. " + DZ_NOTE)
     if len(levels) >= 2:
-        lp = level_pairs(wide, methods, [str(lv) for lv in levels])
+        lp = level_pairs(wide, methods, [str(lv) for lv in levels], min_subjects)
         lp["level_a"], lp["level_b"] = lp["level_a"].astype(int), lp["level_b"].astype(int)
         a.tables["illumination_level_pairs"] = _sig(_with_display(lp), "p_holm", alpha)
         a.caption("illumination_level_pairs", profile, f"Experiment 1: paired two-sided t-tests between illumination levels within each method ({len(levels) * (len(levels) - 1) // 2} pairs)",
                   "Holm over the level pairs of one method", PAIRED_EFFECT)
         long = wide.stack(level="method", future_stack=True).reset_index().melt(id_vars=["subject", "method"], var_name="level", value_name="error_mean")
         long["level"] = long["level"].astype(int)
+        long = long.dropna(subset=["error_mean"])
         a.tables["illumination_sensitivity"] = _with_display(sensitivity(long))
         a.caption("illumination_sensitivity", profile, "Experiment 1: sensitivity slope per method, OLS of subject values on the level (deg per level point) over all subject x level points; "
                   "delta = slope x range; r and p of the fit (scipy linregress)", "none (one fit per method and range)", "Pearson r of the fit")
@@ -342,7 +351,7 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfil
     v["setting"] = np.where(v["experiment"].astype(str) == "viewpoint", "arc", "fixed")
     sm = subject_means(v, ["method", "setting"], weighted=profile.weighted)
     methods = _method_order(sm["method"].unique())
-    wide, a.excluded = complete_subjects(sm, ["method", "setting"], "error_mean", [(m, s) for m in methods for s in ("fixed", "arc")], videos["subject"].unique())
+    wide, a.excluded = complete_subjects(sm, ["method", "setting"], "error_mean", [(m, s) for m in methods for s in ("fixed", "arc")], videos["subject"].unique(), profile.listwise)
     a.n = len(wide)
     if a.n == 0:
         return a.skip("no subject has both the fixed and the arc trials for every method")
@@ -350,10 +359,12 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfil
     run_tests = not _too_few(a, "paired tests", min_subjects)
     for m in methods:
         f, r = wide[(m, "fixed")].to_numpy(), wide[(m, "arc")].to_numpy()
-        t = paired_ttest(r, f) if run_tests else {"mean_diff": r.mean() - f.mean(), "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
+        ok = np.isfinite(f) & np.isfinite(r)  # all True unless listwise deletion is per family
+        f, r = f[ok], r[ok]
+        t = paired_ttest(r, f) if run_tests and f.size >= min_subjects else {"mean_diff": r.mean() - f.mean(), "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
         rows.append(
             {"method": m, "fixed_mean": f.mean(), "fixed_sd": f.std(ddof=1) if f.size > 1 else np.nan, "arc_mean": r.mean(),
-             "arc_sd": r.std(ddof=1) if r.size > 1 else np.nan, "n": a.n, "mean_diff": t["mean_diff"], "t": t["t"], "dof": t["dof"],
+             "arc_sd": r.std(ddof=1) if r.size > 1 else np.nan, "n": int(f.size), "mean_diff": t["mean_diff"], "t": t["t"], "dof": t["dof"],
              "p": t["p_unc"], "cohen_dz": t["cohen_dz"], "cohen_dav": t["cohen_dav"]}
         )
     out = pd.DataFrame(rows)
@@ -407,7 +418,7 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
     if sm.empty:
         return a.skip("no valid conflict video")
     methods = _method_order(sm["method"].unique())
-    wide, a.excluded = complete_subjects(sm, ["method"], "error_mean", [(m,) for m in methods], videos["subject"].unique())
+    wide, a.excluded = complete_subjects(sm, ["method"], "error_mean", [(m,) for m in methods], videos["subject"].unique(), profile.listwise)
     if excl_pre:
         pre = pd.DataFrame(excl_pre)
         a.excluded = pd.concat([pre, a.excluded[~a.excluded["subject"].isin(pre["subject"])]], ignore_index=True)
@@ -417,6 +428,9 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
     sl = sl.rename(columns={"n": "n_videos"})
     sl = sl[sl["subject"].isin(wide.index)]
     bad = sl[~np.isfinite(sl["slope"])]["subject"].unique()
+    if profile.listwise == "family":  # a subject's undefined slope for one method drops only that slope
+        sl = sl[np.isfinite(sl["slope"])]
+        bad = [s for s in bad if s not in set(sl["subject"])]
     if len(bad):
         a.excluded = pd.concat([a.excluded, pd.DataFrame({"subject": bad, "reason": "slope undefined (fewer than 2 videos or constant conflict)"})], ignore_index=True)
         wide = wide.drop(index=bad)
@@ -427,11 +441,11 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
     rows = []
     run_tests = not _too_few(a, "slope tests and pairwise tests", min_subjects)
     for m in methods:
-        e = wide[m].to_numpy()
+        e = wide[m].dropna().to_numpy()
         b = sl.loc[sl["method"] == m, "slope"].to_numpy()
         t = one_sample_ttest(b, 0.0, "greater") if run_tests else {"t": np.nan, "dof": np.nan, "p_unc": np.nan}
         lo, hi = ci95(b)
-        rows.append({"method": m, "n": a.n, "mean": e.mean(), "sd": e.std(ddof=1) if e.size > 1 else np.nan, "slope_mean": b.mean(),
+        rows.append({"method": m, "n": int(b.size), "mean": e.mean(), "sd": e.std(ddof=1) if e.size > 1 else np.nan, "slope_mean": b.mean(),
                      "slope_sd": b.std(ddof=1) if b.size > 1 else np.nan, "slope_ci_low": lo, "slope_ci_high": hi, "t": t["t"], "dof": t["dof"],
                      "p_unc": t["p_unc"], "pct_positive": 100.0 * float((b > 0).mean())})
     out = pd.DataFrame(rows)
@@ -446,7 +460,7 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
     if run_tests:
         a.notes.append(f"Slopes in deg of error per deg of conflict ({fit}); one-sided t-test of the subject slopes > 0, Holm across methods.")
         if len(methods) >= 2:
-            a.tables["conflict_pairwise"] = _sig(_pairwise_methods(wide, methods), "p_holm", alpha)
+            a.tables["conflict_pairwise"] = _sig(_pairwise_methods(wide, methods, min_subjects), "p_holm", alpha)
             a.caption("conflict_pairwise", profile, "Experiment 3: paired two-sided t-tests of subject mean errors between methods", "Holm over all method pairs", PAIRED_EFFECT)
             a.notes.append("Pairwise: two-sided paired t-tests of subject mean errors, Holm across all pairs. " + DZ_NOTE)
     return a
@@ -495,7 +509,7 @@ def target_position(videos: pd.DataFrame, alpha: float = 0.05, profile: Analysis
     sm = subject_means(v, ["method", "target"], weighted=profile.weighted)
     methods = _method_order(sm["method"].unique())
     points = [p for p in sorted(pos, key=lambda p: int(p[1:])) if p in set(sm["target"])]
-    wide, a.excluded = complete_subjects(sm, ["method", "target"], "error_mean", [(m, p) for m in methods for p in points], videos["subject"].unique())
+    wide, a.excluded = complete_subjects(sm, ["method", "target"], "error_mean", [(m, p) for m in methods for p in points], videos["subject"].unique(), profile.listwise)
     a.n = len(wide)
     if a.n == 0:
         return a.skip("no subject has every target point for every method")
@@ -527,12 +541,12 @@ def target_position(videos: pd.DataFrame, alpha: float = 0.05, profile: Analysis
             need = {x for pr in pairs for x in pr}
             if m not in w.columns.get_level_values(0) or not need <= set(w[m].columns):
                 continue
-            pw = pairwise_paired(w[m], pairs=pairs)
+            pw = pairwise_paired(w[m], pairs=pairs, min_n=min_subjects)
             pw.insert(0, "method", m)
             pw.insert(1, "factor", factor)
             parts.append(pw)
         if m in study_w.columns.get_level_values(0) and set(STUDY_COLUMNS) <= set(study_w[m].columns):
-            pw = pairwise_paired(study_w[m][list(STUDY_COLUMNS)]).rename(columns={"a": "column_a", "b": "column_b"})
+            pw = pairwise_paired(study_w[m][list(STUDY_COLUMNS)], min_n=min_subjects).rename(columns={"a": "column_a", "b": "column_b"})
             pw.insert(0, "method", m)
             cparts.append(pw)
     if parts:
@@ -545,13 +559,13 @@ def target_position(videos: pd.DataFrame, alpha: float = 0.05, profile: Analysis
         a.caption("target_columns", profile, "Experiment 4.1: the study's columns C1 (P1, P4, P7), C2 (P2, P5, P8), C3 (P3, P6, P9), paired two-sided t-tests per method",
                   "Holm over the 3 column pairs of one method", PAIRED_EFFECT)
     if len(points) >= 2:
-        pp = pairs_within(wide, methods, points, "method", "target_a", "target_b")
+        pp = pairs_within(wide, methods, points, "method", "target_a", "target_b", min_subjects)
         a.tables["target_point_pairs"] = _sig(_with_display(pp), "p_holm", alpha)
         a.caption("target_point_pairs", profile, f"Experiment 4.1: all {len(points) * (len(points) - 1) // 2} point pairs per method, paired two-sided t-tests",
                   "Holm over the point pairs of one method", PAIRED_EFFECT)
     if len(methods) >= 2:
         sw = wide.swaplevel(axis=1)
-        mp = pairs_within(sw, points, methods, "target", "method_a", "method_b")
+        mp = pairs_within(sw, points, methods, "target", "method_a", "method_b", min_subjects)
         mp.insert(2, "display_a", mp["method_a"].map(display_name))
         mp.insert(4, "display_b", mp["method_b"].map(display_name))
         a.tables["target_method_pairs"] = _sig(mp, "p_holm", alpha)

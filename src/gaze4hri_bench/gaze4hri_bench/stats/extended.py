@@ -41,27 +41,28 @@ def ci95(x) -> tuple[float, float]:
     return float(x.mean() - h), float(x.mean() + h)
 
 
-def pairs_within(wide: pd.DataFrame, groups: list, cells: list, group_name: str, a_name: str, b_name: str) -> pd.DataFrame:
+def pairs_within(wide: pd.DataFrame, groups: list, cells: list, group_name: str, a_name: str, b_name: str, min_n: int = 2) -> pd.DataFrame:
     """All pairs of ``cells`` within each group of a (group, cell) column MultiIndex,
     paired two-sided t-tests, Holm over the pairs of one group (pingouin
     ``pairwise_tests(within=cell, subject=subject, padjust="holm")`` per group).
 
     Returns group_name, a_name, b_name, mean_a, mean_b, n, mean_diff, t, dof, p_unc,
-    p_holm, cohen_dz, cohen_dav.
+    p_holm, cohen_dz, cohen_dav. Subjects missing a cell of a group are dropped for
+    that group (pingouin's listwise deletion per call).
     """
     parts = []
     for g in groups:
         w = wide[g][[c for c in cells]]
-        pw = pairwise_paired(w).rename(columns={"a": a_name, "b": b_name})
+        pw = pairwise_paired(w, min_n=min_n).rename(columns={"a": a_name, "b": b_name})
         pw.insert(0, group_name, g)
         parts.append(pw)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def level_pairs(wide: pd.DataFrame, methods: list[str], levels: list[str]) -> pd.DataFrame:
+def level_pairs(wide: pd.DataFrame, methods: list[str], levels: list[str], min_n: int = 2) -> pd.DataFrame:
     """Experiment 1: the illumination level pairs within each method (6 for 4 levels),
     Holm over the pairs of one method (lighting_analysis.py:817-852)."""
-    return pairs_within(wide, methods, levels, "method", "level_a", "level_b")
+    return pairs_within(wide, methods, levels, "method", "level_a", "level_b", min_n)
 
 
 def sensitivity(long: pd.DataFrame, value: str = "error_mean", ranges=((10, 100), (10, 50))) -> pd.DataFrame:

@@ -134,20 +134,25 @@ def cv_percent(level_means, ddof: int = 1) -> float:
     return float(100.0 * x.std(ddof=ddof) / x.mean())
 
 
-def pairwise_paired(wide: pd.DataFrame, alternative: str = "two-sided", pairs=None) -> pd.DataFrame:
+def pairwise_paired(wide: pd.DataFrame, alternative: str = "two-sided", pairs=None, min_n: int = 2) -> pd.DataFrame:
     """All pairwise paired t-tests between the columns of a subject x condition table, Holm-corrected.
 
-    wide: index = subject, one column per condition (or method), no missing values.
+    wide: index = subject, one column per condition (or method). Subjects missing any
+    column are dropped first (listwise over the family, as pingouin's ``pairwise_tests``
+    with ``nan_policy="listwise"``); with fewer than ``min_n`` left, t and p are NaN.
     Returns one row per pair: a, b, n, mean_a, mean_b, mean_diff, t, dof, p_unc,
     p_holm, cohen_dz, cohen_dav. The Holm family is the set of pairs passed.
     """
+    wide = wide.dropna()
+    few = len(wide) < max(min_n, 2)
     cols = list(wide.columns)
     pairs = list(pairs) if pairs is not None else list(combinations(cols, 2))
     x = {c: wide[c].to_numpy(dtype=float) for c in cols}
     rows = []
     for a, b in pairs:
-        r = paired_ttest(x[a], x[b], alternative)
-        rows.append({"a": a, "b": b, "mean_a": float(x[a].mean()), "mean_b": float(x[b].mean()), **r})
+        r = paired_ttest(x[a][:0] if few else x[a], x[b][:0] if few else x[b], alternative)
+        r["n"] = len(wide)
+        rows.append({"a": a, "b": b, "mean_a": float(x[a].mean()) if x[a].size else np.nan, "mean_b": float(x[b].mean()) if x[b].size else np.nan, **r})
     out = pd.DataFrame(rows, columns=["a", "b", "mean_a", "mean_b", "n", "mean_diff", "t", "dof", "p_unc", "cohen_dz", "cohen_dav"])
     out.insert(out.columns.get_loc("p_unc") + 1, "p_holm", holm(out["p_unc"].to_numpy()) if len(out) else [])
     return out

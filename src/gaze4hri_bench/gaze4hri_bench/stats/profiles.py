@@ -27,6 +27,7 @@ AGGREGATIONS = ("video_mean", "frame_weighted")
 SLOPE_FITS = ("ols", "wls")
 CONFLICT_SOURCES = ("valid_frames", "all_frames")
 CORRECTIONS = ("holm", "none")
+LISTWISE = ("analysis", "family")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ class AnalysisProfile:
     viewpoint_correction: ``holm`` across methods or ``none`` in experiment 2.
     exclusions: the exclusion list applied unless ``--exclusions`` names another
     (stats/exclusion_lists/).
+    listwise: ``analysis`` (one N per analysis: subjects with a value in every cell
+    it compares) or ``family`` (each test family uses the subjects complete in its own
+    cells, descriptives every subject with a value, as pingouin's ``pairwise_tests``
+    called per family in the study's scripts). Experiment 4.2 keeps the subjects
+    complete in all conditions for every method in both (line_movement_analysis_paper.py:67-86).
     """
 
     name: str
@@ -53,10 +59,11 @@ class AnalysisProfile:
     conflict_complete_conditions: bool = False
     viewpoint_correction: str = "holm"
     exclusions: str = "none"
+    listwise: str = "analysis"
 
     def __post_init__(self) -> None:
         for attr, allowed in (("aggregation", AGGREGATIONS), ("conflict_fit", SLOPE_FITS),
-                              ("conflict_source", CONFLICT_SOURCES), ("viewpoint_correction", CORRECTIONS)):
+                              ("conflict_source", CONFLICT_SOURCES), ("viewpoint_correction", CORRECTIONS), ("listwise", LISTWISE)):
             v = getattr(self, attr)
             if v not in allowed:
                 raise ValueError(f"profile {self.name!r}: {attr} {v!r} is not one of {', '.join(allowed)}")
@@ -115,11 +122,12 @@ STUDY = register_profile(AnalysisProfile(
     name="study",
     description="the study's released scripts: frame-weighted subject means, WLS conflict slopes (weights = valid frames) on "
                 "conflict averaged over all frames of the video, subjects complete in all head conditions, experiment 2 uncorrected, "
-                "the study's exclusion list",
+                "the study's exclusion list, listwise deletion per test family",
     aggregation="frame_weighted",
     conflict_fit="wls",
     conflict_source="all_frames",
     conflict_complete_conditions=True,
     viewpoint_correction="none",
     exclusions="study",
+    listwise="family",
 ))
