@@ -1,4 +1,6 @@
-"""Recorded sessions -> trials -> frames (lazy), per-frame ground truth and validity.
+"""Datasets -> trials -> frames (lazy), per-frame ground truth and validity. Two reader
+backends behind one interface (backends/base.py): our MCAP sessions and the study's
+released layout (docs/study_dataset.md); ``reader.Dataset`` picks one.
 
 >>> from gaze4hri_bench.data.reader import Dataset
 >>> ds = Dataset("sessions/", subjects=["S01"], stride=2)          # doctest: +SKIP
