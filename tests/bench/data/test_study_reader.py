@@ -150,3 +150,14 @@ def test_run_cli_goes_on_and_lists_skipped(tmp_path, capsys):
     from gaze4hri_bench.pipeline import results
 
     assert results.read_metadata(out / "head_pose__none.parquet")["subjects"]["0005"]["glasses"] is True
+
+
+def test_broken_metadata_and_blink_file(tmp_path):
+    d = S.write_trial(tmp_path / "B", blinks={"alice": np.ones(12, np.int16)})
+    S.write_trial(tmp_path / "B", exp="lighting_50", point="p2")
+    (d.parents[2] / "subject_info.json").write_text("{not json")
+    (d / "blink_annotations_by_alice.npy").write_bytes(b"garbage")
+    ds = Dataset(tmp_path / "B")
+    assert [r.trial for r in ds.trials()] == ["illum050_P2"]
+    assert ds.trials()[0].subject_info == {} and "subject_info.json not valid JSON" in ds.warnings[0]
+    assert "blink_annotations_by_alice.npy unreadable" in ds.skipped[0].reason

@@ -172,9 +172,13 @@ class StudyDataset:
                     try:
                         raw = json.loads(p.read_text(encoding="utf-8"))
                     except (OSError, ValueError) as e:
-                        raise SessionError(f"subject_info.json is not valid JSON ({e})", str(p), "fix or remove the file") from None
-                    if not isinstance(raw, dict):
-                        raise SessionError("subject_info.json must hold an object", str(p), "fix or remove the file")
+                        raw = None
+                        why = f"not valid JSON ({str(e).splitlines()[0][:80]})"
+                    else:
+                        why = "not a JSON object"
+                    if not isinstance(raw, dict):  # metadata only: the trials are still read
+                        self.warnings.append(f"subject_info.json {why} ({p}): fix or remove the file; subject metadata left empty")
+                        continue
                     info = raw
             self._info[subject] = info
         return dict(self._info[subject])
@@ -292,7 +296,10 @@ class StudyDataset:
         if self.blink_annotations:
             files = sorted(d.glob(L.BLINK_GLOB))
             for f in files:
-                b = np.load(f, allow_pickle=False)
+                try:
+                    b = np.load(f, allow_pickle=False)
+                except (ValueError, OSError, EOFError) as e:
+                    raise SessionError(f"{f.name} unreadable ({str(e).splitlines()[0][:100]})", str(f), _FIX) from None
                 if b.ndim != 1 or len(b) != len(ts):
                     raise SessionError(f"{f.name} has shape {b.shape}, expected ({len(ts)},) (one code per frame)",
                                        str(f), f"lengths must match rgb_timestamps.npy; {_FIX}")
