@@ -69,6 +69,17 @@ def main() -> None:
         "table_size_m": [1.6, 0.7],
     }, header="Seating geometry of the default rig (scripts/make_default_calibration.py)")
 
+    # Tracked table (optional, table.yaml): the table's motion-capture rigid body, pivot
+    # at the far right corner of the top (x 0.35, y -0.80), its x axis along the long
+    # edge (+y world); its pose at the target survey, so targets have table-frame offsets.
+    save_transform(OUT / "table.yaml", SE3(Rotation.from_euler("z", 90, degrees=True).as_matrix(), [0.35, -0.80, 0.0]),
+                   "world", "table", "gaze4hri/table@1", body="table",
+                   method="default (replace with 'gaze4hri-acq calibrate targets' with the table tracked)")
+    # Camera rigid body (optional, camera_body.yaml): markers on the camera housing; the
+    # optical frame 3 cm below and 2 cm behind the body's pivot, axes as the body's.
+    save_transform(OUT / "camera_body.yaml", SE3(np.eye(3), [0.0, 0.03, -0.02]), "camera_body", "camera_color_optical_frame",
+                   "gaze4hri/camera_body@1", body="camera", method="default (measure the pivot on your camera mount)")
+
     # Default subject: head band 10 cm above and 6 cm behind the eye midpoint, tilted
     # 8 deg nose-down on the head; eye frame x forward, y left, z up (REP-103).
     R_head_in_eyeframe = Rotation.from_euler("y", 8, degrees=True).as_matrix()

@@ -146,3 +146,29 @@ def test_target_survey_writes_all_targets(calib_copy):
     for k in moved:
         np.testing.assert_allclose(saved[k], moved[k], atol=5e-4)
     assert max(rep.spread_m.values()) < 0.002
+
+
+def test_target_survey_with_the_table_tracked_writes_its_pose(calib_copy):
+    """The table-target calibration: the table's rigid body is sampled with the probe, its
+    mean pose written as table.yaml, so each target gets its offset in the table frame."""
+    (calib_copy / "table.yaml").rename(calib_copy / "table_truth.yaml")
+    from gaze4hri_core.calibration import load_transform
+
+    T_true, _ = load_transform(calib_copy / "table_truth.yaml", "world", "table")
+    cal = load_calibration(calib_copy, "default")
+    world = make_world(SimConfig(seed=5, calibration_dir=calib_copy), clock=SimClock(manual=True),
+                       calibration=cal.__class__(**{**cal.__dict__, "T_world_table_survey": T_true}))
+    mocap = SteppingMocap(make_mocap("sim", MocapConfig(), world=world), world.clock)
+    mocap.m.connect()
+    run = TargetSurveyRun(calib_copy, world.props.probe_tip_in_probe, samples_per_target=5, targets=("P1", "P5"))
+
+    def place(name):
+        world.place_probe(name)
+        world.clock.advance(0.02)
+
+    run_target_survey(mocap, run, place)
+    got = load_calibration(calib_copy, "default")
+    assert got.T_world_table_survey is not None and len(run.table_poses) == 10
+    assert np.linalg.norm(got.T_world_table_survey.t - T_true.t) < 5e-4
+    assert np.degrees(np.arccos(np.clip((np.trace(got.T_world_table_survey.R.T @ T_true.R) - 1) / 2, -1, 1))) < 0.1
+    np.testing.assert_allclose(got.targets_in_table()["P1"], T_true.inv().apply(cal.targets["P1"]), atol=1e-3)

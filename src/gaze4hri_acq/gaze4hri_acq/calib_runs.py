@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 from gaze4hri_core.calibration import (
+    TABLE_FILE,
     load_calibration,
     load_eye_head,
     load_targets,
@@ -62,10 +63,11 @@ def _pose(sample) -> SE3:
     return SE3.from_quat(sample.position, sample.quat_xyzw)
 
 
-def collect(mocap, bodies: tuple[str, ...], n: int, timeout_s: float, since_ns: int | None = None) -> list[dict]:
+def collect(mocap, bodies: tuple[str, ...], n: int, timeout_s: float, since_ns: int | None = None,
+            optional: tuple[str, ...] = ()) -> list[dict]:
     """Up to ``n`` mocap frames stamped at or after ``since_ns`` in which every body in
     ``bodies`` is tracked (older, queued frames are skipped; bounded by ``timeout_s``
-    wall seconds and 50 x n reads)."""
+    wall seconds and 50 x n reads); bodies in ``optional`` are added when tracked."""
     out: list[dict] = []
     t_end = time.monotonic() + timeout_s
     for _ in range(50 * n + 10_000):
@@ -75,7 +77,7 @@ def collect(mocap, bodies: tuple[str, ...], n: int, timeout_s: float, since_ns: 
         if f is None or (since_ns is not None and f.stamp_ns < since_ns):
             continue
         if all(b in f.bodies and f.bodies[b].tracking_valid for b in bodies):
-            out.append({b: f.bodies[b] for b in bodies})
+            out.append({b: f.bodies[b] for b in (*bodies, *optional) if b in f.bodies and f.bodies[b].tracking_valid})
     return out
 
 
@@ -256,6 +258,22 @@ class TargetSurveyRun:
     samples_per_target: int = 30
     max_spread_m: float = 0.002
     poses: dict[str, list[SE3]] = field(default_factory=dict)
+    table_poses: list[SE3] = field(default_factory=list)  # the table's rigid body during the survey (tracked table)
+
+    def add_table(self, T_world_table: SE3) -> None:
+        self.table_poses.append(T_world_table)
+
+    def table_pose(self) -> SE3 | None:
+        """Mean table pose over the survey (translation mean; rotation: normalised mean of
+        sign-aligned quaternions, exact for the small spread of a still table)."""
+        if not self.table_poses:
+            return None
+        from gaze4hri_core.transforms import matrix_to_quat_xyzw, quat_xyzw_to_matrix
+
+        q = np.array([matrix_to_quat_xyzw(T.R) for T in self.table_poses])
+        q[(q @ q[0]) < 0] *= -1
+        qm = q.mean(0)
+        return SE3(quat_xyzw_to_matrix(qm / np.linalg.norm(qm)), np.mean([T.t for T in self.table_poses], axis=0))
 
     def add(self, target: str, T_world_probe: SE3) -> None:
         if target not in self.targets:
@@ -279,21 +297,35 @@ class TargetSurveyRun:
         merged.update(rep.targets)
         save_targets(path, dict(sorted(merged.items(), key=lambda kv: (kv[0][0], int(kv[0][1:])))))
         load_targets(path)
+        T_table = self.table_pose()
+        if T_table is not None:  # tracked table: its pose at the survey gives every target its table-frame offset
+            tpath = Path(self.calibration_dir) / TABLE_FILE
+            spread = max(float(np.linalg.norm(T.t - T_table.t)) for T in self.table_poses)
+            if spread > self.max_spread_m:
+                raise CalibrationError(f"the table moved during the survey ({spread * 1e3:.1f} mm)", str(tpath),
+                                       "keep the table still and survey again")
+            save_transform(tpath, T_table, "world", "table", "gaze4hri/table@1", body="table", n_samples=len(self.table_poses),
+                           method="gaze4hri-acq calibrate targets")
+            load_transform(tpath, "world", "table")
         return path
 
 
 def run_target_survey(mocap, run: TargetSurveyRun, place: Callable[[str], None], probe: str = "probe",
-                      timeout_s: float = 20.0) -> SurveyReport:
+                      timeout_s: float = 20.0, table: str = "table") -> SurveyReport:
     """For each target: ``place(target)`` (operator prompt, or the simulator moving the
-    probe), then sample the probe."""
+    probe), then sample the probe, and the table's rigid body when it is tracked (the
+    study's table-target calibration, GazeForHRI/Gaze4HRI@main:table_target_calibration.py:
+    target position in the table frame), written as table.yaml next to targets.yaml."""
     for name in run.targets:
         place(name)
-        frames = collect(mocap, (probe,), run.samples_per_target, timeout_s)
+        frames = collect(mocap, (probe,), run.samples_per_target, timeout_s, optional=(table,))
         if not frames:
             raise CalibrationError(f"motion capture does not see '{probe}' on {name}", "target survey",
                                    f"check the probe is named '{probe}' in Motive and is visible")
         for f in frames:
             run.add(name, _pose(f[probe]))
+            if table in f:
+                run.add_table(_pose(f[table]))
     rep = run.result()
     run.save(rep)
     return rep

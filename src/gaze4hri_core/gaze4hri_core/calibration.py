@@ -45,9 +45,14 @@ __all__ = [
     "save_targets",
     "save_eye_head",
     "CALIBRATION_FILES",
+    "TABLE_FILE",
+    "CAMERA_BODY_FILE",
 ]
 
-CALIBRATION_FILES = ("camera_info.yaml", "hand_eye.yaml", "registration.yaml", "targets.yaml", "scene.yaml")
+CALIBRATION_FILES = ("camera_info.yaml", "hand_eye.yaml", "registration.yaml", "targets.yaml", "scene.yaml",
+                     "table.yaml", "camera_body.yaml")  # the last two are optional (tracked table; camera rigid body)
+TABLE_FILE = "table.yaml"  # world -> table: the table rigid body's pose when targets.yaml was surveyed
+CAMERA_BODY_FILE = "camera_body.yaml"  # camera_body -> camera_color_optical_frame: mocap rigid body on the camera
 
 
 class _Strict(BaseModel):
@@ -245,6 +250,19 @@ class Calibration:
     T_head_eye: SE3 | None = None
     subject: str | None = None
     hashes: dict[str, str] = field(default_factory=dict)
+    # tracked table (optional, table.yaml): the table body's pose at the target survey;
+    # a target's offset in the table frame is T_world_table_survey^-1 x its surveyed position
+    T_world_table_survey: SE3 | None = None
+    # camera rigid body (optional, camera_body.yaml): optical frame in the body's frame
+    T_cambody_camera: SE3 | None = None
+
+    def targets_in_table(self) -> dict[str, np.ndarray]:
+        """Surveyed targets in the table frame (needs table.yaml)."""
+        if self.T_world_table_survey is None:
+            raise CalibrationError("no table pose for the target survey", str(self.directory / TABLE_FILE),
+                                   "run 'gaze4hri-acq calibrate targets' with the table rigid body tracked")
+        inv = self.T_world_table_survey.inv()
+        return {k: inv.apply(v) for k, v in self.targets.items()}
 
     @property
     def eye_in_head(self) -> np.ndarray:
@@ -327,7 +345,11 @@ def load_calibration(directory: Path | str, subject: str | None = None) -> Calib
         if not sp.is_file() and (d / "subjects" / "default.yaml").is_file() and subject == "default":
             sp = d / "subjects" / "default.yaml"
         T_he = load_eye_head(sp)
+    T_wt = load_transform(d / TABLE_FILE, "world", "table")[0] if (d / TABLE_FILE).is_file() else None
+    T_bc = load_transform(d / CAMERA_BODY_FILE, "camera_body", "camera_color_optical_frame")[0] if (d / CAMERA_BODY_FILE).is_file() else None
     return Calibration(
+        T_world_table_survey=T_wt,
+        T_cambody_camera=T_bc,
         directory=d,
         intrinsics=intr,
         T_tool0_camera=T_tc,

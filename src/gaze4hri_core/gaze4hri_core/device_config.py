@@ -115,6 +115,10 @@ class SimConfig(_C):
     marker_noise_deg: float = Field(default=0.03, ge=0, le=5, description="rigid-body orientation jitter (deg, 1 sigma)")
     mocap_rate_hz: float = Field(default=100.0, gt=0, le=1000, description="simulated motion-capture rate (Hz)")
     robot_model: Literal["ur5", "ur5e"] = "ur5"
+    table_tracked: bool = Field(default=True, description="stream the table's rigid body ('table'; needs table.yaml in the calibration)")
+    camera_body: bool = Field(default=True, description="stream a rigid body on the camera ('camera'; needs camera_body.yaml)")
+    table_nudge: tuple[float, float, float, float] | None = Field(
+        default=None, description="nudge the table once: (at_s after the world starts, dx_m, dy_m, dyaw_deg); its targets move with it")
 
 
 def validate(model: type[BaseModel], values: dict, where: str = "parameters"):

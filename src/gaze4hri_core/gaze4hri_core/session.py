@@ -62,6 +62,8 @@ class Topics:
     HEAD_POSE = "/mocap/rigid_bodies/head_band/pose"
     TOOL_POSE = "/mocap/rigid_bodies/calib_tool/pose"
     PROBE_POSE = "/mocap/rigid_bodies/probe/pose"
+    TABLE_POSE = "/mocap/rigid_bodies/table/pose"  # optional tracked table (targets follow it)
+    CAMERA_BODY_POSE = "/mocap/rigid_bodies/camera/pose"  # optional rigid body on the camera (camera pose source 'mocap')
     MOCAP_STATUS = "/mocap/status"  # diagnostic_msgs/msg/DiagnosticArray: tracking validity, marker error, latency
     TCP_POSE = "/robot/tcp_pose"  # geometry_msgs/msg/PoseStamped, frame "base" (controller Base), tool0
     JOINT_STATES = "/joint_states"  # sensor_msgs/msg/JointState
@@ -85,6 +87,8 @@ MSG_TYPES: dict[str, str] = {
     Topics.HEAD_POSE: "geometry_msgs/msg/PoseStamped",
     Topics.TOOL_POSE: "geometry_msgs/msg/PoseStamped",
     Topics.PROBE_POSE: "geometry_msgs/msg/PoseStamped",
+    Topics.TABLE_POSE: "geometry_msgs/msg/PoseStamped",
+    Topics.CAMERA_BODY_POSE: "geometry_msgs/msg/PoseStamped",
     Topics.MOCAP_STATUS: "diagnostic_msgs/msg/DiagnosticArray",
     Topics.TCP_POSE: "geometry_msgs/msg/PoseStamped",
     Topics.JOINT_STATES: "sensor_msgs/msg/JointState",

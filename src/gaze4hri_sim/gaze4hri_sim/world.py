@@ -30,7 +30,7 @@ from .subject import SubjectModel, simulated_eye_head
 
 __all__ = ["SimWorld", "SimTruth", "BODY_IDS"]
 
-BODY_IDS = {"head_band": 1, "calib_tool": 2, "probe": 3, "robot_marker": 4}
+BODY_IDS = {"head_band": 1, "calib_tool": 2, "probe": 3, "robot_marker": 4, "table": 5, "camera": 6}
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,13 @@ class SimWorld:
         self._noise_rng = np.random.default_rng((cfg.seed, 7))
         self.mocap_rate_hz = cfg.mocap_rate_hz
         self.current_trial: Trial | None = None
+        # the table: where it stood at the target survey (calibration table.yaml), and
+        # nudges (stamp, new pose) after which it and its targets stand elsewhere
+        self.T_world_table0 = self.calib.T_world_table_survey
+        self._table_moves: list[tuple[int, SE3]] = []
+        if cfg.table_nudge is not None and self.T_world_table0 is not None:
+            at_s, dx, dy, dyaw = cfg.table_nudge
+            self.nudge_table(dx, dy, dyaw, self.clock.start_ns + int(at_s * 1e9))
 
     def close(self) -> None:
         """Detach the arm (nothing else holds resources); the world can be dropped."""
@@ -123,14 +130,47 @@ class SimWorld:
             self.illumination = 100.0
             return
         self.illumination = float(trial.illumination)
-        target = self.camera_centre if trial.target == "camera" else self.calib.targets[trial.target]
+        target = self.camera_centre if trial.target == "camera" else self._table_target(trial.target)
         self.subject.set_task(t_ns, target, trial.head_yaw_deg, trial.trial_id)
+
+    # ------------------------------------------------------------------ table
+    def nudge_table(self, dx: float, dy: float, dyaw_deg: float, at_ns: int | None = None) -> None:
+        """Someone bumps the table at ``at_ns``: it slides (dx, dy) in the world and turns
+        ``dyaw_deg`` about its pivot; the targets on it move with it."""
+        if self.T_world_table0 is None:
+            raise ValueError("the calibration has no table pose (table.yaml)")
+        at = self.clock.now_ns() if at_ns is None else int(at_ns)
+        T = self.T_world_table(at)
+        c, s_ = np.cos(np.radians(dyaw_deg)), np.sin(np.radians(dyaw_deg))
+        Rz = np.array([[c, -s_, 0.0], [s_, c, 0.0], [0.0, 0.0, 1.0]])
+        new = se3_unchecked(T.R @ Rz, T.t + np.array([dx, dy, 0.0]))
+        self._table_moves = sorted([*self._table_moves, (at, new)], key=lambda m: m[0])
+
+    def T_world_table(self, t_ns: int) -> SE3 | None:
+        """The table's true pose at ``t_ns`` (None without a table pose in the calibration)."""
+        T = self.T_world_table0
+        for at, pose in self._table_moves:
+            if at <= t_ns:
+                T = pose
+        return T
+
+    def target_world(self, name: str, t_ns: int) -> np.ndarray:
+        """A table target's true position at ``t_ns`` (moves with the table)."""
+        p = self.calib.targets[name]
+        if self.T_world_table0 is None:
+            return p
+        return self.T_world_table(t_ns).apply(self.T_world_table0.inv().apply(p))
+
+    def _table_target(self, name: str):
+        if self.T_world_table0 is None or not self._table_moves:
+            return self.calib.targets[name]
+        return lambda t: self.target_world(name, t)
 
     def set_gaze_target(self, target, head_yaw_deg: float | None = None, t_ns: int | None = None, label: str = "") -> None:
         """Look at a named target, a world point, 'camera', or None (straight ahead)."""
         t_ns = self.clock.now_ns() if t_ns is None else int(t_ns)
         if isinstance(target, str):
-            target = self.camera_centre if target == "camera" else self.calib.targets[target]
+            target = self.camera_centre if target == "camera" else self._table_target(target)
         self.subject.set_task(t_ns, target, head_yaw_deg, label)
 
     def set_illumination(self, level: float) -> None:
@@ -228,6 +268,10 @@ class SimWorld:
             # probe held with a small random tilt, tip on the target
             R = exp_so3(rng.normal(0.0, 0.1, 3))
             add("probe", se3_unchecked(R, self.props.probe_target - R @ self.props.probe_tip_in_probe))
+        if self.config.table_tracked and self.T_world_table0 is not None:
+            add("table", self.T_world_table(t))
+        if self.config.camera_body and self.calib.T_cambody_camera is not None:
+            add("camera", compose(self.T_world_camera(t), self.calib.T_cambody_camera.inv()))
         if self.props.robot_marker:
             Tw = compose(self.T_world_base, self.T_base_tool0(t))
             add("robot_marker", se3_unchecked(Tw.R, Tw.apply(self.props.marker_in_tool0)))

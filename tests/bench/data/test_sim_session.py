@@ -16,13 +16,11 @@ def sim_root(tmp_path_factory):
         from gaze4hri_acq.simulate import run_sim_session
     except ImportError as e:
         pytest.skip(f"gaze4hri_acq.simulate not importable ({e})")
-    from ._session import calibration_source
-
     tmp = tmp_path_factory.mktemp("sim")
-    cal = calibration_source(tmp, "S01")  # the repository calibration + subjects/S01.yaml
     root = tmp / "root"
-    run_sim_session(root, "S01", ["illum100_P5", "arc_P1", "mutual_h_fast"], resolution=(640, 360), trial_seconds=1.0,
-                    calibration_dir=cal)
+    # the session starts with S01's eye-head calibration against the simulated subject
+    # (its own offset, not the default subject's), so no subject file is written by hand
+    run_sim_session(root, "S01", ["illum100_P5", "arc_P1", "mutual_h_fast"], resolution=(640, 360), trial_seconds=1.0)
     return root
 
 
