@@ -25,10 +25,12 @@ import pandas as pd
 from ..schema import SCHEMA_VERSION
 from . import analyses as A
 from . import figures as F
+from . import layouts as L
 from . import plan as P
 from .exclusions import load_exclusions
 from .load import load_results
 from .profiles import get_profile
+from .status import build_status
 from .tables import to_html, to_latex, to_markdown
 
 __all__ = ["analyze"]
@@ -233,11 +235,34 @@ def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
 
-CSS = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}table{border-collapse:collapse;margin:1em 0;font-size:13px}caption{text-align:left;font-style:italic;padding:4px 0}th,td{border-bottom:1px solid #ccc;padding:3px 8px}td.num{text-align:right}th{border-bottom:2px solid #444}img{max-width:100%}code{background:#f4f4f4}.skip{color:#a33}"
+CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+       "table{border-collapse:collapse;margin:0;font-size:13px}caption{text-align:left;font-style:italic;padding:4px 0;caption-side:top}"
+       "th,td{border-bottom:1px solid #ccc;padding:3px 8px;vertical-align:top}td.num{text-align:right}th{border-bottom:2px solid #444}"
+       "td{overflow-wrap:anywhere}.tw{overflow-x:auto;max-width:100%;margin:1em 0}"
+       "tr.paper td{color:#555;font-style:italic;background:#f6f6f6}"
+       "img{max-width:100%;height:auto}figure{margin:1em 0}figcaption{font-style:italic;font-size:13px}"
+       "code{background:#f4f4f4;overflow-wrap:anywhere}.skip{color:#a33}p,li{overflow-wrap:anywhere}"
+       ".status{border:2px solid #444;border-radius:6px;padding:.5em 1em;margin:1em 0;background:#fafafa}"
+       ".status.alarm{border-color:#c00;background:#fff3f3}.status .alarm{color:#c00;font-weight:bold}"
+       "nav.toc{font-size:14px}nav.toc ul{margin:.1em 0;padding-left:1.4em}nav.toc li{line-height:1.35}details{margin:1em 0}summary{cursor:pointer;font-style:italic}")
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "s"
 
 
 class _Doc:
-    """The report as blocks rendered to Markdown and HTML from one source."""
+    """The report as blocks rendered to Markdown and HTML from one source.
+
+    Tables and figures are numbered in order of appearance ("Table 3.", "Figure 2.");
+    ``toc()`` marks where the contents list (sections, tables, figures, with links) goes.
+    Tables longer than ``LONG`` rows are folded (HTML ``<details>``; Markdown: a link to
+    the table's file) so that the pairwise families do not bury the text.
+    """
+
+    LONG = 40
 
     def __init__(self) -> None:
         self.blocks: list[tuple] = []
@@ -253,42 +278,119 @@ class _Doc:
         if items:
             self.blocks.append(("ul", items))
 
-    def table(self, df: pd.DataFrame, caption: str) -> None:
+    def toc(self) -> None:
+        self.blocks.append(("toc",))
+
+    def status(self, lines: list[str], alarms: list[str], table: pd.DataFrame | None) -> None:
+        self.blocks.append(("status", lines, alarms, table))
+
+    def table(self, df: pd.DataFrame, caption: str, *, file: str | None = None, row_class: list[str] | None = None) -> None:
+        """A numbered table; ``file``: the table's CSV under tables/ (linked from a folded long table)."""
         if self.profile and not caption.startswith("[profile"):
             caption = f"[profile {self.profile}] {caption}"
-        self.blocks.append(("table", df, caption))
+        self.blocks.append(("table", df, caption, file, row_class))
 
     def fig(self, path: Path, caption: str) -> None:
         self.blocks.append(("fig", path, caption))
 
+    def _numbered(self) -> list[tuple]:
+        """Blocks with their number (tables and figures) and anchor."""
+        out, nt, nf = [], 0, 0
+        for b in self.blocks:
+            if b[0] == "table":
+                nt += 1
+                out.append((b, f"Table {nt}", f"table-{nt}"))
+            elif b[0] == "fig":
+                nf += 1
+                out.append((b, f"Figure {nf}", f"figure-{nf}"))
+            elif b[0] == "h":
+                out.append((b, "", _slug(b[2])))
+            else:
+                out.append((b, "", ""))
+        return out
+
+    @staticmethod
+    def _short(caption: str) -> str:
+        c = caption.split("] ", 1)[-1] if caption.startswith("[profile") else caption
+        c = c.split(". ")[0].split("; ")[0].rstrip(".")
+        return c if len(c) <= 80 else c[:80].rsplit(" ", 1)[0] + " …"
+
+    def _toc_items(self, nb) -> list[tuple[int, str, str]]:
+        """(depth, text, anchor): sections (h2) with their tables and figures."""
+        items = []
+        for b, num, anchor in nb:
+            if b[0] == "h" and b[1] == 2:
+                items.append((0, b[2], anchor))
+            elif num:
+                items.append((1, f"{num}. {self._short(b[2])}", anchor))
+        return items
+
     def markdown(self, root: Path) -> str:
         out = []
-        for b in self.blocks:
+        nb = self._numbered()
+        for b, num, anchor in nb:
             if b[0] == "h":
                 out.append("#" * b[1] + " " + b[2] + "\n")
             elif b[0] == "p":
                 out.append(b[1] + "\n")
             elif b[0] == "ul":
                 out.append("\n".join(f"- {x}" for x in b[1]) + "\n")
+            elif b[0] == "toc":
+                out.append("**Contents**\n\n" + "\n".join(("  " * d) + f"- [{t}](#{a})" for d, t, a in self._toc_items(nb)) + "\n")
+            elif b[0] == "status":
+                lines = [f"> **{x}**" for x in b[2]] + [f"> {x}" for x in b[1]]
+                out.append("> **Status**\n>\n" + "\n>\n".join(lines) + "\n")
+                if b[3] is not None and len(b[3]):
+                    out.append(to_markdown(b[3], "Weights and inputs per results file."))
             elif b[0] == "table":
-                out.append(to_markdown(b[1], b[2]))
+                df, cap, file = b[1], b[2], b[3]
+                out.append(f'<a id="{anchor}"></a>\n')
+                if len(df) > self.LONG and file:
+                    out.append(f"*{num}. {cap}* ({len(df)} rows: [`{file}`]({file}))\n")
+                else:
+                    out.append(to_markdown(df, f"{num}. {cap}"))
             elif b[0] == "fig":
-                out.append(f"![{b[2]}]({b[1].relative_to(root).as_posix()})\n\n*{b[2]}*\n")
+                out.append(f'<a id="{anchor}"></a>\n\n![{num}. {b[2]}]({b[1].relative_to(root).as_posix()})\n\n*{num}. {b[2]}*\n')
         return "\n".join(out)
 
     def html(self, title: str) -> str:
-        out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{CSS}</style></head><body>"]
-        for b in self.blocks:
+        out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width, initial-scale=1'>"
+               f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"]
+        esc = lambda x: html.escape(x).replace("`", "")  # noqa: E731
+        nb = self._numbered()
+        for b, num, anchor in nb:
             if b[0] == "h":
-                out.append(f"<h{b[1]}>{html.escape(b[2])}</h{b[1]}>")
+                out.append(f"<h{b[1]} id='{anchor}'>{html.escape(b[2])}</h{b[1]}>")
             elif b[0] == "p":
-                out.append(f"<p class='{b[2]}'>{html.escape(b[1]).replace('`', '')}</p>")
+                out.append(f"<p class='{b[2]}'>{esc(b[1])}</p>")
             elif b[0] == "ul":
-                out.append("<ul>" + "".join(f"<li>{html.escape(x).replace('`', '')}</li>" for x in b[1]) + "</ul>")
+                out.append("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in b[1]) + "</ul>")
+            elif b[0] == "toc":
+                items, html_toc, depth = self._toc_items(nb), ["<nav class='toc'><strong>Contents</strong><ul>"], 0
+                for d, t, a in items:
+                    if d > depth:
+                        html_toc.append("<ul>")
+                    elif d < depth:
+                        html_toc.append("</ul>")
+                    depth = d
+                    html_toc.append(f"<li><a href='#{a}'>{html.escape(t)}</a></li>")
+                html_toc.append("</ul>" * (depth + 1) + "</nav>")
+                out.append("".join(html_toc))
+            elif b[0] == "status":
+                cls = "status alarm" if b[2] else "status"
+                body = "".join(f"<p class='alarm'>{esc(x)}</p>" for x in b[2]) + "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in b[1]) + "</ul>"
+                if b[3] is not None and len(b[3]):
+                    body += to_html(b[3], "Weights and inputs per results file.")
+                out.append(f"<section class='{cls}' id='status'><strong>Status</strong>{body}</section>")
             elif b[0] == "table":
-                out.append(to_html(b[1], b[2]))
+                df, cap, rc = b[1], b[2], b[4]
+                t = to_html(df, f"{num}. {cap}", table_id=anchor, row_class=rc)
+                if len(df) > self.LONG:
+                    t = f"<details id='{anchor}-fold'><summary>{html.escape(num)}. {html.escape(self._short(cap))} ({len(df)} rows; click to show)</summary>{t}</details>"
+                out.append(t)
             elif b[0] == "fig":
-                out.append(f"<figure><img alt='{html.escape(b[2])}' src='data:image/png;base64,{_b64(b[1])}'><figcaption>{html.escape(b[2])}</figcaption></figure>")
+                out.append(f"<figure id='{anchor}'><img alt='{html.escape(b[2])}' src='data:image/png;base64,{_b64(b[1])}'>"
+                           f"<figcaption>{html.escape(num)}. {html.escape(b[2])}</figcaption></figure>")
         out.append("</body></html>")
         return "\n".join(out)
 
@@ -301,6 +403,43 @@ def _write_table(name: str, df: pd.DataFrame, tdir: Path, caption: str | None = 
     (tdir / f"{name}.md").write_text(to_markdown(view, cap))
     (tdir / f"{name}.tex").write_text(to_latex(view, cap, label=f"tab:{name}"))
     return [csv, tdir / f"{name}.md", tdir / f"{name}.tex"]
+
+
+#: Tables of one row per subject or video: linked, not printed (the CSV holds them).
+DETAIL_SUFFIXES = ("_subjects", "_videos", "_slopes")
+
+
+def _table_block(doc: _Doc, a: A.Analysis, tn: str) -> None:
+    """Render one table of an analysis with its caption (generic: any table an analysis carries)."""
+    df = a.tables[tn]
+    view = df[[c for c in SHOW[tn] if c in df.columns]] if tn in SHOW else df
+    doc.table(view, a.captions.get(tn) or CAPTIONS.get(tn, tn), file=f"tables/{tn}.csv")
+
+
+def _layouts(name: str, a: A.Analysis, gt: pd.DataFrame | None) -> list[tuple[L.Layout, set[str]]]:
+    """The paper's layouts of one analysis and the tidy tables each one replaces in the text."""
+    t = a.tables
+    out = []
+    if name == "illumination":
+        out.append((L.table3(t.get("illumination"), t.get("illumination_cv")), {"illumination", "illumination_cv"}))
+    elif name == "target":
+        out.append((L.table_s11(gt), set()))
+    elif name == "mutual":
+        out.append((L.mutual_grid(t.get("mutual")), {"mutual"}))
+    elif name == "crop_vs_rectified":
+        out.append((L.table_s9(t.get("crop_vs_rectified")), set()))
+    elif name == "efficiency":
+        out.append((L.table_s10(t.get("efficiency")), {"efficiency"}))
+    return [(lay, covers) for lay, covers in out if lay is not None]
+
+
+def _write_layout(lay: L.Layout, tdir: Path) -> list[Path]:
+    """tables/<name>.csv (the text cells), .md and the paste-ready .tex (table*, booktabs)."""
+    paths = [tdir / f"{lay.name}.csv", tdir / f"{lay.name}.md", tdir / f"{lay.name}.tex"]
+    lay.frame.to_csv(paths[0], index=False)
+    paths[1].write_text(to_markdown(lay.frame, lay.caption))
+    paths[2].write_text(lay.latex)
+    return paths
 
 
 def _run(fn, *args, name: str, **kw) -> A.Analysis:
@@ -396,41 +535,62 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     figs: dict[str, tuple[list[Path], str]] = {}
     by = {a.name: a for a in results}
     if figures:
-        def fig(key, fn, *args, caption):
+        def fig(key, fn, *args, caption, **kw):
             try:
-                figs[key] = (fn(*args, stem=fdir / key), caption)
+                figs[key] = (fn(*args, stem=fdir / key, **kw), caption)
             except Exception as e:  # noqa: BLE001 - a figure must not cost the report
                 warnings.append(f"figure {key} failed: {type(e).__name__}: {e}")
 
+        CI = "error bars: subject-level 95 % t CI"
+        BASE = "baselines (weight-free) as dashed reference lines"
         t = by["illumination"].tables
         if "illumination" in t:
-            fig("illumination_levels", F.illumination_levels, t["illumination"], caption="Mean error by illumination level (error bars: SEM over subjects).")
+            fig("illumination_levels", F.illumination_levels, t["illumination"], caption=f"Mean error by illumination level, one colour per method ({CI}; {BASE}).")
+        if "illumination_pairwise" in t:
+            fig("illumination_significance", F.significance_matrix, t["illumination_pairwise"], title="Experiment 1: pairwise method tests per level", facet="level", alpha=alpha,
+                caption="Pairwise method tests per illumination level: colour = mean difference row - column (deg), stars = Holm-corrected p.")
         t = by["viewpoint"].tables
         if "viewpoint" in t:
-            fig("viewpoint", F.paired_bars, t["viewpoint"], [("fixed_mean", "fixed_sd", "fixed camera"), ("arc_mean", "arc_sd", "arc")], "Fixed camera vs arc (experiment 2), mean +/- SD", caption="Fixed camera vs camera on the arc (mean +/- SD over subjects).")
+            fig("viewpoint", F.condition_bars, t["viewpoint"], [("fixed_mean", "fixed_sd", "fixed camera"), ("arc_mean", "arc_sd", "arc")], "Fixed camera vs arc (experiment 2)",
+                caption=f"Fixed camera (illumination 100) vs camera on the arc; bars coloured by condition ({CI}; {BASE}).")
         t = by["conflict"].tables
         if "conflict_slopes" in t:
             cv = main[(main["experiment"] == "conflict") & main["subject"].astype(str).isin(set(t["conflict_slopes"]["subject"]))]
             fig("conflict_slopes", F.conflict_slopes, cv, t["conflict_slopes"], list(t["conflict"]["display"]), caption="Video mean error vs video mean head-gaze conflict; thin lines: subject fits; thick: mean fit.")
+        if "conflict_pairwise" in t:
+            fig("conflict_significance", F.significance_matrix, t["conflict_pairwise"], title="Experiment 3: pairwise method tests", alpha=alpha,
+                caption="Pairwise method tests under head-gaze conflict: colour = mean difference row - column (deg), stars = Holm-corrected p.")
         t = by["target"].tables
         if "target" in t:
-            fig("target_heatmap", F.target_heatmap, t["target"], caption="Mean error per target point in the study's 3x3 layout.")
+            fig("target_heatmap", F.target_heatmap, t["target"], caption="Mean error per target point as the subject sees the table (top row farthest, the subject's left is the camera's right); "
+                "colour scale from the networks only, baselines printed uncoloured.")
         t = by["mutual"].tables
         if "mutual" in t:
-            w = t["mutual"].pivot(index="display", columns="condition", values="mean").reindex(list(dict.fromkeys(t["mutual"]["display"]))).reset_index()
-            sd = t["mutual"].pivot(index="display", columns="condition", values="sd").reindex(w["display"]).reset_index(drop=True)
-            conds = [c for c in t["mutual"]["condition"].unique()]
-            w2 = pd.concat([w, sd.add_suffix("_sd")], axis=1)
-            fig("mutual_conditions", F.paired_bars, w2, [(c, f"{c}_sd", c) for c in conds], "Mutual gaze per condition (experiment 4.2), mean +/- SD", caption="Mutual-gaze error per condition (mean +/- SD over subjects).")
+            mt = t["mutual"]
+            w = mt.pivot(index="method", columns="condition", values="mean")
+            sd = mt.pivot(index="method", columns="condition", values="sd").add_suffix("_sd")
+            order = list(dict.fromkeys(mt["method"]))
+            w2 = pd.concat([w, sd], axis=1).reindex(order).reset_index()
+            w2.insert(1, "display", w2["method"].map(A.display_name))
+            w2["n"] = mt.groupby("method")["n"].max().reindex(order).to_numpy()
+            conds = [c for c in mt["condition"].unique()]
+            fig("mutual_conditions", F.condition_bars, w2, [(c, f"{c}_sd", c) for c in conds], "Mutual gaze per condition (experiment 4.2)",
+                caption=f"Mutual-gaze error per camera scan; bars coloured by condition ({CI}; {BASE}).")
+        if "mutual_method_pairs" in t:
+            mp = t["mutual_method_pairs"]
+            fig("mutual_significance", F.significance_matrix, mp[mp["pool"] == "all"] if "pool" in mp and (mp["pool"] == "all").any() else mp,
+                title="Experiment 4.2: pairwise method tests (all scans)", alpha=alpha,
+                caption="Pairwise method tests in mutual gaze (all scans pooled): colour = mean difference row - column (deg), stars = Holm-corrected p.")
         if "mutual_eccentricity" in t and len(frames):
             keep = set(zip(choice["method"], choice["input"], strict=True))
             f = frames[pd.MultiIndex.from_arrays([frames["method"].astype(str), frames["input"].astype(str)]).isin(list(keep))]
             order = {m: k for k, m in enumerate(choice["method"])}
             f = f.assign(display=f["method"].astype(str).map(A.display_name), _o=f["method"].astype(str).map(order)).sort_values("_o", kind="stable")
-            fig("eccentricity", F.eccentricity, f, caption="Mutual gaze: mean error in 2.5 deg bins of |yaw| and |pitch| of the ground-truth gaze.")
+            fig("eccentricity", F.eccentricity, f, caption="Mutual gaze: mean error over frames in 2.5 deg bins of |yaw| and |pitch| of the ground-truth gaze (bins with 20 or more frames).")
         t = by["crop_vs_rectified"].tables
         if "crop_vs_rectified" in t:
-            fig("crop_vs_rectified", F.paired_bars, t["crop_vs_rectified"], [("crop_mean", "crop_sd", "crop"), ("rectified_mean", "rectified_sd", "rectified")], "Cropped vs rectified input (Table S9), mean +/- SD", caption="Whole-dataset error with cropped vs rectified input.")
+            fig("crop_vs_rectified", F.condition_bars, t["crop_vs_rectified"], [("crop_mean", "crop_sd", "crop"), ("rectified_mean", "rectified_sd", "rectified")],
+                "Cropped vs rectified input (Table S9)", caption=f"Whole-dataset error with cropped vs rectified input; bars coloured by input ({CI}).")
     # ---- report
     doc = _Doc()
     doc.profile = prof.name
@@ -441,9 +601,12 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
           f"{int(loaded.videos['n_frames'].sum()):,} frame rows. Analysis profile {prof.name!r} ({prof.description}). Frames -> video mean over valid frames -> {prof.aggregation_text}; "
           f"the subject is the unit of inference (Sezer et al., analyses: all subject-level); alpha = {alpha}; multiple comparisons Holm-corrected; "
           "SDs with ddof 1; angles in degrees. Effect sizes: Cohen's d_z (paired differences) is the primary effect size; d_av is given alongside.")
+    st = build_status(loaded.files, pipeline_profiles)
+    doc.status(st.lines(), st.alarms, st.methods)
     if warnings:
         doc.p("Warnings:", "skip")
         doc.ul(warnings)
+    doc.toc()
     doc.h(2, "Data")
     doc.table(cov, CAPTIONS["coverage"])
     doc.table(choice[["display", "input", "available", "rule", "whole_mean"]], CAPTIONS["input_choice"])
@@ -461,11 +624,16 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
           f"{int(excl_applied['videos'].sum())} video x method rows removed.")
     if len(excl_applied):
         doc.table(excl_applied, prof.caption("Excluded subjects and subject x experiment pairs, with reasons."))
-    sections = [("illumination", ["illumination_cv", "illumination_sensitivity"], "illumination_levels"), ("viewpoint", ["viewpoint"], "viewpoint"),
-                ("conflict", ["conflict"], "conflict_slopes"), ("target", ["target_tests", "target_columns", "target_champion", "target_eccentricity"], "target_heatmap"),
-                ("mutual", ["mutual", "mutual_eccentricity", "mutual_eccentricity_per_video"], "mutual_conditions"), ("crop_vs_rectified", ["crop_vs_rectified"], "crop_vs_rectified"),
-                ("efficiency", ["efficiency"], None), ("groups", ["groups", "groups_tests"], None)]
-    for name, tabs, figkey in sections:
+    sections = [("illumination", ["illumination_sensitivity"], ["illumination_levels", "illumination_significance"]),
+                ("viewpoint", ["viewpoint"], ["viewpoint"]),
+                ("conflict", ["conflict"], ["conflict_slopes", "conflict_significance"]),
+                ("target", ["target_tests", "target_columns", "target_champion", "target_eccentricity"], ["target_heatmap"]),
+                ("mutual", ["mutual_eccentricity", "mutual_eccentricity_per_video"], ["mutual_conditions", "mutual_significance", "eccentricity"]),
+                ("crop_vs_rectified", ["crop_vs_rectified"], ["crop_vs_rectified"]),
+                ("efficiency", [], []), ("groups", ["groups", "groups_tests"], [])]
+    sections += [(a.name, [], []) for a in results if a.name not in {s[0] for s in sections}]  # analyses added later render generically
+    gt = L.gt_per_target([Path(i.path) for i in loaded.files if i.status == "used"]) if "target" in by else None
+    for name, tabs, figkeys in sections:
         a = by[name]
         doc.h(2, a.title)
         if a.status in ("skipped", "failed"):
@@ -475,29 +643,32 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
             doc.p(s)
         if a.skipped:
             doc.p("Partly skipped: " + "; ".join(a.skipped) + ".", "skip")
-        if name == "illumination":
-            t3 = _table3(a)
-            if t3 is not None:
-                doc.table(t3, "Table III layout: mean ± SD (deg) per level, CV (%).")
+        shown = set(tabs)
+        for lay, covers in _layouts(name, a, gt):
+            doc.table(lay.frame, lay.caption, file=f"tables/{lay.name}.csv", row_class=lay.row_class)
+            written.extend(_write_layout(lay, tdir))
+            shown |= covers
         if name == "target":
             g = _best_grid(a)
             if g is not None:
                 doc.table(g, "Best method per point (mean deg), rows from the subject, columns from the camera.")
+                shown.add("target_best")
         for tn in tabs:
             if tn in a.tables:
-                df = a.tables[tn]
-                doc.table(df[[c for c in SHOW[tn] if c in df.columns]] if tn in SHOW else df, a.captions.get(tn) or CAPTIONS.get(tn, tn))
-        if figkey and figkey in figs:
-            doc.fig(figs[figkey][0][0], figs[figkey][1])
-        if name == "mutual" and "eccentricity" in figs:
-            doc.fig(figs["eccentricity"][0][0], figs["eccentricity"][1])
+                _table_block(doc, a, tn)
+        for fk in figkeys:
+            if fk in figs:
+                doc.fig(figs[fk][0][0], figs[fk][1])
+        for tn in a.tables:  # every further table, with its own caption (profile, aggregation, family, effect size)
+            if tn not in shown and not tn.endswith(DETAIL_SUFFIXES):
+                _table_block(doc, a, tn)
         if len(a.excluded):
             doc.p(f"Excluded subjects ({len(a.excluded)}): " + "; ".join(f"{r.subject} ({r.reason})" for r in a.excluded.itertuples()))
         for n in a.notes:
             doc.p(n)
-        other = [t for t in a.tables if t not in tabs]
-        if other:
-            doc.p("Further tables: " + ", ".join(f"`tables/{t}.csv`" for t in other) + ".")
+        detail = [t for t in a.tables if t.endswith(DETAIL_SUFFIXES) and t not in shown]
+        if detail:
+            doc.p("Per-subject and per-video tables: " + ", ".join(f"`tables/{t}.csv`" for t in detail) + ".")
     doc.h(2, "Provenance")
     doc.p(f"Results schema {SCHEMA_VERSION}. Analysis software: " + ", ".join(f"{k} {v}" for k, v in _versions().items()) + (f"; git {_git()}" if _git() else "") + ".")
     prov = pd.DataFrame([
@@ -519,6 +690,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         "figures": [str(p) for v in figs.values() for p in v[0]], "warnings": warnings, "subjects": int(subjects),
         "methods": sorted(main["method"].unique()), "seconds": round(time.perf_counter() - t0, 3),
         "profile": prof.name, "pipeline_profiles": pipeline_profiles, "min_subjects": min_subjects,
+        "status": {"data": st.data, "simulated": st.simulated, "alarms": st.alarms, "detectors": st.detectors, "blinks": st.blinks},
         "exclusions": {"name": excl_list.name, "source": excl_list.source, "applied": excl_applied.to_dict("records")},
         "inputs": [{"path": i.path, "sha256": i.sha256, "status": i.status, "reason": i.reason} for i in loaded.files],
     }

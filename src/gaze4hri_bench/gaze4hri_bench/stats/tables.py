@@ -29,6 +29,9 @@ HEADERS = {
     "valid_frames": "Valid frames", "valid_pct": "Valid (%)", "device": "Device", "batch": "Batch",
     "infer_ms_per_frame": "ms/frame", "fps": "FPS", "peak_vram_mb": "Peak VRAM (MB)", "peak_rss_mb": "Peak RSS (MB)",
     "subject": "Subject", "reason": "Reason",
+    "weights": "Weights", "detector": "Detector", "data": "Data",
+    "ci": "95 % CI", "slope_ci": "Slope 95 % CI", "fixed_ci": "Fixed 95 % CI", "arc_ci": "Arc 95 % CI",
+    "crop_ci": "Crop 95 % CI", "rectified_ci": "Rect. 95 % CI", "b_pitch_ci": "b_pitch 95 % CI", "b_yaw_ci": "b_yaw 95 % CI",
 }
 _INT = {"n", "dof", "n_levels", "subjects", "videos", "frames", "valid_frames", "batch", "level", "n_videos", "n_frames"}
 
@@ -55,16 +58,31 @@ def _fmt(col: str, x) -> str:
     return str(x)
 
 
+def _ci_pairs(cols: list[str]) -> dict[str, str]:
+    """``<prefix>ci_low`` -> ``<prefix>ci_high`` for every CI pair present."""
+    return {c: c[: -len("ci_low")] + "ci_high" for c in cols if c.endswith("ci_low") and c[: -len("ci_low")] + "ci_high" in cols}
+
+
+def _ci_cell(lo, hi) -> str:
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    return f"[{lo:.2f}, {hi:.2f}]"
+
+
 def _cells(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
     """Headers, formatted rows and right-alignment flags (plain lists: cheap for many small tables).
 
-    ``method`` ids (and ``file``) are left out when a ``display`` name is present.
+    ``method`` ids (and ``file``) are left out when a ``display`` name is present; a
+    ``ci_low``/``ci_high`` pair (any prefix) is shown as one "95 % CI" cell ``[low, high]``.
     """
     cols = [c for c in df.columns if not (c in ("method", "method_a", "method_b", "file") and any(d in df.columns for d in ("display", "display_a")))]
-    values = [[_fmt(c, x) for x in df[c].tolist()] for c in cols]
+    pairs = _ci_pairs(cols)
+    cols = [c for c in cols if c not in set(pairs.values())]
+    values = [[_ci_cell(lo, hi) for lo, hi in zip(df[c].tolist(), df[pairs[c]].tolist(), strict=True)] if c in pairs
+              else [_fmt(c, x) for x in df[c].tolist()] for c in cols]
     rows = [list(r) for r in zip(*values, strict=True)] if cols else []
-    num = [pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool for c in cols]
-    return [HEADERS.get(c, c) for c in cols], rows, num
+    num = [pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool and c not in pairs for c in cols]
+    return [HEADERS.get(c, c) if c not in pairs else (HEADERS.get(c[: -len("ci_low")] + "ci", "95 % CI")) for c in cols], rows, num
 
 
 def format_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -89,27 +107,52 @@ def _tex(s: str) -> str:
     return s.replace("< .001", "$<$ .001").replace("±", r"$\pm$")
 
 
-def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None) -> str:
-    """LaTeX tabular with booktabs rules (\\toprule, \\midrule, \\bottomrule)."""
+def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None, *, wide: bool = False,
+             groups: list[tuple[str, int]] | None = None, align: str | None = None) -> str:
+    """LaTeX tabular with booktabs rules (\\toprule, \\midrule, \\bottomrule), paste-ready.
+
+    ``wide``: a ``table*`` spanning both columns of a two-column paper (as the study's
+    Table III). ``groups``: a header row above the column names, (label, span) from left
+    to right with \\cmidrule under each labelled group (e.g. ``[("", 1), ("Illumination
+    level (%)", 4), ("", 1)]``). ``align``: column spec overriding the default (l for
+    text, r for numbers).
+    """
     head, rows, num = _cells(df)
-    spec = "".join("r" if n else "l" for n in num)
-    lines = [r"\begin{table}[t]", r"\centering"]
+    spec = align or "".join("r" if n else "l" for n in num)
+    env = "table*" if wide else "table"
+    lines = [r"\begin{" + env + "}[t]", r"\centering"]
     if caption:
         lines.append(r"\caption{" + _tex(caption) + "}")
     if label:
         lines.append(r"\label{" + label + "}")
-    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(_tex(c) for c in head) + r" \\", r"\midrule"]
+    lines += [r"\begin{tabular}{" + spec + "}", r"\toprule"]
+    if groups:
+        cells, rules, col = [], [], 1
+        for lab, span in groups:
+            cells.append(r"\multicolumn{" + str(span) + "}{c}{" + _tex(lab) + "}" if lab and span > 1 else _tex(lab))
+            if lab:
+                rules.append(r"\cmidrule(lr){" + f"{col}-{col + span - 1}" + "}")
+            col += span
+        lines += [" & ".join(cells) + r" \\", " ".join(rules)]
+    lines += [" & ".join(_tex(c) for c in head) + r" \\", r"\midrule"]
     lines += [" & ".join(_tex(s) for s in row) + r" \\" for row in rows]
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{" + env + "}"]
     return "\n".join(lines) + "\n"
 
 
-def to_html(df: pd.DataFrame, caption: str | None = None) -> str:
-    """Plain HTML table (for the self-contained report)."""
+def to_html(df: pd.DataFrame, caption: str | None = None, *, table_id: str | None = None, row_class: list[str] | None = None) -> str:
+    """HTML table for the self-contained report, inside a horizontally scrolling container
+    (``div.tw``) so that a wide table never widens the page; long unbroken cells
+    (hashes, paths) may wrap anywhere. ``row_class``: a CSS class per row (e.g. the
+    paper's published rows)."""
     head, rows, num = _cells(df)
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    rc = row_class or [""] * len(rows)
     body = "".join(
-        "<tr>" + "".join(f'<td class="{"num" if n else ""}">{html.escape(s)}</td>' for s, n in zip(row, num, strict=True)) + "</tr>" for row in rows
+        (f'<tr class="{html.escape(k)}">' if k else "<tr>")
+        + "".join(f'<td class="{"num" if n else ""}">{html.escape(s)}</td>' for s, n in zip(row, num, strict=True)) + "</tr>"
+        for row, k in zip(rows, rc, strict=True)
     )
-    return f"<table>{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>\n"
+    tid = f' id="{html.escape(table_id)}"' if table_id else ""
+    return f'<div class="tw"><table{tid}>{cap}<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>\n'
