@@ -119,7 +119,7 @@ def subject_means(videos: pd.DataFrame, by: list[str], value: str = "error_mean"
 
     ``weighted=False``: mean of the video means (the paper's text); ``weighted=True``:
     frame-weighted, sum(video mean x n_valid) / sum(n_valid), as the study's scripts
-    (GazeForHRI/Gaze4HRI@main:lighting_analysis.py:796-815). Returns subject, ``by``
+    (GazeForHRI/Gaze4HRI@main:lighting_analysis.py:798-815). Returns subject, ``by``
     columns, ``value`` and ``n_videos``; videos without valid frames do not count.
     """
     v = _valid(videos)
@@ -273,8 +273,8 @@ def illumination(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisPro
     computes it, n_levels), ``illumination_pairwise`` (per level all method pairs:
     t, dof, p_unc, p_holm with the level's pairs as the Holm family, cohen_dz,
     cohen_dav), ``illumination_level_pairs`` (per method the 6 level pairs, Holm over
-    the 6; lighting_analysis.py:817-852) and ``illumination_sensitivity`` (per method
-    OLS of subject values on the level, 10-100 and 10-50; lighting_analysis.py:877-949).
+    the 6; lighting_analysis.py:820-874) and ``illumination_sensitivity`` (per method
+    OLS of subject values on the level, 10-100 and 10-50; lighting_analysis.py:877-955).
     """
     a = Analysis("illumination", "Illumination (experiment 1, Table III)", profile=profile.name)
     v = videos[videos["experiment"].astype(str) == "illumination"].copy()

@@ -61,13 +61,13 @@ def pairs_within(wide: pd.DataFrame, groups: list, cells: list, group_name: str,
 
 def level_pairs(wide: pd.DataFrame, methods: list[str], levels: list[str], min_n: int = 2) -> pd.DataFrame:
     """Experiment 1: the illumination level pairs within each method (6 for 4 levels),
-    Holm over the pairs of one method (lighting_analysis.py:817-852)."""
+    Holm over the pairs of one method (lighting_analysis.py:820-874)."""
     return pairs_within(wide, methods, levels, "method", "level_a", "level_b", min_n)
 
 
 def sensitivity(long: pd.DataFrame, value: str = "error_mean", ranges=((10, 100), (10, 50))) -> pd.DataFrame:
     """Experiment 1 sensitivity slope: per method OLS of the subject values on the level
-    over all subject x level points (scipy ``linregress``; lighting_analysis.py:877-949).
+    over all subject x level points (scipy ``linregress``; lighting_analysis.py:877-955).
 
     long: method, subject, level (int), ``value``. For each (lo, hi) range the levels
     in [lo, hi] are used. Returns method, levels ("10-100"), slope (deg per level

@@ -155,7 +155,7 @@ def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]
     # per-video means over ALL frames (ground truth does not depend on the method's validity):
     # the study's conflict is averaged over every head-pose sample of the video
     # (GazeForHRI/Gaze4HRI@main:head_gaze_conflict_vs_error.py:95-111) and its eccentricity
-    # predictors over every sample of the video (point_analysis.py:768-775)
+    # predictors over every sample of the video (point_analysis.py:793-798)
     allf = {c: _finite_or_null(table[c]) for c in ("head_gaze_conflict_deg", "gt_pitch_deg", "gt_yaw_deg") if c in has}
     for c in ("gt_pitch_deg", "gt_yaw_deg"):
         if c in allf:

@@ -6,7 +6,7 @@ of the subject's video means, Sezer et al., arXiv 2605.04770, "Analyses"); ``stu
 reproduces what the authors' released scripts compute (GazeForHRI/Gaze4HRI@main):
 
 - subject value = frame-weighted mean of video means, weight = valid frames
-  (lighting_analysis.py:796-815 ``_subject_level_video_means``; point_analysis.py:179-197);
+  (lighting_analysis.py:798-815 ``_subject_level_video_means``; point_analysis.py:179-197);
 - experiment 3 slopes by weighted least squares, weights = valid frames per video
   (head_gaze_conflict_vs_error.py:113-127 ``_weighted_simple_linreg``, :221-245), the
   video's conflict being the mean over all head-pose samples of the video, not only
