@@ -556,6 +556,8 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         t = by["conflict"].tables
         if "conflict_slopes" in t:
             cv = main[(main["experiment"] == "conflict") & main["subject"].astype(str).isin(set(t["conflict_slopes"]["subject"]))]
+            if prof.conflict_source == "all_frames":  # the x the profile's slopes were fitted on
+                cv = cv.assign(conflict_mean=cv["conflict_all_mean"])
             fig("conflict_slopes", F.conflict_slopes, cv, t["conflict_slopes"], list(t["conflict"]["display"]), caption="Video mean error vs video mean head-gaze conflict; thin lines: subject fits; thick: mean fit.")
         if "conflict_pairwise" in t:
             fig("conflict_significance", F.significance_matrix, t["conflict_pairwise"], title="Experiment 3: pairwise method tests", alpha=alpha,
