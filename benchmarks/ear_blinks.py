@@ -35,7 +35,7 @@ def main() -> int:
     from gaze4hri_bench.data import validity
     from gaze4hri_bench.data.reader import Dataset
     from gaze4hri_bench.faces.detectors import get_detector
-    from gaze4hri_bench.faces.track import track_trial
+    from gaze4hri_bench.pipeline.face_pass import track_trial
 
     from tests.bench.data._session import calibration_source
 

@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "box, 'rectified' = data normalization with motion-capture head pose, 'both' = one file each")
     p.add_argument("--detector", default=None, metavar="NAME",
                    help="face detector for crop inputs (default: the faces registry's default)")
-    from .faces import BLINK_SOURCES
+    from ..faces.blinks import BLINK_SOURCES
 
     p.add_argument("--blinks", choices=tuple(BLINK_SOURCES), default="auto",
                    help="where blink frames come from: " + "; ".join(f"{b.name} = {b.help}" for b in BLINK_SOURCES.values()))

@@ -224,7 +224,7 @@ def plan_lines(jobs, cfg, defaulted: bool) -> list[str]:
         for name, why in skipped_methods([j.method.name for j in jobs], cfg.models_dir).items():
             lines.append(f"skip {name:32s} {why}")
     needs_faces = any(j.method.needs_face(j.input_type) for j in jobs)
-    from .faces import blink_source
+    from ..faces.blinks import blink_source
 
     if needs_faces or blink_source(cfg.blinks).ear:
         lines.append(detector_line(cfg.detector))

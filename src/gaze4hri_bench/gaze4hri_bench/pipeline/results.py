@@ -168,8 +168,8 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
 
 
 def _blinks(cfg) -> dict:
-    """How the ``blink`` reason was decided (pipeline.faces.BLINK_SOURCES)."""
-    from .faces import BLINK_SOURCES
+    """How the ``blink`` reason was decided (faces.blinks.BLINK_SOURCES)."""
+    from ..faces.blinks import BLINK_SOURCES
 
     src = BLINK_SOURCES.get(getattr(cfg, "blinks", "off"), BLINK_SOURCES["off"])
     out = {"source": src.name, "rule": src.help}

@@ -2,7 +2,7 @@
 
 For each job and trial: frames are decoded, the face detected and tracked (crop
 inputs, and every method when blinks come from the eye aspect ratio; the trial's face
-table is cached so later methods reuse it: pipeline.faces), pre-processed per the
+table is cached so later methods reuse it: pipeline.face_pass), pre-processed per the
 method's spec and batched through ONNX Runtime; decoding and pre-processing run in a
 bounded prefetch thread, overlapped with inference. Each finished trial is written as
 a part file atomically, so an interrupted run resumes where it stopped (finished
@@ -23,10 +23,11 @@ from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.gaze import angular_error_deg, normalize
 
 from ..data import validity
+from ..faces.blinks import blink_source
 from ..methods import get_method
 from ..methods.base import GazeMethod
 from . import results
-from .faces import FaceModels, TrialFaces, blink_source, face_cache_path
+from .face_pass import FaceModels, TrialFaces, face_cache_path
 from .frames import Direct, Sample, StageTimes, assemble, frame_context, timed_iter
 from .progress import RunProgress
 from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
@@ -55,7 +56,7 @@ class RunConfig:
     progress: bool = True
     prefetch: int = 32
     command_line: str = ""
-    blinks: str = "auto"  # pipeline.faces.BLINK_SOURCES
+    blinks: str = "auto"  # faces.blinks.BLINK_SOURCES
     ear_relative: float | None = validity.EAR_RELATIVE  # blink: EAR < this x the trial median (None: off)
     ear_threshold: float | None = None  # blink: EAR < this absolute value (None: off)
     data_format: str = "auto"  # data.reader.FORMATS: auto (detect), session (MCAP) or study (released layout)
@@ -237,7 +238,7 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
     if faces is not None:
         faces.save()
         if ear_here:
-            from ..faces.track import ear_blinks
+            from ..faces.blinks import ear_blinks
 
             blink = ear_blinks(gt, faces.table(), cfg.ear_threshold, cfg.ear_relative)
             gt = validity.apply_face_reasons(gt, blink=blink)

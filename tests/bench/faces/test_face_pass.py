@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from gaze4hri_bench.faces.track import FACE_COLUMNS, face_reasons, track_trial
+from gaze4hri_bench.faces.blinks import face_reasons
+from gaze4hri_bench.pipeline.face_pass import FACE_COLUMNS, track_trial
 
 pytestmark = pytest.mark.replay
 
@@ -55,9 +56,9 @@ def test_ear_for_a_detector_without_landmarks_comes_from_the_face_mesh():
     ear_blinks marks the frame whose EAR dips below 0.85 x the trial median."""
     pytest.importorskip("mediapipe")
     import skimage.data
+    from gaze4hri_bench.faces.blinks import ear_blinks
     from gaze4hri_bench.faces.detectors import get_detector
     from gaze4hri_bench.faces.landmarks import FaceMesh
-    from gaze4hri_bench.faces.track import ear_blinks
 
     face = skimage.data.astronaut()[0:300, 100:400]  # with hair and shoulders, as the cascade needs
     frames = []
@@ -79,7 +80,7 @@ def test_ear_for_a_detector_without_landmarks_comes_from_the_face_mesh():
 def test_an_unreadable_face_cache_is_rebuilt_not_fatal(tmp_path):
     """A face cache that does not parse (e.g. a file cut by hand) is ignored; the trial's
     faces are computed again and the cache is rewritten."""
-    from gaze4hri_bench.pipeline.faces import FaceModels, TrialFaces
+    from gaze4hri_bench.pipeline.face_pass import FaceModels, TrialFaces
 
     class _NoFaces:
         name, has_landmarks = "none", True

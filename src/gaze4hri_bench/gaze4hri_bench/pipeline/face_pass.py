@@ -1,5 +1,6 @@
-"""Faces in the run loop: where blinks come from, the per-trial face table (boxes for
-crop inputs, EAR for blinks) computed once and cached, and the shared face models.
+"""The per-trial face pass: detect, track the subject and (with landmarks) the eye
+aspect ratio and a landmark head pose, in one pass over a trial's frames; the face
+table it yields is cached, and the face models are shared by every trial.
 
 The face table of a trial is computed by the first job that needs it (a crop-input
 method, or any method when blinks come from EAR) while that job streams the frames,
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -19,34 +20,81 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from gaze4hri_core.errors import Gaze4HRIError
 
-__all__ = ["BlinkSource", "BLINK_SOURCES", "blink_source", "FaceModels", "TrialFaces", "face_cache_path"]
+from ..faces.detectors import Detector, FaceDetection
+from ..faces.landmarks import mean_ear
+from ..faces.normalization import FACE_MODEL_MESH_IDS, head_pose_from_landmarks
+from ..faces.tracking import SubjectTracker
+
+__all__ = ["FaceTrack", "track_trial", "FACE_COLUMNS", "FaceModels", "TrialFaces", "face_cache_path"]
+
+FACE_COLUMNS = (["frame", "x1", "y1", "x2", "y2", "score", "track_id", "n_faces", "ear",
+                 "lm_face_cx", "lm_face_cy", "lm_face_cz"] + [f"lm_R_head_{i}{j}" for i in range(3) for j in range(3)])
+
+Landmarker = Callable[[np.ndarray, np.ndarray], "np.ndarray | None"]
 
 
-@dataclass(frozen=True)
-class BlinkSource:
-    """Where the ``blink`` reason comes from (``gaze4hri-bench run --blinks``)."""
+class FaceTrack:
+    """Frame-by-frame face state of one trial (call :meth:`step` in frame order).
 
-    name: str
-    annotations: bool  # human annotation files (<session>/annotations/blinks.yaml|csv) decide listed trials
-    sim: bool  # the simulator's blink truth (/sim/truth/blink) decides unannotated simulated trials
-    ear: bool  # eye aspect ratio from face-mesh landmarks decides the remaining trials
-    help: str
+    ``landmarker(image, box) -> (N >= 468, 2|3) | None`` supplies face-mesh points
+    when the detector has none (YOLOv8-face, Haar), so EAR exists for every detector;
+    ``intrinsics`` (3x3 K) adds the solvePnP landmark head pose."""
+
+    def __init__(self, detector: Detector, tracker: SubjectTracker | None = None, intrinsics=None,
+                 landmarker: Landmarker | None = None):
+        self.detector = detector
+        self.tracker = tracker or SubjectTracker()
+        self.intrinsics = intrinsics
+        self.landmarker = landmarker
+        self._rows: list[dict] = []
+
+    def step(self, index: int, image: np.ndarray) -> FaceDetection | None:
+        """Detect and track on one frame; record its row; return the subject (or None)."""
+        dets = self.detector.detect(image)
+        s = self.tracker.update(dets, image.shape)
+        row = {"frame": int(index), "n_faces": len(dets)}
+        if s is not None:
+            row.update(x1=s.box[0], y1=s.box[1], x2=s.box[2], y2=s.box[3], score=s.score, track_id=s.track_id)
+            lm = s.landmarks
+            if lm is None and self.landmarker is not None:
+                lm = self.landmarker(image, s.box)
+            if lm is not None:
+                row["ear"] = mean_ear(lm)
+                if self.intrinsics is not None:
+                    try:
+                        R, _t, c = head_pose_from_landmarks(lm[list(FACE_MODEL_MESH_IDS), :2], self.intrinsics)
+                        row.update(lm_face_cx=c[0], lm_face_cy=c[1], lm_face_cz=c[2])
+                        row.update({f"lm_R_head_{i}{j}": R[i, j] for i in range(3) for j in range(3)})
+                    except ValueError:
+                        pass
+        self._rows.append(row)
+        return s
+
+    def table(self) -> pd.DataFrame:
+        """The rows so far (FACE_COLUMNS; NaN where no subject / no landmarks)."""
+        df = pd.DataFrame(self._rows, columns=FACE_COLUMNS)
+        df["frame"] = df["frame"].astype(np.int64)
+        df["track_id"] = df["track_id"].astype("Int64")
+        df["n_faces"] = df["n_faces"].astype(np.int64)
+        for c in FACE_COLUMNS:
+            if c not in ("frame", "track_id", "n_faces"):
+                df[c] = df[c].astype(float)
+        return df
 
 
-BLINK_SOURCES: dict[str, BlinkSource] = {b.name: b for b in (
-    BlinkSource("auto", True, False, True, "human annotation where a trial has one, else EAR (default)"),
-    BlinkSource("annotations", True, False, False, "human annotations only; unannotated trials keep blink frames"),
-    BlinkSource("ear", False, False, True, "EAR for every trial, annotation files ignored"),
-    BlinkSource("sim", True, True, False, "simulator truth in simulated sessions (human annotation first)"),
-    BlinkSource("off", False, False, False, "no blink masking"),
-)}
+def track_trial(frames: Iterable, detector: Detector, tracker: SubjectTracker | None = None, intrinsics=None,
+                landmarker: Landmarker | None = None) -> pd.DataFrame:
+    """Per frame (FrameSample-like: ``index``, ``image``): the subject's box, score,
+    track id, number of faces seen, mean EAR of both eyes (NaN without landmarks) and,
+    when ``intrinsics`` is given and landmarks exist, the solvePnP head pose against the
+    generic face model (faces.normalization). Columns: FACE_COLUMNS."""
+    ft = FaceTrack(detector, tracker, intrinsics, landmarker)
+    for fs in frames:
+        ft.step(fs.index, fs.image)
+    return ft.table()
 
 
-def blink_source(name: str) -> BlinkSource:
-    try:
-        return BLINK_SOURCES[name]
-    except KeyError:
-        raise Gaze4HRIError(f"unknown blink source {name!r}", "--blinks", f"choose one of {', '.join(BLINK_SOURCES)}") from None
+
 
 
 def face_cache_path(out: Path, subject: str, trial: str, detector: str, stride: int) -> Path:
@@ -124,8 +172,6 @@ class TrialFaces:
         if self._table is not None:
             return self._boxes.get(index)
         if self._track is None:
-            from ..faces.track import FaceTrack
-
             lm = self.models.landmarker() if self.landmarks else None
             self._track = FaceTrack(self.models.detector(), landmarker=lm)
         s = self._track.step(index, image)
@@ -139,8 +185,6 @@ class TrialFaces:
         if self._table is not None:
             return self._table
         if self._track is None:
-            from ..faces.track import FACE_COLUMNS
-
             return pd.DataFrame(columns=FACE_COLUMNS)
         if self._built is None:
             self._built = self._track.table()
