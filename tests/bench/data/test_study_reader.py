@@ -161,3 +161,28 @@ def test_broken_metadata_and_blink_file(tmp_path):
     assert [r.trial for r in ds.trials()] == ["illum050_P2"]
     assert ds.trials()[0].subject_info == {} and "subject_info.json not valid JSON" in ds.warnings[0]
     assert "blink_annotations_by_alice.npy unreadable" in ds.skipped[0].reason
+
+
+def test_study_time_sync_option(tmp_path):
+    """GTOptions(sync="study"): the study's matcher (mean of the bracketing samples, no
+    gap limit, frames before the mocap stream's stable start dropped)."""
+    from gaze4hri_bench.data.groundtruth import GTOptions, stable_start_ns, study_query_times
+
+    t = np.array([0, 10, 20, 40], np.int64) * 1_000_000
+    q = np.array([-5, 0, 15, 30, 50], np.int64) * 1_000_000
+    assert (study_query_times(t, q) / 1e6).tolist() == [0.0, 0.0, 15.0, 30.0, 40.0]
+    jittery = np.cumsum([0, 30, 3, 25, 10, 10, 9, 11, 10, 10, 10]) * 1_000_000
+    assert stable_start_ns(jittery) == jittery[8]  # intervals 3..7 are the first five in 10 +- 2 ms: sample 3 + 5
+    assert stable_start_ns(np.array([0, 50, 100]) * 1_000_000) == 0  # too short: from the first sample, as the study
+    d = S.write_trial(tmp_path / "B")
+    h = np.load(d / "head_poses.npy")
+    h[:8, 0] = h[8, 0] - 10.0 * np.arange(8, 0, -1) - np.array([90, 60, 40, 30, 20, 13, 5, 2])  # irregular first samples
+    np.save(d / "head_poses.npy", h)
+    ds = Dataset(tmp_path / "B", gt_options=GTOptions(sync="study"))
+    gt = ds.trial_ground_truth(ds.trials()[0])
+    start = stable_start_ns(np.rint(h[:, 0] * 1e6).astype(np.int64))
+    before = gt["t_ns"].to_numpy() < start
+    assert before.any() and (~before).any()
+    assert (gt.loc[before, "invalid_reason"] == "before_stable_start").all() and gt.loc[~before, "valid"].all()
+    g = gt.loc[~before, ["gt_x", "gt_y", "gt_z"]].to_numpy()
+    assert np.max(angular_error_deg(g, S.EXPECTED_GAZE)) < 1e-6

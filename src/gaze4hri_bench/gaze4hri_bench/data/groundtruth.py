@@ -32,6 +32,8 @@ __all__ = [
     "FrameTable",
     "compute_ground_truth",
     "bracket_gaps",
+    "study_query_times",
+    "stable_start_ns",
     "R_REP_TO_CV_HEAD",
     "GT_COLUMNS",
 ]
@@ -63,7 +65,17 @@ class GTOptions:
     drop-outs). face_center: ``eth`` (eye midpoint + the ETH-XGaze face-centre
     offset of the generic face model, faces.normalization.EYE_TO_FACE_CENTRE_MM) or
     ``eye`` (the eye midpoint itself). robot: ``auto`` (tcp pose, else joint states +
-    forward kinematics), ``tcp`` or ``fk``."""
+    forward kinematics), ``tcp`` or ``fk``.
+
+    sync: ``interpolate`` (default: poses interpolated at the frame stamp, gap limits
+    above) or ``study``: the study's matching of frames to the 100 Hz streams
+    (GazeForHRI/GazeModels data_matcher.py: match_irregular_to_regular and
+    find_stable_start): the mean of the two bracketing samples (here the pose half-way
+    between them: the position mean exactly, the rotation by SLERP at 1/2), the sample
+    itself on an exact hit, the first/last sample outside the stream, no gap limit, and
+    frames before the head stream's stable start (the end of the first
+    ``stable_window`` intervals within ``stable_period_ms`` +- ``stable_tolerance_ms``)
+    marked ``before_stable_start`` (the study drops them)."""
 
     max_gap_mocap_s: float = 0.050
     max_gap_robot_s: float = 0.030
@@ -72,6 +84,10 @@ class GTOptions:
     robot_static_deg: float = 0.01
     face_center: str = "eth"
     robot: str = "auto"
+    sync: str = "interpolate"
+    stable_period_ms: float = 10.0
+    stable_tolerance_ms: float = 2.0
+    stable_window: int = 5
 
     def __post_init__(self):
         if not (0 < self.max_gap_mocap_s <= self.mocap_lost_s):
@@ -82,6 +98,8 @@ class GTOptions:
             raise ValueError("GTOptions.face_center must be 'eth' or 'eye'")
         if self.robot not in ("auto", "tcp", "fk"):
             raise ValueError("GTOptions.robot must be 'auto', 'tcp' or 'fk'")
+        if self.sync not in ("interpolate", "study"):
+            raise ValueError("GTOptions.sync must be 'interpolate' or 'study'")
 
 
 @dataclass
@@ -137,6 +155,40 @@ def bracket_gaps(t_src_ns: np.ndarray, t_query_ns: np.ndarray) -> np.ndarray:
         out[inside] = g[inside]
     out[exact] = 0.0
     return out
+
+
+def study_query_times(t_src_ns: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
+    """Where the study's matcher reads a stream for each frame (float ns): the sample on
+    an exact hit, half-way between the two bracketing samples (their mean), the first or
+    last sample outside the stream (GazeForHRI/GazeModels data_matcher.py,
+    match_irregular_to_regular)."""
+    t = np.asarray(t_src_ns, np.int64)
+    q = np.asarray(t_ns, np.int64)
+    if len(t) == 0:
+        return q.astype(float)
+    j = np.searchsorted(t, q, side="left")
+    jc = np.clip(j, 1, max(len(t) - 1, 1))
+    out = (t[jc - 1].astype(float) + t[jc].astype(float)) / 2.0 if len(t) > 1 else np.full(len(q), float(t[0]))
+    exact = (j < len(t)) & (t[np.minimum(j, len(t) - 1)] == q)
+    out = np.where(exact, q.astype(float), out)
+    out = np.where(q < t[0], float(t[0]), out)
+    return np.where(q > t[-1], float(t[-1]), out)
+
+
+def stable_start_ns(t_src_ns: np.ndarray, period_ms: float = 10.0, tolerance_ms: float = 2.0, window: int = 5) -> int | None:
+    """Stamp of the sample ending the first ``window`` consecutive intervals within
+    period +- tolerance (the study's find_stable_start); the first stamp when the stream
+    is too short or never stable, as the study; None when the stream is empty."""
+    t = np.asarray(t_src_ns, np.int64)
+    if len(t) == 0:
+        return None
+    if len(t) < window + 1:
+        return int(t[0])
+    d = np.diff(t) / 1e6
+    ok = (d >= period_ms - tolerance_ms) & (d <= period_ms + tolerance_ms)
+    run = np.convolve(ok.astype(int), np.ones(window, int), mode="valid")  # run[k]: intervals k..k+window-1
+    hit = np.flatnonzero(run == window)
+    return int(t[hit[0] + window]) if len(hit) else int(t[0])
 
 
 def _interp(stream: PoseStream, t_ns: np.ndarray, t0: int, max_gap_s: float):
@@ -196,12 +248,17 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
     head = head.sorted_unique()
     robot = robot.sorted_unique()
     t0 = int(t[0]) if n else 0
-    ph, qh, ok_h = _interp(head, t, t0, options.max_gap_mocap_s) if len(head.t_ns) else (np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool))
+    study = options.sync == "study"
+    tq_h = study_query_times(head.t_ns, t) if study else t
+    tq_r = study_query_times(robot.t_ns, t) if study else t
+    ph, qh, ok_h = (_interp(head, tq_h, t0, np.inf if study else options.max_gap_mocap_s) if len(head.t_ns)
+                    else (np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool)))
     gap_h = bracket_gaps(head.t_ns, t)
     gap_r = bracket_gaps(robot.t_ns, t)
     if len(robot.t_ns):
-        pr, qr, ok_r = _interp(robot, t, t0, np.inf)
-        ok_r &= (gap_r <= options.max_gap_robot_s) | _static(robot, t, options)
+        pr, qr, ok_r = _interp(robot, tq_r, t0, np.inf)
+        if not study:
+            ok_r &= (gap_r <= options.max_gap_robot_s) | _static(robot, t, options)
     else:
         pr, qr, ok_r = np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool)
     kind = np.asarray(frames.kind)
@@ -209,9 +266,12 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
         "trial_incomplete": np.full(n, bool(incomplete)),
         "dropped_frame": kind == "dropped",
         "duplicate_frame": kind == "duplicate",
-        "mocap_lost": gap_h > options.mocap_lost_s,
+        "mocap_lost": (gap_h > options.mocap_lost_s) if not study else np.zeros(n, bool),
         "interp_gap": (~ok_h) | (~ok_r),
     }
+    if study:
+        start = stable_start_ns(head.t_ns, options.stable_period_ms, options.stable_tolerance_ms, options.stable_window)
+        masks["before_stable_start"] = t < start if start is not None else np.zeros(n, bool)
     reason = combine_reasons(masks, n)
     valid = reason == ""
 

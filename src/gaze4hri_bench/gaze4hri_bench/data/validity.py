@@ -3,7 +3,8 @@
 Reasons (one per invalid frame, the first that applies in this order):
 ``trial_incomplete`` (the manifest marks the trial incomplete), ``dropped_frame``
 (a placeholder row for a frame the camera counted but the bag lacks),
-``duplicate_frame`` (a repeated frame number or stamp), ``mocap_lost`` (the head band
+``duplicate_frame`` (a repeated frame number or stamp), ``before_stable_start`` (only
+with GTOptions(sync="study"): before the mocap stream's stable start), ``mocap_lost`` (the head band
 was not tracked: no pose within ``mocap_lost_s``), ``interp_gap`` (the poses around
 the frame are further apart than the interpolation limit), then the face-based
 ``blink``, ``blink_uncertain`` (the study's annotation code 2, excluded like a blink)
@@ -43,7 +44,7 @@ __all__ = [
     "save_blink_annotations",
 ]
 
-DATA_REASONS = ("trial_incomplete", "dropped_frame", "duplicate_frame", "mocap_lost", "interp_gap")
+DATA_REASONS = ("trial_incomplete", "dropped_frame", "duplicate_frame", "before_stable_start", "mocap_lost", "interp_gap")
 FACE_REASONS = ("blink", "blink_uncertain", "no_face")
 REASONS = DATA_REASONS + FACE_REASONS
 
