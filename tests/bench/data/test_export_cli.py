@@ -45,3 +45,41 @@ def test_export_ethxgaze_h5(sessions, tmp_path, capsys):
     truth = np.array([gts[t].loc[k, ["gt_x", "gt_y", "gt_z"]].to_numpy(float) for t, k in zip(trial, frame, strict=True)])
     assert np.max(angular_error_deg(g_cam, truth)) < 0.01
     assert np.all(np.abs(head) < np.radians(60))  # a head facing the camera region, pitch/yaw in radians
+
+
+def test_export_joint_states_and_fk(tmp_path):
+    """A session recorded with joint states: ur5_joint_states.npy [t_ms, q1..q6], whose
+    forward kinematics (core) x hand-eye reproduces camera_poses (body axes)."""
+    from gaze4hri_bench.data import study_layout as L
+    from gaze4hri_bench.export.study import export_study
+    from gaze4hri_core.calibration import load_calibration
+    from gaze4hri_core.kinematics import forward
+
+    from ._session import TrialSpec, write_session
+
+    root = tmp_path / "root"
+    write_session(root, "S03", [TrialSpec("arc_P2", seconds=0.3, extra={"joints": True})], tmp=tmp_path)
+    res = export_study(root, tmp_path / "out", lossless=False, log=lambda s: None)
+    d = res.written[0]
+    j, cam = np.load(d / "ur5_joint_states.npy"), np.load(d / "camera_poses.npy")
+    assert j.shape[1] == 7 and len(j) == len(cam) and np.all(np.diff(j[:, 0]) > 0)
+    cal = load_calibration(root / "S03" / "calibration", "S03")
+    T = cal.T_world_base.matrix @ forward(j[5, 1:], cal.robot_model) @ cal.T_tool0_camera.matrix
+    T_body = cam[5, 1:].reshape(4, 4)
+    assert np.allclose(T[:3, 3], T_body[:3, 3], atol=1e-6) and np.allclose(T[:3, :3] @ L.R_OPT_FROM_BODY, T_body[:3, :3], atol=1e-6)
+
+
+def test_export_ethxgaze_from_study_layout(tmp_path, capsys):
+    pytest.importorskip("h5py")
+    from . import _study as S
+
+    base = tmp_path / "BASE"
+    S.write_trial(base)
+    assert main(["export", str(base), str(tmp_path / "x"), "--format", "ethxgaze-h5"]) == 0
+    import h5py
+
+    with h5py.File(tmp_path / "x" / "subject0005.h5", "r") as f:
+        assert f["face_patch"].shape == (12, 224, 224, 3)
+        g = f["face_gaze"][:]
+    # the scene's gaze (down and towards the camera) normalized: pitch negative (looking down), in radians
+    assert np.all(g[:, 0] < -0.3) and np.all(np.abs(g[:, 1]) < 0.2)

@@ -6,7 +6,8 @@ Per trial: ``OUT/<date>/<subject>/<exp_type>/<point>/<stamp_ms>/`` with rgb_vide
 beside it, rgb_timestamps.npy, head_poses.npy (head band in the study's band axes),
 eye_positions.npy, camera_poses.npy (rgb_camera_link body axes, at the robot's own
 sample stamps), target_positions.npy, eye_position_in_head_frame.npy, table_pose.npy,
-ur5_base_pose.npy, camera_intrinsics.npy (pickled dict), rgb_camera_settings.json and,
+ur5_base_pose.npy, ur5_joint_states.npy (when the bag has joint states),
+camera_intrinsics.npy (pickled dict), rgb_camera_settings.json and,
 when the session has them, blink_annotations_by_<annotator>.npy (human annotations,
 or the simulator's truth as ``simulator``). Poses come from the bag's streams by the
 core's composition (gaze4hri_core.groundtruth), never re-derived here. An existing
@@ -18,6 +19,7 @@ import datetime as _dt
 import json
 import os
 import shutil
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +144,9 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
         np.save(tmp / "target_positions.npy", np.column_stack([L.ns_to_ms(head.t_ns), tgt]))
         np.save(tmp / "table_pose.npy", np.eye(4))  # targets are surveyed in the world directly
         np.save(tmp / "ur5_base_pose.npy", np.vstack([np.column_stack([cal.T_world_base.R, cal.T_world_base.t]), [0, 0, 0, 1.0]]))
+        joints = _joint_rows(ref)
+        if joints is not None:
+            np.save(tmp / "ur5_joint_states.npy", joints)
         intr = ds.camera_info(ref)
         if (intr.width, intr.height) != size:
             intr = intr.scaled(*size)
@@ -156,6 +161,24 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
         raise
     _write_subject_info(ds, ref, subj_dir)
     return final
+
+
+def _joint_rows(ref) -> np.ndarray | None:
+    """(K, 7) [t_ms, six joint angles] from the bag's joint states, None without them."""
+    from ..data.backends.session import joint_state_cdr, open_bag
+
+    rows = []
+    with open_bag(ref.bag_dir) as bag:
+        if not bag.has(Topics.JOINT_STATES):
+            return None
+        for _t, raw in bag.messages(Topics.JOINT_STATES):
+            try:
+                stamp, pos = joint_state_cdr(raw)
+            except (ValueError, IndexError, struct.error):
+                continue
+            if len(pos) >= 6:
+                rows.append([stamp / 1e6, *pos[:6]])
+    return np.array(rows, float) if rows else None
 
 
 def _iter_all(ds: SessionDataset, ref):
