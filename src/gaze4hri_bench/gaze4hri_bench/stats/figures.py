@@ -28,7 +28,7 @@ __all__ = [
     "condition_bars", "significance_matrix",
 ]
 
-STYLE = {"svg.hashsalt": "gaze4hri", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+STYLE = {"svg.hashsalt": "gaze4hri", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
 
 #: One fixed colour per method, in every figure keyed by method (Okabe-Ito and tab10 hues).
 METHOD_COLORS = {
@@ -139,8 +139,9 @@ def _split(table: pd.DataFrame, col: str = "method") -> tuple[pd.DataFrame, pd.D
     return table[~b], table[b]
 
 
-def _reference_lines(ax, refs: list[tuple[str, float, str]], top: float) -> None:
-    """Baselines as dashed horizontal lines; those above ``top`` are written at the top edge instead."""
+def _reference_lines(ax, refs: list[tuple[str, float, str]], top: float) -> str:
+    """Baselines as dashed horizontal lines; those above ``top`` are returned as a note
+    ("off scale (baselines): ...") for the title instead of stretching the axis."""
     off = []
     for lab, v, color in refs:
         if not np.isfinite(v):
@@ -151,9 +152,7 @@ def _reference_lines(ax, refs: list[tuple[str, float, str]], top: float) -> None
                         fontsize=7, color=color, va="center", ha="left", annotation_clip=False)
         else:
             off.append(f"{lab} {v:.1f}")
-    if off:
-        ax.text(0.99, 0.99, "off scale (baselines): " + "; ".join(off), transform=ax.transAxes, ha="right", va="top", fontsize=7,
-                color="#333333", bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#999999", "lw": 0.5})
+    return ("off scale (baselines): " + "; ".join(off)) if off else ""
 
 
 def _top(values) -> float:
@@ -179,19 +178,21 @@ def illumination_levels(table: pd.DataFrame, stem: Path) -> list[Path]:
                     color=method_color(m), label=g["display"].iloc[0] if "display" in g else m)
         top.extend(hi)
     limit = _top(top)
+    off = []
     for m, g in base.groupby("method", sort=False):
         g = g.sort_values("level")
         name = g["display"].iloc[0] if "display" in g else m
         if g["mean"].max() <= limit:
             ax.plot([pos[int(lv)] for lv in g["level"]], g["mean"], ls="--", marker="", lw=1.1, color=method_color(m), label=f"{name} (baseline)")
         else:
-            _reference_lines(ax, [(name, float(g["mean"].mean()), method_color(m))], limit)
+            off.append((f"{name} (mean of levels)", float(g["mean"].mean()), method_color(m)))
+    note = _reference_lines(ax, off, limit)
     ax.set_xticks(range(len(levels)), [str(lv) for lv in levels])
     ax.set_ylim(bottom=0, top=limit)
     ax.set_xlabel("illumination level (%)")
     ax.set_ylabel("angular error (deg), mean and 95 % CI")
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title("Error by illumination level (experiment 1)")
+    ax.set_title("Error by illumination level (experiment 1)" + (f"\n{note}" if note else ""), fontsize=9)
     return _save(fig, stem)
 
 
@@ -311,7 +312,7 @@ def condition_bars(table: pd.DataFrame, settings: list[tuple[str, str, str]], ti
     limit = _top(top)
     refs = [(f"{r.display if 'display' in base else r.method}, {lab}", float(getattr(r, mc)), method_color(r.method))
             for r in base.itertuples() for mc, _sc, lab in settings]
-    _reference_lines(ax, refs, limit)
+    note = _reference_lines(ax, refs, limit)
     ax.set_ylim(0, limit)
     names = nets["display"] if "display" in nets else nets["method"]
     ax.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
@@ -319,7 +320,7 @@ def condition_bars(table: pd.DataFrame, settings: list[tuple[str, str, str]], ti
         tick.set_color(method_color(m))
     ax.set_ylabel(ylabel + ", mean and 95 % CI" if settings[0][1] else ylabel)
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="condition", title_fontsize=7)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title + (f"\n{note}" if note else ""), fontsize=9)
     return _save(fig, stem)
 
 
@@ -331,12 +332,19 @@ paired_bars = condition_bars
 def significance_matrix(pw: pd.DataFrame, stem: Path, title: str, facet: str | None = None, alpha: float = 0.05,
                         a: str = "display_a", b: str = "display_b", p: str = "p_holm") -> list[Path]:
     """Pairwise tests as a method x method matrix: colour = mean difference (row - column, deg),
-    stars = Holm-corrected p (* < alpha, ** < 0.01, *** < 0.001); one panel per ``facet`` value."""
+    stars = Holm-corrected p (* < alpha, ** < 0.01, *** < 0.001); one panel per ``facet`` value.
+    Networks only when the table has networks (baseline pairs stay in the tables)."""
     from matplotlib.colors import TwoSlopeNorm
 
+    ma, mb = a.replace("display", "method"), b.replace("display", "method")
+    if ma in pw and mb in pw:  # networks only: baselines would set the colour scale (they are in the tables)
+        nb = ~(pw[ma].astype(str).map(is_baseline) | pw[mb].astype(str).map(is_baseline))
+        if nb.any():
+            pw = pw[nb]
     groups = list(pw.groupby(facet, sort=False)) if facet else [(None, pw)]
     names = list(dict.fromkeys(list(pw[a]) + list(pw[b])))
-    nr, nc = _grid(len(groups))
+    nc = min(len(groups), 2)
+    nr = int(np.ceil(len(groups) / nc))
     side = 0.42 * len(names) + 1.4
     fig = _figure(figsize=(side * nc + 0.9, side * nr + 0.4), layout="constrained")
     axes = fig.subplots(nr, nc, squeeze=False)
@@ -354,6 +362,7 @@ def significance_matrix(pw: pd.DataFrame, stem: Path, title: str, facet: str | N
             mat[i, j], mat[j, i] = d, -d
             star[i, j] = star[j, i] = s
         im = ax.imshow(mat, cmap="RdBu_r", norm=norm)
+        ax.imshow(np.where(np.eye(len(names), dtype=bool), 1.0, np.nan), cmap="Greys", vmin=0, vmax=4)
         for i in range(len(names)):
             for j in range(len(names)):
                 if star[i, j]:

@@ -57,6 +57,12 @@ def cell(mean, sd=None, n=None, lo=None, hi=None, ci: bool = True) -> str:
     return s
 
 
+def _drop_empty_paper(df: pd.DataFrame) -> pd.DataFrame:
+    """Leave out published-value columns with no value (methods the paper does not have)."""
+    empty = [c for c in df.columns if "paper (" in c and (df[c].astype(str) == "").all()]
+    return df.drop(columns=empty)
+
+
 def _latex(name: str, df: pd.DataFrame, caption: str, groups=None) -> str:
     return to_latex(df, caption, label=f"tab:{name}", wide=True, groups=groups)
 
@@ -121,7 +127,7 @@ def table_s9(cr: pd.DataFrame) -> Layout | None:
     cap = (f"Table S9 layout: whole-dataset subject-level error (deg), mean ± SD [95 % t CI], cropped vs rectified input (N = {n}); "
            f"'Better' from the Holm-corrected paired test. Columns '{paper.label('S9')}' are the published means.")
     latex = _latex("table_s9", pd.DataFrame(tex), f"Whole-dataset mean angular error (deg, mean ± SD over N = {n} subjects), cropped vs rectified input.")
-    return Layout("table_s9", pd.DataFrame(rows), cap, latex)
+    return Layout("table_s9", _drop_empty_paper(pd.DataFrame(rows)), cap, latex)
 
 
 def table_s10(eff: pd.DataFrame) -> Layout | None:
@@ -147,7 +153,7 @@ def table_s10(eff: pd.DataFrame) -> Layout | None:
            "the pipeline's throughput (frames / wall time, decoding and face detection included) and peak memory, as recorded on this machine "
            f"(Device). Columns '{paper.label('S10')}' are the published RTX A4000 figures (1000 runs), not comparable across machines.")
     latex = _latex("table_s10", pd.DataFrame(tex), "Efficiency: peak VRAM, network time per frame and FPS.")
-    return Layout("table_s10", pd.DataFrame(rows), cap, latex)
+    return Layout("table_s10", _drop_empty_paper(pd.DataFrame(rows)), cap, latex)
 
 
 def gt_per_target(paths: list[Path]) -> pd.DataFrame:
@@ -200,7 +206,7 @@ def table_s11(gt: pd.DataFrame) -> Layout | None:
            "subject's mean over the fixed-camera illumination trials (camera frame, this project's pitch/yaw convention, docs/results_schema.md). "
            f"Columns '{paper.label('S11')}' are the published means.")
     latex = _latex("table_s11", pd.DataFrame(tex), f"Mean ground-truth gaze (deg) per target point across N = {n} subjects.")
-    return Layout("table_s11", pd.DataFrame(rows), cap, latex)
+    return Layout("table_s11", _drop_empty_paper(pd.DataFrame(rows)), cap, latex)
 
 
 def mutual_grid(mutual: pd.DataFrame) -> Layout | None:

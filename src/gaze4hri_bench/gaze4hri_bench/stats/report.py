@@ -169,10 +169,22 @@ def _text_target(a: A.Analysis, alpha: float) -> list[str]:
     if tt is not None:
         cf = tt[(tt["factor"] == "row") & (tt["a"] == "closest") & (tt["b"] == "farthest")]
         worse = cf[(cf["p_holm"] < alpha) & (cf["mean_diff"] > 0)]
-        out.append(f"The closest row (steepest downward gaze) was significantly worse than the farthest row for {len(worse)} of {len(cf)} methods.")
+        if len(cf):
+            out.append(f"The closest row (steepest downward gaze) was significantly worse than the farthest row for {_of(len(worse), len(cf))}.")
+        nc = int((tt["factor"] == "column").sum())
         lr = tt[(tt["factor"] == "column") & (tt["p_holm"] < alpha)]
-        out.append(f"Left and right columns differed significantly for {len(lr)} of {int((tt['factor'] == 'column').sum())} methods.")
+        if nc:
+            out.append(f"Left and right columns differed significantly for {_of(len(lr), nc)}.")
+    if tt is None or not len(tt):
+        out.append("No row or column test: the results lack the points of a complete row or column pair, or too few subjects.")
     return out
+
+
+def _of(k: int, n: int, what: str = "method") -> str:
+    """"3 of 7 methods", "the one method" / "none of the 2 methods"; never "0 of 0"."""
+    if n == 1:
+        return f"the one {what}" if k else f"not the one {what} tested"
+    return f"{'none' if k == 0 else k} of the {n} {what}s"
 
 
 def _text_mutual(a: A.Analysis, alpha: float) -> list[str]:
@@ -183,8 +195,8 @@ def _text_mutual(a: A.Analysis, alpha: float) -> list[str]:
     r = m.iloc[0]
     out = [f"N = {a.n} subjects. Lowest mutual-gaze error: {r.display} ({_f(r['min'])}-{_f(r['max'])} deg across the four conditions)."]
     pw = a.tables.get("mutual_pairwise")
-    if pw is not None:
-        out.append(f"{int((pw['p_holm'] < alpha).sum())} of {len(pw)} condition comparisons were significant (Holm within method).")
+    if pw is not None and len(pw):
+        out.append(f"Significant after Holm correction (within method): {_of(int((pw['p_holm'] < alpha).sum()), len(pw), 'condition comparison')}.")
     e = a.tables.get("mutual_eccentricity")
     if e is not None and len(e):
         out.append("Eccentricity slopes (deg/deg, mean +/- SD over subjects): " + "; ".join(
@@ -204,7 +216,13 @@ def _text_eff(a: A.Analysis, alpha: float) -> list[str]:
     t = a.tables.get("efficiency")
     if t is None:
         return []
-    return ["; ".join(f"{r.display} ({r.input}, {r.device}): {_f(r.infer_ms_per_frame)} ms/frame, {_f(r.fps, 1)} FPS" for r in t.itertuples()) + "."]
+    parts = []
+    for r in t.itertuples():
+        ms = r.infer_ms_per_frame
+        net = ("no network (weight-free baseline)" if F.is_baseline(r.method) or str(r.input) == "none"
+               else f"network {_f(ms)} ms/frame ({_f(1000.0 / ms, 1)} FPS)" if ms is not None and np.isfinite(ms) and ms > 0 else "network time not recorded")
+        parts.append(f"{r.display} ({r.input}, {r.device}): {net}; pipeline {_f(r.fps, 1)} frames/s (frames / wall time, decoding and the face pass included)")
+    return ["; ".join(parts) + "."]
 
 
 TEXT = {"illumination": _text_illumination, "viewpoint": _text_viewpoint, "conflict": _text_conflict, "target": _text_target,
@@ -212,17 +230,6 @@ TEXT = {"illumination": _text_illumination, "viewpoint": _text_viewpoint, "confl
 
 
 # ---------------------------------------------------------------- presentation views
-def _table3(a: A.Analysis) -> pd.DataFrame | None:
-    t, cv = a.tables.get("illumination"), a.tables.get("illumination_cv")
-    if t is None:
-        return None
-    t = t.assign(cell=[f"{_f(m)} ± {_f(s)}" for m, s in zip(t["mean"], t["sd"], strict=True)])
-    w = t.pivot(index="display", columns="level", values="cell").reindex(list(dict.fromkeys(t["display"])))
-    w.columns = [f"{c} %" for c in w.columns]
-    w = w.reset_index().merge(cv[["display", "cv_percent"]], on="display")
-    return w
-
-
 def _best_grid(a: A.Analysis) -> pd.DataFrame | None:
     t = a.tables.get("target_best")
     if t is None:

@@ -102,6 +102,8 @@ def build_status(files: list, pipeline_profiles: list[str]) -> Status:
         if det:
             detectors.add(str(det))
         b = md.get("blinks")
+        if isinstance(b, dict) and b.get("detector") and b.get("ear_relative", b.get("ear_threshold")) is not None:
+            detectors.add(f"{b['detector']} (face pass for the blink EAR)")
         if isinstance(b, dict) and b.get("source"):
             blinks.add(str(b["source"]) + (f" ({b['rule']})" if b.get("rule") else ""))
         from .analyses import display_name
