@@ -98,6 +98,7 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
     tot = dict.fromkeys(keys, 0.0)
     peak_rss, peak_vram, device, batch, cal = 0.0, None, None, None, {}
     subjects: dict[str, dict] = {}
+    backends: dict[str, str] = {}  # subject -> acquisition backend (sim, real, study)
     reasons: dict[str, int] = {}
     for p in parts:
         t = read_part_timing(p)
@@ -115,6 +116,8 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
             cal[subj] = t["calibration_hashes"]
         if t.get("subject_info"):
             subjects[subj] = t["subject_info"]
+        if t.get("data_backend"):
+            backends[subj] = str(t["data_backend"])
     frames = int(tot["frames"])
     timing = {
         "frames": frames,
@@ -126,6 +129,7 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
         "peak_rss_mb": round(peak_rss, 1), "peak_vram_mb": peak_vram, "device": device, "batch": batch,
         "reasons": reasons,
     }
+    timing["data_backends"] = backends
     if subjects:
         timing["subjects"] = subjects  # subject metadata (e.g. glasses, gender) for grouped analyses
     return timing, cal
@@ -163,6 +167,7 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
         "blinks": _blinks(cfg),
         "command_line": cfg.command_line or " ".join(sys.argv),
         "subjects": timing.pop("subjects", {}),  # subject -> metadata (study: subject_info.json; docs/results_schema.md)
+        "data_source": {"backends": timing.pop("data_backends", {})},  # subject -> sim/real/study: the report's status box
         "timing": timing,
     }
 

@@ -346,6 +346,7 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
             "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
             "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
             "subject_info": dict(getattr(t, "subject_info", None) or {}),
+            "data_backend": _data_backend(t),
         })
     bars.close()
     paths = [results.part_path(parts, t.subject, t.trial) for t in trefs]
@@ -355,6 +356,19 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
     log(f"{label}: {r.get('valid', '?')} of {r.get('total', '?')} frames valid" + (f" (removed: {removed})" if removed else "")
         + f"; wrote {path}")
     return path
+
+
+def _data_backend(tref) -> str:
+    """Where the trial's data came from, for the report's status box: the session's acquisition
+    backend (session.yaml ``backend``: sim, real, ...) or the reader backend (``study``)."""
+    if getattr(tref, "backend", "session") != "session":
+        return str(tref.backend)
+    from gaze4hri_core.session import load_manifest
+
+    try:
+        return str(load_manifest(tref.session_dir).backend)
+    except (Gaze4HRIError, OSError, AttributeError):
+        return "unknown"
 
 
 def _cal_hashes(tref) -> dict:
