@@ -83,3 +83,28 @@ def test_export_ethxgaze_from_study_layout(tmp_path, capsys):
         g = f["face_gaze"][:]
     # the scene's gaze (down and towards the camera) normalized: pitch negative (looking down), in radians
     assert np.all(g[:, 0] < -0.3) and np.all(np.abs(g[:, 1]) < 0.2)
+
+
+def test_export_head_bboxes_read_back_as_face_boxes(sessions, tmp_path):
+    """--boxes: the detector's subject box, grown 10 % per side, as head_bboxes.npy; the
+    study reader gives it back per frame slot around the rendered face."""
+    pytest.importorskip("mediapipe")
+    from ._session import render
+
+    detector = "mediapipe"  # OpenCV's Haar cascade misses the 63-pixel face of these 160x90 frames
+
+    out = tmp_path / "study"
+    assert main(["export", str(sessions), str(out), "--format", "study", "--subjects", "S01", "--trials", "arc_P1",
+                 "--no-lossless", "--boxes", detector]) == 0
+    ds = Dataset(out)
+    ref = ds.trials()[0]
+    b = ds.face_boxes(ref)
+    assert b.shape == (30, 5)
+    found = np.isfinite(b[:, 0])
+    assert found.sum() >= 20
+    img = render((160, 90), 0.003)  # frame 0: the face photograph (non-grey pixels) lies inside the box
+    ys, xs = np.nonzero(np.abs(img.astype(int) - 90).sum(axis=2) > 0)
+    assert found[0]
+    x1, y1, x2, y2 = b[0, :4]
+    cx, cy = xs.mean(), ys.mean()
+    assert x1 < cx < x2 and y1 < cy < y2 and b[0, 4] >= 0

@@ -20,7 +20,8 @@ def _study(args) -> int:
 
     if args.data_format not in ("auto", "session"):
         raise Gaze4HRIError("--format study exports MCAP sessions", "--data-format", "pass a folder of sessions")
-    res = export_study(args.sessions, args.out, subjects=args.subjects, trials=args.trials, lossless=not args.no_lossless)
+    res = export_study(args.sessions, args.out, subjects=args.subjects, trials=args.trials, lossless=not args.no_lossless,
+                       boxes=args.boxes)
     print(f"exported {len(res.written)} trial(s) to {args.out}" + (f"; skipped {len(res.skipped)}:" if res.skipped else ""))
     for s in res.skipped:
         print(f"  {s}")
@@ -56,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects")
     p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids")
     p.add_argument("--no-lossless", action="store_true", help="study: write only the mp4 (no FFV1 rgb_video.mkv)")
+    p.add_argument("--boxes", metavar="DETECTOR", default=None,
+                   help="study: also write head_bboxes.npy with this face detector (e.g. yolov8_face_onnx as the study, "
+                        "mediapipe, opencv_haar); default: none")
     p.add_argument("--stride", type=int, default=1, metavar="N", help="ethxgaze-h5: every N-th frame")
     p.add_argument("--val-subjects", nargs="+", metavar="ID", help="ethxgaze-h5: subjects of the validation split")
     p.add_argument("--test-subjects", nargs="+", metavar="ID", help="ethxgaze-h5: subjects of the test split")

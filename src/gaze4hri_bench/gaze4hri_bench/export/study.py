@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
 from gaze4hri_core.groundtruth import camera_in_world, eye_in_world
 from gaze4hri_core.session import Topics
@@ -72,8 +73,15 @@ def _writer(path: Path, fourcc: str, size: tuple[int, int], fps: float):
     return w
 
 
-def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True, fps: float = 30.0) -> Path:
-    """Write one trial; returns its stamp folder. Raises Gaze4HRIError on bad input."""
+#: the study grows each detected box by this fraction of its size on every side (study-code.md, head_bboxes)
+BOX_GROWTH = 0.10
+
+
+def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True, fps: float = 30.0,
+                       boxes: str | None = None) -> Path:
+    """Write one trial; returns its stamp folder. Raises Gaze4HRIError on bad input.
+    ``boxes``: a face detector name (faces.detectors) to write head_bboxes.npy with, as
+    the study did with yolov8n-face + ByteTrack (subject track, box grown 10 % per side)."""
     import cv2
 
     if ref.status != "done":
@@ -101,7 +109,12 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
         # video: every recorded frame (duplicates included), in recording order
         writers = []
         n = 0
+        track = _face_track(boxes)
+        slot_to_video: dict[int, int] = {}
         for fs in _iter_all(ds, ref):
+            if track is not None:
+                slot_to_video.setdefault(fs.index, n)
+                track.step(fs.index, fs.image)
             if not writers:
                 size = (fs.image.shape[1], fs.image.shape[0])
                 writers.append(_writer(tmp / L.VIDEO_MP4, "mp4v", size, fps))
@@ -155,6 +168,8 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
             {"exported_by": "gaze4hri-bench export --format study", "source_bag": str(ref.bag_dir), "width": size[0],
              "height": size[1], "fps": fps, "video_lossless_copy": L.VIDEO_MKV if lossless else None}, indent=2))
         _write_blinks(ds, ref, table, tmp)
+        if track is not None:
+            _write_boxes(track.table(), slot_to_video, size, tmp / "head_bboxes.npy")
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -179,6 +194,31 @@ def _joint_rows(ref) -> np.ndarray | None:
             if len(pos) >= 6:
                 rows.append([stamp / 1e6, *pos[:6]])
     return np.array(rows, float) if rows else None
+
+
+def _face_track(name: str | None):
+    if not name:
+        return None
+    from ..faces.detectors import get_detector
+    from ..pipeline.face_pass import FaceTrack
+
+    return FaceTrack(get_detector(name))
+
+
+def _write_boxes(faces, slot_to_video: dict[int, int], size: tuple[int, int], path: Path) -> None:
+    """head_bboxes.npy (K, 6) [x1, y1, x2, y2, track_id, video frame] for frames with a
+    subject box, grown BOX_GROWTH of its size on every side and clamped to the image."""
+    w, h = size
+    rows = []
+    for r in faces.itertuples(index=False):
+        b = np.array([np.nan if pd.isna(v) else v for v in (r.x1, r.y1, r.x2, r.y2)], float)
+        if not np.isfinite(b).all() or int(r.frame) not in slot_to_video:
+            continue
+        gx, gy = BOX_GROWTH * (b[2] - b[0]), BOX_GROWTH * (b[3] - b[1])
+        b = np.clip(b + [-gx, -gy, gx, gy], 0, [w, h, w, h])
+        tid = -1.0 if pd.isna(r.track_id) else float(r.track_id)
+        rows.append([*b, tid, float(slot_to_video[int(r.frame)])])
+    np.save(path, np.array(rows, float).reshape(-1, 6))
 
 
 def _iter_all(ds: SessionDataset, ref):
@@ -223,14 +263,14 @@ def _write_subject_info(ds: SessionDataset, ref, subj_dir: Path) -> None:
 
 
 def export_study(data: Path, out: Path, subjects=None, trials=None, lossless: bool = True,
-                 log: Callable[[str], None] = print) -> StudyExportResult:
+                 log: Callable[[str], None] = print, boxes: str | None = None) -> StudyExportResult:
     """Export every finished trial of the sessions under ``data``; a trial that fails is
     reported (one line) and skipped, the others are written."""
     ds = SessionDataset(data, subjects=subjects, trials=trials)
     written, skipped = [], []
     for ref in ds.trials():
         try:
-            p = export_trial_study(ds, ref, Path(out), lossless=lossless)
+            p = export_trial_study(ds, ref, Path(out), lossless=lossless, boxes=boxes)
         except Gaze4HRIError as e:
             skipped.append(f"{ref.key}: {e.line()}")
             log(f"skipped {ref.key}: {e.line()}")
