@@ -26,6 +26,7 @@ def base(tmp_path_factory):
     old = S.write_trial(b, exp="circular_movement", point="p2", stamp=1699999000000)
     (old / "head_poses.npy").unlink()
     S.write_trial(b, exp="circular_movement", point="p2", stamp=1700000900000, boxes=False)
+    (old.parent / ".1700000999999.partial").mkdir()  # an unfinished export is never read
     S.write_trial(b, exp="line_movement_slow", point="vertical", stamp=1700001000000)
     return b
 

@@ -198,13 +198,13 @@ class StudyDataset:
             info = self.subject_info(subject)
             stamps: dict[str, list[Path]] = {}
             for sd in dirs:
-                for exp in sorted(p for p in sd.iterdir() if p.is_dir()):
+                for exp in sorted(p for p in sd.iterdir() if p.is_dir() and not p.name.startswith(".")):
                     if exp.name not in L.EXP_TYPES:
                         self._skip(subject, exp.name, exp, SessionError(
                             f"unknown exp_type folder {exp.name!r}", str(exp),
                             f"rename it to one of {', '.join(L.EXP_TYPES)} or move it out of the dataset"))
                         continue
-                    for pt in sorted(p for p in exp.iterdir() if p.is_dir()):
+                    for pt in sorted(p for p in exp.iterdir() if p.is_dir() and not p.name.startswith(".")):
                         tid = L.trial_id_for(exp.name, pt.name)
                         if tid is None:
                             self._skip(subject, f"{exp.name}/{pt.name}", pt, SessionError(
@@ -213,7 +213,7 @@ class StudyDataset:
                             continue
                         if self.trial_filter and tid not in self.trial_filter:
                             continue
-                        st = [s for s in pt.iterdir() if s.is_dir()]
+                        st = [s for s in pt.iterdir() if s.is_dir() and not s.name.startswith(".")]  # .partial: unfinished export
                         stamps.setdefault(tid, []).extend(st)
             order = []
             for tid, st in stamps.items():
