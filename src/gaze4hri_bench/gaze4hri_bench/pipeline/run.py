@@ -305,6 +305,8 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
     trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
     for sk in getattr(ds, "skipped", None) or []:  # bad trials of the study layout: listed, the run goes on
         log(f"skipped {sk.subject}/{sk.trial}: {sk.reason}")
+    for w in getattr(ds, "warnings", None) or []:
+        log(f"warning: {w}")
     if not trefs:
         raise Gaze4HRIError(f"no recorded trials under {cfg.data}", "--data",
                             "pass a folder of sessions (<root>/<subject>/session.yaml) or check --subjects/--trials")
