@@ -122,7 +122,7 @@ def test_cli_profile_exclusions_min_subjects(small_results, tmp_path, capsys):
     mine.write_text("name: mine\nsubjects:\n  - {subject: S03, reason: test}\n")
     rc = cli.main(["analyze", str(small_results), "--out", str(tmp_path / "o"), "--no-figures", "--profile", "study", "--exclusions", str(mine), "--min-subjects", "8"])
     out = capsys.readouterr().out
-    assert rc == 0 and "profile study, exclusions mine" in out
+    assert rc == 0 and "profile study (--profile), exclusions mine (" in out
     assert "needs at least 8 subjects (--min-subjects), N = 7" in out
     summ = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summ["min_subjects"] == 8 and summ["analyses"]["illumination"]["status"] == "partial"
@@ -167,3 +167,6 @@ def test_mixed_pipeline_profiles_refused_unless_allowed(small_results, tmp_path,
     assert s["pipeline_profiles"] == ["reference", "study"] and any("mix pipeline profiles" in w for w in s["warnings"])
     s1 = analyze([d / names[0], d / names[2]], tmp_path / "o1", figures=False)
     assert s1["pipeline_profiles"] == ["study"]
+    # --profile auto (the default): results of the study pipeline are analysed with the study profile
+    assert s1["profile"] == "study" and s1["profile_source"].startswith("auto") and s1["exclusions"]["name"] == "study"
+    assert s["profile"] == "reference"  # mixed: no single pipeline profile

@@ -17,8 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-figures", action="store_true", help="tables and report only")
     from .profiles import PROFILES
 
-    parser.add_argument("--profile", default="reference", choices=sorted(PROFILES),
-                        help="analysis profile: " + "; ".join(f"{n}: {p.description}" for n, p in sorted(PROFILES.items())) + " (default reference)")
+    parser.add_argument("--profile", default="auto", choices=["auto", *sorted(PROFILES)],
+                        help="analysis profile: " + "; ".join(f"{n}: {p.description}" for n, p in sorted(PROFILES.items()))
+                        + "; auto (default): the results' pipeline profile when an analysis profile has its name, else reference")
     parser.add_argument("--exclusions", default=None, metavar="NAME|YAML",
                         help="exclusion list applied before every analysis: a shipped list (study, none) or a YAML file (default: the profile's; reference: none, study: study)")
     parser.add_argument("--min-subjects", type=int, default=3, metavar="N",
@@ -44,6 +45,7 @@ def main(args: argparse.Namespace) -> int:
     for name, a in s["analyses"].items():
         why = f" ({'; '.join(a['reasons'])})" if a["reasons"] else ""
         print(f"{name:18s} {a['status']:8s} N={a['n']}{why}")
-    print(f"profile {s['profile']}, exclusions {s['exclusions']['name']}")
+    removed = sum(r["videos"] for r in s["exclusions"]["applied"])
+    print(f"profile {s['profile']} ({s['profile_source']}), exclusions {s['exclusions']['name']} ({removed} video x method rows removed)")
     print(f"report: {s['report_md']} and {s['report_html']} ({s['seconds']:.1f} s)")
     return 0

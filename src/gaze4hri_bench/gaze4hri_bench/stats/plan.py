@@ -14,9 +14,9 @@ from gaze4hri_core.errors import Gaze4HRIError
 from . import analyses as A
 from .exclusions import Exclusions, apply_exclusions
 from .load import LoadedResults
-from .profiles import AnalysisProfile
+from .profiles import PROFILES, AnalysisProfile, get_profile
 
-__all__ = ["Context", "ANALYSES", "check_pipeline_profiles", "exclude", "run_analyses"]
+__all__ = ["Context", "ANALYSES", "check_pipeline_profiles", "resolve_profile", "exclude", "run_analyses"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,17 @@ def check_pipeline_profiles(loaded: LoadedResults, allow_mixed: bool) -> tuple[l
         raise Gaze4HRIError(f"results come from different pipeline profiles ({desc})", "analyze RESULTS",
                             "analyse one pipeline profile at a time, or pass --allow-mixed-profiles to compare them in one table")
     return profs, [f"results mix pipeline profiles ({desc}); --allow-mixed-profiles given, so they share the tables"]
+
+
+def resolve_profile(name: str, pipeline_profiles: list[str]) -> tuple[AnalysisProfile, str]:
+    """The analysis profile to use and why: a registered name as given, or for ``auto``
+    the results' pipeline profile when it names an analysis profile (results of the
+    ``study`` pipeline are analysed as the study does), else ``reference``."""
+    if name != "auto":
+        return get_profile(name), "--profile"
+    if len(pipeline_profiles) == 1 and pipeline_profiles[0] in PROFILES:
+        return PROFILES[pipeline_profiles[0]], f"auto: the results' pipeline profile {pipeline_profiles[0]!r}"
+    return PROFILES["reference"], "auto: default (no single pipeline profile with an analysis profile of its name)"
 
 
 def exclude(loaded: LoadedResults, excl: Exclusions) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

@@ -460,7 +460,7 @@ def _run(fn, *args, name: str, **kw) -> A.Analysis:
         return a
 
 
-def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool = True, profile: str = "reference",
+def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool = True, profile: str = "auto",
             exclusions: str | None = None, min_subjects: int = A.MIN_SUBJECTS, allow_mixed_profiles: bool = False) -> dict:
     """Run every analysis of the study on per-frame results and write the report.
 
@@ -471,7 +471,8 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         summary.json.
     alpha : significance level for the Holm-corrected tests (Sezer et al.: 0.05).
     figures : write figures (PNG and SVG).
-    profile : analysis profile (stats/profiles.py: ``reference``, ``study``).
+    profile : analysis profile (stats/profiles.py: ``reference``, ``study``), or ``auto``:
+        the results' pipeline profile when it names one, else ``reference``.
     exclusions : exclusion list name or YAML path (default: the profile's).
     min_subjects : fewest subjects for an inferential analysis (fewer: skipped, descriptives stay).
     allow_mixed_profiles : analyse results of different pipeline profiles together.
@@ -495,14 +496,16 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     tdir, fdir = out / "tables", out / "figures"
     tdir.mkdir(parents=True, exist_ok=True)
     fdir.mkdir(parents=True, exist_ok=True)
-    prof = get_profile(profile)
+    if profile != "auto":
+        get_profile(profile)  # an unknown name fails before any file is read
     if min_subjects < 2:
         from gaze4hri_core.errors import Gaze4HRIError
 
         raise Gaze4HRIError(f"--min-subjects {min_subjects} is too small", "analyze --min-subjects", "give 2 or more (a paired t-test needs 2 subjects; default 3)")
-    excl_list = load_exclusions(exclusions or prof.exclusions)
     loaded = load_results([Path(p) for p in inputs])
     pipeline_profiles, warnings = P.check_pipeline_profiles(loaded, allow_mixed_profiles)
+    prof, profile_source = P.resolve_profile(profile, pipeline_profiles)
+    excl_list = load_exclusions(exclusions or prof.exclusions)
     warnings = [f"{Path(i.path).name} not used: {i.reason}" for i in loaded.files if i.status != "used"] + warnings
     loaded.videos, loaded.mutual_frames, excl_applied = P.exclude(loaded, excl_list)
     videos = loaded.videos
@@ -698,7 +701,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         "report_md": str(md), "report_html": str(hp), "tables": [str(p) for p in written if p.suffix == ".csv"],
         "figures": [str(p) for v in figs.values() for p in v[0]], "warnings": warnings, "subjects": int(subjects),
         "methods": sorted(main["method"].unique()), "seconds": round(time.perf_counter() - t0, 3),
-        "profile": prof.name, "pipeline_profiles": pipeline_profiles, "min_subjects": min_subjects,
+        "profile": prof.name, "profile_source": profile_source, "pipeline_profiles": pipeline_profiles, "min_subjects": min_subjects,
         "status": {"data": st.data, "simulated": st.simulated, "alarms": st.alarms, "detectors": st.detectors, "blinks": st.blinks},
         "exclusions": {"name": excl_list.name, "source": excl_list.source, "applied": excl_applied.to_dict("records")},
         "inputs": [{"path": i.path, "sha256": i.sha256, "status": i.status, "reason": i.reason} for i in loaded.files],
