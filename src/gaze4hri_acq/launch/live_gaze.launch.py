@@ -1,0 +1,48 @@
+"""ros2 launch gaze4hri_acq live_gaze.launch.py method:=puregaze_eth: the live gaze
+node (gaze4hri_acq.nodes.gaze_node) in its own process, configured and activated at
+start-up, next to whatever publishes the camera: the lab or simulated session
+(session.launch.py), or a replay (replay.launch.py / ``gaze4hri-acq replay``).
+
+Parameters come from config/gaze.yaml with the arguments below on top. ``ARGUMENTS``
+is plain data so tests read it without the launch packages (tests/acq/test_live_gaze_launch.py).
+"""
+from __future__ import annotations
+
+ARGUMENTS = [
+    {"name": "method", "default": "puregaze_eth", "description": "registered method name or alias (`gaze4hri-bench methods` lists them and their weights)"},
+    {"name": "input", "default": "best", "description": "network input: the study's best one per method, a face crop, or data normalization", "choices": ["best", "crop", "rectified"]},
+    {"name": "device", "default": "cpu", "description": "ONNX Runtime device (a missing device is an error, never a silent fallback)", "choices": ["auto", "cpu", "cuda", "tensorrt"]},
+    {"name": "models_dir", "default": "", "description": "folder of imported ONNX models; empty: $GAZE4HRI_MODELS or the repository's models/"},
+    {"name": "detector", "default": "auto", "description": "face detector name (gaze4hri_bench.faces.detectors registry)"},
+    {"name": "head_pose", "default": "auto", "description": "head pose source: motion capture when its poses arrive, else face landmarks; or force one", "choices": ["auto", "mocap", "landmarks"]},
+    {"name": "calibration_dir", "default": "", "description": "calibration directory for the motion-capture head pose; empty: the package's calibration"},
+    {"name": "subject", "default": "default", "description": "subject id of the eye-head calibration (subjects/<id>.yaml)"},
+]
+
+NODE = "gaze"
+
+
+def overrides(args: dict) -> dict:
+    """Node parameters from the launch arguments (autostart: configure and activate)."""
+    return {**{k: args[k] for k in ("method", "input", "device", "models_dir", "detector", "head_pose", "calibration_dir", "subject")},
+            "autostart": True}
+
+
+def generate_launch_description():
+    from ament_index_python.packages import get_package_share_directory
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+
+    from launch import LaunchDescription
+
+    share = get_package_share_directory("gaze4hri_acq")
+
+    def launch_setup(context):
+        a = {d["name"]: LaunchConfiguration(d["name"]).perform(context) for d in ARGUMENTS}
+        return [Node(package="gaze4hri_acq", executable="gaze4hri-acq", name="live_gaze", arguments=["node", NODE, "--backend", "real"],
+                     parameters=[f"{share}/config/{NODE}.yaml", overrides(a)], output="screen")]
+
+    decl = [DeclareLaunchArgument(d["name"], default_value=d["default"], description=d["description"], **({"choices": d["choices"]} if "choices" in d else {}))
+            for d in ARGUMENTS]
+    return LaunchDescription([*decl, OpaqueFunction(function=launch_setup)])
