@@ -361,6 +361,8 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfil
         f, r = wide[(m, "fixed")].to_numpy(), wide[(m, "arc")].to_numpy()
         ok = np.isfinite(f) & np.isfinite(r)  # all True unless listwise deletion is per family
         f, r = f[ok], r[ok]
+        if run_tests and f.size < min_subjects:
+            a.partial(f"{display_name(m)}: test skipped, {f.size} subject(s) with both settings (--min-subjects {min_subjects})")
         t = paired_ttest(r, f) if run_tests and f.size >= min_subjects else {"mean_diff": r.mean() - f.mean(), "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
         rows.append(
             {"method": m, "fixed_mean": f.mean(), "fixed_sd": f.std(ddof=1) if f.size > 1 else np.nan, "arc_mean": r.mean(),
