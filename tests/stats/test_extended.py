@@ -351,3 +351,15 @@ def test_min_subjects_skips_inference_keeps_descriptives(videos):
     assert any("at least 20 subjects (--min-subjects)" in r for r in a.skipped)
     b = A.conflict(videos, min_subjects=20)
     assert b.tables["conflict"]["p_unc"].isna().all() and b.status == "partial"
+
+
+def test_listwise_scope_per_family_in_exp2(videos):
+    """S05 lost every arc video of one method: the study drops S05 from that method's test only."""
+    v = videos[~((videos.subject == "S05") & (videos.experiment == "viewpoint") & (videos.method == "l2cs_gaze360"))]
+    ref = A.viewpoint(v, profile=REFERENCE).tables["viewpoint"].set_index("method")
+    stu = A.viewpoint(v, profile=STUDY).tables["viewpoint"].set_index("method")
+    assert set(ref["n"]) == {7} and stu.loc["l2cs_gaze360", "n"] == 7 and stu.loc["puregaze_eth", "n"] == 8
+    x = v[(v.method == "puregaze_eth") & ((v.experiment == "viewpoint") | ((v.experiment == "illumination") & (v.condition == "100")))]
+    w = x.assign(s=np.where(x.experiment == "viewpoint", "arc", "fixed")).groupby(["subject", "s"]).apply(_wmean, include_groups=False).unstack()
+    # R: t.test(arc, fixed, paired = TRUE)
+    assert stu.loc["puregaze_eth", "p"] == pytest.approx(stats.ttest_rel(w["arc"], w["fixed"]).pvalue)
