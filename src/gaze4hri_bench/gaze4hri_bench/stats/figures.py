@@ -148,8 +148,9 @@ def _reference_lines(ax, refs: list[tuple[str, float, str]], top: float) -> str:
             continue
         if v <= top:
             ax.axhline(v, color=color, ls="--", lw=1.1, zorder=1)
-            ax.annotate(f"{lab} {v:.1f}", (1.0, v), xycoords=("axes fraction", "data"), xytext=(3, 0), textcoords="offset points",
-                        fontsize=7, color=color, va="center", ha="left", annotation_clip=False)
+            ax.annotate(f"{lab} {v:.1f}", (0.0, v), xycoords=("axes fraction", "data"), xytext=(2, 1), textcoords="offset points",
+                        fontsize=7, color=color, va="bottom", ha="left",
+                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
         else:
             off.append(f"{lab} {v:.1f}")
     return ("off scale (baselines): " + "; ".join(off)) if off else ""
@@ -310,8 +311,10 @@ def condition_bars(table: pd.DataFrame, settings: list[tuple[str, str, str]], ti
                color=condition_color(lab), edgecolor="#222222", linewidth=0.5, hatch=_HATCH[k % len(_HATCH)], error_kw={"lw": 0.8})
         top.extend(np.where(np.isfinite(hi), hi, nets[mc]))
     limit = _top(top)
-    refs = [(f"{r.display if 'display' in base else r.method}, {lab}", float(getattr(r, mc)), method_color(r.method))
-            for r in base.itertuples() for mc, _sc, lab in settings]
+    # one line per baseline: its mean over the conditions (each condition's value is in the table)
+    many = len(settings) > 1
+    refs = [(f"{r.display if 'display' in base else r.method}" + (" (mean over conditions)" if many else ""),
+             float(np.nanmean([float(getattr(r, mc)) for mc, _sc, _lab in settings])), method_color(r.method)) for r in base.itertuples()]
     note = _reference_lines(ax, refs, limit)
     ax.set_ylim(0, limit)
     names = nets["display"] if "display" in nets else nets["method"]

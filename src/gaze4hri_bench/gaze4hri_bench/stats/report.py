@@ -235,7 +235,9 @@ def _best_grid(a: A.Analysis) -> pd.DataFrame | None:
     if t is None:
         return None
     g = {(r.row, r.column): f"{r.target}: {r.best_display} ({_f(r.best_mean)})" for r in t.itertuples()}
-    return pd.DataFrame([{"row": row, **{c: g.get((row, c), "") for c in A.COLUMNS}} for row in A.ROWS])
+    # as the subject sees the table (figures.SUBJECT_VIEW_GRID): farthest row on top, the subject's left = the camera's right
+    heads = ("subject's left", "middle", "subject's right")
+    return pd.DataFrame([{"row": row, **{h: g.get((row, c), "") for h, c in zip(heads, cols, strict=True)}} for row, cols in F.SUBJECT_VIEW_GRID])
 
 
 def _b64(path: Path) -> str:
@@ -245,7 +247,7 @@ def _b64(path: Path) -> str:
 CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
        "table{border-collapse:collapse;margin:0;font-size:13px}caption{text-align:left;font-style:italic;padding:4px 0;caption-side:top}"
        "th,td{border-bottom:1px solid #ccc;padding:3px 8px;vertical-align:top}td.num{text-align:right}th{border-bottom:2px solid #444}"
-       "td{overflow-wrap:anywhere}.tw{overflow-x:auto;max-width:100%;margin:1em 0}"
+       "td.wrap{overflow-wrap:anywhere;min-width:8em}.tw{overflow-x:auto;max-width:100%;margin:1em 0}"
        "tr.paper td{color:#555;font-style:italic;background:#f6f6f6}"
        "img{max-width:100%;height:auto}figure{margin:1em 0}figcaption{font-style:italic;font-size:13px}"
        "code{background:#f4f4f4;overflow-wrap:anywhere}.skip{color:#a33}p,li{overflow-wrap:anywhere}"
@@ -663,7 +665,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         if name == "target":
             g = _best_grid(a)
             if g is not None:
-                doc.table(g, "Best method per point (mean deg), rows from the subject, columns from the camera.")
+                doc.table(g, "Best method per point (mean deg) as the subject sees the table: farthest row on top, the subject's left is the camera's right.")
                 shown.add("target_best")
         for tn in tabs:
             if tn in a.tables:

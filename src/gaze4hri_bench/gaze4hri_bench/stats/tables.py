@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -140,6 +141,28 @@ def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = N
     return "\n".join(lines) + "\n"
 
 
+_NBSP = "\u00a0"
+
+
+def _keep_together(s: str) -> str:
+    """``12.90 ± 3.38 [10.75, 15.04]`` may break only before the CI: no break around ± or inside [..];
+    short cells do not break at all."""
+    if len(s) <= 16:  # short labels ("PureGaze (E)", "h_slow") stay on one line
+        return s.replace(" ", _NBSP)
+    if "±" not in s and "[" not in s:
+        return s
+    s = s.replace(" ± ", f"{_NBSP}±{_NBSP}")
+    return re.sub(r"\[([^\]]*)\]", lambda m: "[" + m.group(1).replace(" ", _NBSP) + "]", s)
+
+
+def _td_class(s: str, numeric: bool) -> str:
+    """``num`` right-aligns; ``wrap`` lets a cell with a long unbroken token (hash, path) break anywhere."""
+    cls = ["num"] if numeric else []
+    if any(len(tok) > 24 for tok in s.split()):
+        cls.append("wrap")
+    return " ".join(cls)
+
+
 def to_html(df: pd.DataFrame, caption: str | None = None, *, table_id: str | None = None, row_class: list[str] | None = None) -> str:
     """HTML table for the self-contained report, inside a horizontally scrolling container
     (``div.tw``) so that a wide table never widens the page; long unbroken cells
@@ -151,7 +174,7 @@ def to_html(df: pd.DataFrame, caption: str | None = None, *, table_id: str | Non
     rc = row_class or [""] * len(rows)
     body = "".join(
         (f'<tr class="{html.escape(k)}">' if k else "<tr>")
-        + "".join(f'<td class="{"num" if n else ""}">{html.escape(s)}</td>' for s, n in zip(row, num, strict=True)) + "</tr>"
+        + "".join(f'<td class="{_td_class(s, n)}">{html.escape(_keep_together(s))}</td>' for s, n in zip(row, num, strict=True)) + "</tr>"
         for row, k in zip(rows, rc, strict=True)
     )
     tid = f' id="{html.escape(table_id)}"' if table_id else ""
