@@ -125,3 +125,30 @@ def test_report_numbering_contents_status_and_text(small_report):
     assert "0 of 0" not in md and "0.00 ms/frame" not in md
     assert "paper (Sezer et al., Table III)" in md and "Table III layout" in md
     assert "illumination_significance.png" in md and "mutual_significance.png" in md
+
+
+@pytest.mark.replay
+def test_any_new_analysis_table_is_rendered_with_its_caption(small_results, tmp_path, monkeypatch):
+    """An analysis registered later (plan.ANALYSES) shows up in the report, numbered, with the
+    caption it recorded (profile, aggregation, family, effect size), without report code."""
+    from gaze4hri_bench.stats import analyses as A
+    from gaze4hri_bench.stats import analyze, plan
+    from gaze4hri_bench.stats.profiles import REFERENCE
+
+    def extra(c):
+        a = A.Analysis("extra", "An extra analysis (test)")
+        a.tables["extra_pairs"] = pd.DataFrame({"method": ["puregaze_eth"], "display": ["PureGaze (E)"], "mean": [1.5], "ci_low": [1.0], "ci_high": [2.0]})
+        a.caption("extra_pairs", REFERENCE, "Extra: something per method", "Holm over the extras", "Cohen's d_z")
+        a.tables["extra_subjects"] = pd.DataFrame({"subject": ["S1"], "value": [1.0]})
+        a.n = 3
+        return a
+
+    monkeypatch.setitem(plan.ANALYSES, "extra", extra)
+    s = analyze([small_results], tmp_path / "r", figures=False)
+    assert s["analyses"]["extra"]["status"] == "ran"
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "## An extra analysis (test)" in md
+    m = re.search(r"\*Table (\d+)\. \[profile reference\] Extra: something per method\. .*Family: Holm over the extras\. Effect size: Cohen's d_z\.\*", md)
+    assert m, "the extra table's caption is missing"
+    assert "| PureGaze (E) | 1.50 | [1.00, 2.00] |" in md
+    assert "`tables/extra_subjects.csv`" in md and "extra_subjects.csv" in {p.split("/")[-1] for p in s["tables"]}

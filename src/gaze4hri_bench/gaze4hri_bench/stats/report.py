@@ -339,7 +339,7 @@ class _Doc:
         nb = self._numbered()
         for b, num, anchor in nb:
             if b[0] == "h":
-                out.append("#" * b[1] + " " + b[2] + "\n")
+                out.append((f'<a id="{anchor}"></a>\n\n' if b[1] == 2 else "") + "#" * b[1] + " " + b[2] + "\n")
             elif b[0] == "p":
                 out.append(b[1] + "\n")
             elif b[0] == "ul":
