@@ -54,4 +54,4 @@ def test_vector_b_axes():
 def test_unknown_rule():
     with pytest.raises(ValueError, match="known"):
         decode("quaternion", [np.zeros((1, 4))])
-    assert set(DECODERS) == {"pitchyaw_rad", "yawpitch_rad", "l2cs_bins", "vector_b"}
+    assert set(DECODERS) == {"pitchyaw_rad", "yawpitch_rad", "l2cs_bins", "l2cs_bins_first_as_pitch", "vector_b"}

@@ -72,10 +72,13 @@ SPECS: dict[str, MethodSpec] = {
         name="puregaze_gaze360", family="puregaze", train_set="Gaze360", input_type="rectified", size=224,
         colour="bgr", mean=None, std=None, clip_len=1, clip_stride=1, out_index=None,
         onnx_inputs={"face": ("B", 3, 224, 224)}, onnx_outputs={"gaze": ("B", 2)},
-        output="pitchyaw_rad", gaze_frame="A", licence="CC BY-NC 4.0",
+        output="yawpitch_rad", gaze_frame="A", licence="CC BY-NC 4.0",
         source_url="https://github.com/yihuacheng/PureGaze", weights_file="puregaze_gaze360.onnx",
         normalization=_NORM_ETH, table_name="PureGaze (G)",
-        notes="No released weights: the study trained it (50 epochs, lr 1e-4); import your own checkpoint.",
+        notes="No released weights: the study trained it (50 epochs, lr 1e-4); import your own checkpoint. "
+              "Output [yaw, pitch]: trained on GazeHub Gaze360 labels, whose reader reads the (yaw, pitch) column "
+              "(PureGaze's [pitch, yaw] conversion is for ETH only), as the study reads it "
+              "(GazeForHRI/GazeModels@puregaze_gaze360:gaze_model_puregaze_on_gaze360.py:86-87).",
     ),
     "gazetr_eth": MethodSpec(
         name="gazetr_eth", family="gazetr", train_set="ETH-XGaze", input_type="rectified", size=224,

@@ -6,10 +6,16 @@ paths pad. Rules (facts in ../shared/reference/methods.md):
 
 * ``l2cs_face_box``: the face box itself, no margin (not squared), resized to 224 and
   then to ``size`` (448), as L2CS-Net's official demo.
-* ``mcgaze_head_square``: square of half side 0.8 max(w, h) about the head box centre
-  (MCGaze demo).
+* ``mcgaze_head_square``: square of half side int(0.8 max(w, h)) about the integer
+  head box centre ((x1 + x2) // 2, as MCGaze's demo rounds them; its cut at the
+  image border is not reproduced: outside stays black).
 * ``gat_head_box``: square of side 0.9 max(w, h), horizontally centred on the head
-  box, top edge at ymin + 0.09 max(w, h) (GaT, idiap/gaze3d).
+  box, top edge at ymin + 0.09 max(w, h) (GaT, idiap/gaze3d), truncated to integer
+  pixels and resized with anti-aliasing (bilinear with a widened kernel, as
+  torchvision's ``antialias=True`` / PIL), as the official demo.
+* ``study_box``: the study's crop (GazeForHRI/GazeModels@l2cs:gaze_estimation.py:
+  302-315): the box truncated to integers, clamped to the image, resized to 224x224
+  without squaring (aspect not kept), then to ``size`` (L2CS: 448).
 
 Head rules need a head box. With only a face detector (the study's yolov8n-face, or
 MediaPipe), :func:`head_box_from_face` derives one; see its docstring.
@@ -21,7 +27,7 @@ from collections.abc import Callable
 import cv2
 import numpy as np
 
-__all__ = ["CROP_RULES", "crop", "crop_square", "head_box_from_face", "rule_square", "to_tensor", "HEAD_FROM_FACE"]
+__all__ = ["CROP_RULES", "crop", "crop_square", "crop_int_antialiased", "grow_box", "head_box_from_face", "rule_square", "to_tensor", "HEAD_FROM_FACE"]
 
 # Face box -> head box factors (fractions of the face box width w and height h).
 # Face detectors (WIDER FACE style: YOLOv8-face, MediaPipe BlazeFace) box roughly brows
@@ -45,10 +51,12 @@ def head_box_from_face(box, factors: dict | None = None) -> np.ndarray:
 
 
 def _square_mcgaze(box) -> np.ndarray:
-    x1, y1, x2, y2 = box
-    half = 0.8 * max(x2 - x1, y2 - y1)
-    cx, cy = 0.5 * (x1 + x2), 0.5 * (y1 + y2)
-    return np.array([cx - half, cy - half, cx + half, cy + half])
+    """MCGaze demo (zgchen33/MCGaze demo.py): integer centre (x1 + x2) // 2 and half side
+    int(0.8 max(w, h)) of the (integer) head box."""
+    x1, y1, x2, y2 = (int(v) for v in box)
+    half = int(0.8 * max(x2 - x1, y2 - y1))
+    cx, cy = (x1 + x2) // 2, (y1 + y2) // 2
+    return np.array([cx - half, cy - half, cx + half, cy + half], float)
 
 
 def _square_gat(box) -> np.ndarray:
@@ -72,6 +80,42 @@ def crop_square(image: np.ndarray, region, out_w: int, out_h: int | None = None)
     return cv2.warpAffine(image, A, (int(out_w), int(out_h)), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
 
 
+def crop_int_antialiased(image: np.ndarray, region, size: int) -> np.ndarray:
+    """GaT's official crop: ``region`` truncated to integer pixels (outside the image
+    black), resized to size x size with anti-aliased bilinear (PIL's filter, which
+    torchvision's ``antialias=True`` follows)."""
+    from PIL import Image
+
+    x1, y1, x2, y2 = (int(v) for v in np.asarray(region, float).reshape(4))
+    H, W = image.shape[:2]
+    out = np.zeros((max(y2 - y1, 1), max(x2 - x1, 1), 3), np.uint8)
+    sx1, sy1, sx2, sy2 = max(x1, 0), max(y1, 0), min(x2, W), min(y2, H)
+    if sx2 > sx1 and sy2 > sy1:
+        out[sy1 - y1:sy2 - y1, sx1 - x1:sx2 - x1] = image[sy1:sy2, sx1:sx2]
+    return np.asarray(Image.fromarray(out).resize((int(size), int(size)), Image.BILINEAR))
+
+
+def grow_box(box, margin: float, shape) -> np.ndarray:
+    """The study's box margin (GazeForHRI/Gaze4HRI@main:head_detection.py:114-120): each
+    side moved out by ``margin`` x the box width (x) or height (y), clamped to the image."""
+    x1, y1, x2, y2 = np.asarray(box, float).reshape(4)
+    w, h = x2 - x1, y2 - y1
+    H, W = shape[:2]
+    return np.array([max(0.0, x1 - margin * w), max(0.0, y1 - margin * h), min(float(W), x2 + margin * w),
+                     min(float(H), y2 + margin * h)])
+
+
+def _study(image, box, size):
+    """The study's crop: int box, clamped, 224x224 stretched, then ``size``."""
+    H, W = image.shape[:2]
+    x1, y1, x2, y2 = (int(v) for v in np.asarray(box, float))
+    x1, y1, x2, y2 = max(x1, 0), max(y1, 0), min(x2, W), min(y2, H)
+    if x2 <= x1 or y2 <= y1:
+        raise ValueError(f"crop: box {np.round(box, 1).tolist()} lies outside the {W}x{H} image")
+    p = cv2.resize(np.ascontiguousarray(image[y1:y2, x1:x2]), (224, 224))
+    return p if size == 224 else cv2.resize(p, (size, size), interpolation=cv2.INTER_LINEAR)
+
+
 def _l2cs(image, face_box, size):
     x1, y1, x2, y2 = np.asarray(face_box, float)
     # official demo (l2cs/pipeline.py): integer box clamped at 0, frame[y1:y2, x1:x2]
@@ -90,7 +134,11 @@ CROP_RULES: dict[str, tuple[bool, Callable]] = {
     "l2cs_face_box": (False, _l2cs),
     "mcgaze_head_square": (True, _square_mcgaze),
     "gat_head_box": (True, _square_gat),
+    "study_box": (False, _study),
 }
+
+#: head rules resampled the official way (integer region + anti-aliased resize)
+_INT_ANTIALIASED = {"gat_head_box"}
 
 
 def rule_square(box, rule: str, box_kind: str = "face") -> np.ndarray:
@@ -126,12 +174,15 @@ def crop(image: np.ndarray, box, rule: str, size: int, box_kind: str = "face") -
         raise ValueError(f"crop: invalid box {b.tolist()}")
     if not needs_head:
         return fn(image, b, int(size))
+    if rule in _INT_ANTIALIASED:
+        return crop_int_antialiased(image, rule_square(b, rule, box_kind), int(size))
     return crop_square(image, rule_square(b, rule, box_kind), int(size))
 
 
 def to_tensor(patch: np.ndarray, spec) -> np.ndarray:
-    """RGB uint8 (H, W, 3) -> float32 (3, H, W) per ``spec``: channel order
-    (``spec.colour`` rgb/bgr), scaled to [0, 1], then (x - mean) / std when given."""
+    """RGB uint8 (H, W, 3) -> float32 (3, H, W) per ``spec`` (a MethodSpec or a profile
+    record: ``colour`` rgb/bgr, ``mean``, ``std``): channel order, scaled to [0, 1],
+    then (x - mean) / std when given."""
     p = np.asarray(patch)
     if p.ndim != 3 or p.shape[2] != 3:
         raise ValueError(f"to_tensor: expected (H, W, 3), got {p.shape}")

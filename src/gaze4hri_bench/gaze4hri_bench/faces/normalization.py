@@ -32,6 +32,8 @@ __all__ = [
     "face_center_from_model_points",
     "head_pose_from_landmarks",
     "EYE_TO_FACE_CENTRE_MM",
+    "study_head_rotation",
+    "denormalization_map",
 ]
 
 
@@ -104,6 +106,38 @@ def denormalize(g_n, R_norm) -> np.ndarray:
     if R.ndim == 3:
         return np.einsum("nji,nj->ni", R, g.reshape(-1, 3)).reshape(g.shape)
     return g @ R
+
+
+# The study's head-axis chain (GazeForHRI/GazeModels@puregaze:gaze_estimation.py:156-214):
+# the band rotation (axes x forward, y up, z right; study-code.md) in rgb_camera_link is
+# turned into a rotation vector, re-based to the optical axes ([-y, -z, x] of the body
+# vector), flipped 180 deg about y (left product) and turned -90 deg about z (left
+# product). In this module's OpenCV head axes (R_band = R_head_cam P) that is
+# R_s = Rz(-90) F R_head_cam P B^T with P B^T below; only its first column is used.
+_STUDY_RIGHT = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])  # P B^T
+_STUDY_LEFT = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]) @ np.diag([-1.0, 1.0, -1.0])  # Rz(-90) F
+
+
+def study_head_rotation(R_head_cam) -> np.ndarray:
+    """The head rotation the study's rectification used, from ours (profile ``study``,
+    setting ``rect_head_axis_chain``). Its x axis is the head's down axis turned into
+    the image plane: equal to ours for an upright head, but it rolls the other way
+    (a head roll r gives a patch rolled by -r relative to Zhang et al. 2018's rule)."""
+    return _STUDY_LEFT @ np.asarray(R_head_cam, float).reshape(3, 3) @ _STUDY_RIGHT
+
+
+def denormalization_map(R_norm, face_center_cam, distance_mm: float = 600.0, rule: str = "rotation") -> np.ndarray:
+    """3x3 map of a normalized-space prediction to the camera frame (then re-normalized).
+    ``rotation``: R^T (Zhang et al. 2018, Sec. 3.2); ``inverse_warp``: M^-1 = R^T S^-1
+    with S = diag(1, 1, d_n/|c|), the study's rule (GazeForHRI/GazeModels@gazetr:
+    gaze_estimation.py:264-271); the two agree only when |c| = d_n."""
+    R = np.asarray(R_norm, float).reshape(3, 3)
+    if rule == "rotation":
+        return R.T
+    if rule == "inverse_warp":
+        c = np.linalg.norm(np.asarray(face_center_cam, float))
+        return R.T @ np.diag([1.0, 1.0, c / (float(distance_mm) / 1000.0)])
+    raise ValueError(f"unknown de-normalization rule {rule!r}; known: rotation, inverse_warp")
 
 
 def normalize_head(R_head_cam, R_norm) -> np.ndarray:

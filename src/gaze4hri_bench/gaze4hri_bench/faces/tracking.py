@@ -17,7 +17,7 @@ import numpy as np
 
 from .detectors import FaceDetection
 
-__all__ = ["SubjectTracker", "BYTETRACK_DEFAULTS"]
+__all__ = ["SubjectTracker", "BYTETRACK_DEFAULTS", "track_all", "most_frequent_track", "study_boxes"]
 
 # Ultralytics' bytetrack.yaml defaults (8.4), track_buffer in frames at 30 fps.
 BYTETRACK_DEFAULTS = dict(track_high_thresh=0.25, track_low_thresh=0.1, new_track_thresh=0.25, track_buffer=30,
@@ -112,3 +112,41 @@ class SubjectTracker:
         """Forget every track (call between trials)."""
         self.tracker.reset()
         self.subject_id, self.lost_for, self.history = None, 0, {}
+
+
+# -- the study's rule (profile ``study``) -----------------------------------------------------
+def track_all(detections_per_frame, frame_rate: int = 30, **bytetrack) -> list[list[tuple[np.ndarray, int, float]]]:
+    """Run BYTETracker over a whole trial: per frame, every tracked (box, track id, score)."""
+    tracker = _byte_tracker(frame_rate, **bytetrack)
+    out = []
+    for dets in detections_per_frame:
+        dets = list(dets or [])
+        res = _Dets(np.array([d.box for d in dets], np.float32).reshape(-1, 4), np.array([d.score for d in dets], np.float32))
+        rows = np.asarray(tracker.update(res)).reshape(-1, 8)
+        out.append([(r[:4].astype(float), int(r[4]), float(r[5])) for r in rows])
+    return out
+
+
+def most_frequent_track(tracks_per_frame) -> int | None:
+    """The track id seen in most frames (ties: the id seen first), as the study chose
+    its subject (GazeForHRI/Gaze4HRI@main:head_detection.py:136); None without tracks."""
+    counts: dict[int, int] = {}
+    for frame in tracks_per_frame:
+        for _box, tid, _s in frame:
+            counts[tid] = counts.get(tid, 0) + 1
+    return max(counts, key=lambda t: counts[t]) if counts else None
+
+
+def study_boxes(tracks_per_frame, shape, margin: float = 0.1) -> tuple[list[np.ndarray | None], int | None]:
+    """The study's head_bboxes rule on tracked boxes: the most frequent track's box per
+    frame, grown by ``margin`` of its size on every side, clamped to the image and
+    truncated to integers (GazeForHRI/Gaze4HRI@main:head_detection.py:111-148); None
+    where that track is absent. Works on boxes from any source (detector or dataset)."""
+    from .crops import grow_box
+
+    tid = most_frequent_track(tracks_per_frame)
+    out: list[np.ndarray | None] = []
+    for frame in tracks_per_frame:
+        b = next((box for box, t, _s in frame if t == tid), None)
+        out.append(None if b is None else np.floor(grow_box(b, margin, shape)))
+    return out, tid

@@ -24,7 +24,9 @@ class FrameContext:
     image: RGB uint8 (H, W, 3); box: tracked face box [x1, y1, x2, y2] pixels or None;
     K: 3x3 intrinsics at the image's resolution; face_center_cam (m) and R_head_cam
     (head rotation in the camera frame) from motion capture (NaN when unknown);
-    head_forward: unit head-forward vector in the camera frame (NaN when unknown).
+    head_forward: unit head-forward vector in the camera frame (NaN when unknown);
+    eye_center_cam (m): the eye midpoint (the study's rectification centre; NaN when
+    unknown).
     """
 
     index: int
@@ -35,6 +37,7 @@ class FrameContext:
     face_center_cam: np.ndarray
     R_head_cam: np.ndarray
     head_forward: np.ndarray
+    eye_center_cam: np.ndarray | None = None
 
 
 @dataclass

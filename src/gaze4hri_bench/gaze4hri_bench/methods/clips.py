@@ -57,10 +57,17 @@ class SlidingWindow:
         return [min(max(start + k, 0), n - 1) for k in range(self.length)]
 
 
-def policy_for(spec) -> CentredWindow | SlidingWindow | None:
-    """The clip policy of a spec: None for single images."""
+def policy_for(spec, record=None) -> CentredWindow | SlidingWindow | None:
+    """The clip policy of a spec under a profile record (profiles.MethodProfile; None:
+    official): None for single images. ``causal``: windows f-T+1..f read at the last
+    position (the study: GazeForHRI/Gaze4HRI@main:gaze_model_mcgaze.py:71,88;
+    GazeForHRI/GazeModels@gaze3d:gaze_model_gaze3d.py:91-99,161-164); frames before
+    the first full window are padded black (the study ran a shorter clip for MCGaze
+    and gave GaT no output there)."""
     if spec.clip_len <= 1:
         return None
+    if record is not None and record.clip == "causal":
+        return CentredWindow(spec.clip_len, out_index=spec.clip_len - 1, stride=1)
     if spec.family == "mcgaze":
         return SlidingWindow(spec.clip_len, step=4)
     return CentredWindow(spec.clip_len, out_index=int(spec.out_index or 0), stride=spec.clip_stride)

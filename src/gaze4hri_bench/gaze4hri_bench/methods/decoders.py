@@ -55,6 +55,18 @@ def _l2cs(outs: Sequence[np.ndarray]) -> np.ndarray:
     return pitchyaw_to_vector(pitch, yaw, "A")
 
 
+def _l2cs_first_as_pitch(outs: Sequence[np.ndarray]) -> np.ndarray:
+    """The study's L2CS decoding (profile ``study``): the FIRST head is taken as pitch
+    and the second as yaw (GazeForHRI/GazeModels@l2cs:gaze_model_l2cs.py:40-53), and
+    its basis change to rgb_camera_link [z, -y, -x] (ibid. :67-69) swaps x and y back,
+    so in the camera frame g = (v_y, v_x, v_z) of v = vector(pitch=h1, yaw=h2).
+    Agrees with ``l2cs_bins`` to first order; apart at large combined angles."""
+    h1 = np.radians(l2cs_angles_deg(outs[0]))
+    h2 = np.radians(l2cs_angles_deg(outs[1]))
+    v = pitchyaw_to_vector(h1, h2, "A")
+    return np.stack([v[..., 1], v[..., 0], v[..., 2]], axis=-1)
+
+
 def _vector_b(outs: Sequence[np.ndarray]) -> np.ndarray:
     """3D vectors in Gaze360's eye Frame B (x left, y up, z away) -> Frame A axes,
     re-normalized (Kellnhofer et al. 2019 Sec. 3.3). Clip outputs keep their T axis."""
@@ -66,6 +78,7 @@ DECODERS: dict[str, Callable[[Sequence[np.ndarray]], np.ndarray]] = {
     "pitchyaw_rad": _pitchyaw,
     "yawpitch_rad": _yawpitch,
     "l2cs_bins": _l2cs,
+    "l2cs_bins_first_as_pitch": _l2cs_first_as_pitch,
     "vector_b": _vector_b,
 }
 

@@ -11,12 +11,18 @@ network's Frame A output is then mapped to the camera frame:
   the output is relative to the camera->face ray (the ray frame of Gaze360,
   Kellnhofer et al. ICCV 2019, Sec. 3.3); it is rotated into the camera frame with the
   ray through the face box centre, K^-1 [u, v, 1] (gaze4hri_core.gaze.ray_frame_to_camera).
+
+Every one of these choices is read from the method's pipeline-profile record
+(gaze4hri_bench.profiles: ``reference`` by default, ``study`` = the study's code).
+One frame for a live caller (a ROS node): ``OnnxMethod(name, profile=...)`` then
+:meth:`OnnxMethod.predict_frame` (frame + head pose + profile -> camera-frame gaze).
 """
 from __future__ import annotations
 
 import numpy as np
 from gaze4hri_core.gaze import normalize, ray_frame_to_camera
 
+from ..profiles import DEFAULT_CROP_RULE, MethodProfile, Profile, get_profile
 from ..specs import MethodSpec, get_spec
 from .base import FrameContext, GazeMethod, Prepared
 from .clips import policy_for
@@ -24,8 +30,6 @@ from .decoders import decode
 
 __all__ = ["OnnxMethod", "DEFAULT_CROP_RULE", "ray_basis", "box_ray"]
 
-#: crop rule for methods whose spec names none (rectified methods run on crops, Table S9)
-DEFAULT_CROP_RULE = "l2cs_face_box"
 
 
 def box_ray(box, K) -> np.ndarray:
@@ -46,9 +50,12 @@ class OnnxMethod(GazeMethod):
     kind = "onnx"
     input_types = ("crop", "rectified")
 
-    def __init__(self, name: str, spec: MethodSpec | None = None):
+    def __init__(self, name: str, spec: MethodSpec | None = None, profile: str | Profile | None = None):
         super().__init__(name, spec or get_spec(name))
-        self.clip_policy = policy_for(self.spec)
+        prof = profile if isinstance(profile, Profile) else get_profile(profile)
+        self.profile_name = prof.name
+        self.settings: MethodProfile = prof.record(name, self.spec)
+        self.clip_policy = policy_for(self.spec, self.settings)
         (self.input_name, self.input_shape), = self.spec.onnx_inputs.items()
         self.output_names = list(self.spec.onnx_outputs)
 
@@ -58,13 +65,14 @@ class OnnxMethod(GazeMethod):
 
     @property
     def crop_rule(self) -> str:
-        return self.spec.crop_rule or DEFAULT_CROP_RULE
+        return self.settings.crop_rule
 
     def to_tensor(self, patch: np.ndarray) -> np.ndarray:
-        """RGB uint8 (S, S, 3) -> float32 (3, S, S) as the spec says (faces.crops.to_tensor)."""
+        """RGB uint8 (S, S, 3) -> float32 (3, S, S) per the profile record's colour order
+        and mean/std (faces.crops.to_tensor)."""
         from ..faces.crops import to_tensor
 
-        return np.asarray(to_tensor(patch, self.spec), dtype=np.float32)
+        return np.asarray(to_tensor(patch, self.settings), dtype=np.float32)
 
     def prepare(self, ctx: FrameContext, input_type: str) -> Prepared | None:
         """The network input of one frame, or None when it cannot be built (no face
@@ -75,18 +83,27 @@ class OnnxMethod(GazeMethod):
                 return None
             from ..faces.crops import crop
 
-            patch = crop(ctx.image, ctx.box, self.crop_rule, size)
-            return Prepared(self.to_tensor(patch), ray_basis(box_ray(ctx.box, ctx.K)))
+            st = self.settings
+            box = np.asarray(ctx.box, float)  # the profile's box (study: margin applied by the face pass)
+            patch = crop(ctx.image, box, st.crop_rule, size)
+            to_cam = ray_basis(box_ray(box, ctx.K)) if st.ray_correction else np.eye(3)
+            return Prepared(self.to_tensor(patch), to_cam)
         if input_type == "rectified":
-            c = np.asarray(ctx.face_center_cam, float)
+            st = self.settings
+            c = np.asarray(ctx.face_center_cam if st.rect_centre == "face_centre" else
+                           (ctx.eye_center_cam if ctx.eye_center_cam is not None else np.full(3, np.nan)), float)
             R = np.asarray(ctx.R_head_cam, float)
             if ctx.image is None or not (np.isfinite(c).all() and np.isfinite(R).all()):
                 return None
+            from ..faces.normalization import denormalization_map, study_head_rotation
             from ..faces.normalization import normalize as rectify
 
+            if st.head_axes == "study_chain":
+                R = study_head_rotation(R)
             norm = self.spec.normalization or {"focal_px": 960.0, "distance_mm": 600.0}
-            patch, R_norm = rectify(ctx.image, ctx.K, c, R, float(norm["focal_px"]), float(norm["distance_mm"]), size)
-            return Prepared(self.to_tensor(patch), np.asarray(R_norm, float).T)
+            d = float(norm["distance_mm"])
+            patch, R_norm = rectify(ctx.image, ctx.K, c, R, float(norm["focal_px"]), d, size)
+            return Prepared(self.to_tensor(patch), denormalization_map(R_norm, c, d, st.denorm))
         raise ValueError(f"{self.name}: unknown input type {input_type!r}")
 
     def black(self, like: Prepared) -> Prepared:
@@ -98,15 +115,29 @@ class OnnxMethod(GazeMethod):
     def decode(self, outputs: list[np.ndarray]) -> np.ndarray:
         """Raw outputs (spec order) -> unit vectors in the network's Frame A axes,
         (B, 3) for images, (B, T, 3) for clips."""
-        return decode(self.spec.output, outputs)
+        return decode(self.settings.output, outputs)
 
     @staticmethod
     def to_camera(g: np.ndarray, to_cam: np.ndarray) -> np.ndarray:
         """Network-frame unit vectors (N, 3) and per-sample 3x3 maps -> camera frame."""
         return normalize(np.einsum("nij,nj->ni", np.asarray(to_cam, float), np.asarray(g, float)))
 
+    def predict_frame(self, ctx: FrameContext, input_type: str, run) -> np.ndarray | None:
+        """One image-method frame end to end: prepare, ``run(x) -> outputs`` (e.g.
+        pipeline.runtime.Runner.run), decode, camera frame. Returns a unit vector in
+        the OpenCV camera frame, or None when the input cannot be built. Clip methods
+        need a window of frames: use the run loop (pipeline.frames.assemble)."""
+        if self.clip_policy is not None:
+            raise ValueError(f"{self.name} takes clips of {self.spec.clip_len} frames; predict_frame is for image methods")
+        p = self.prepare(ctx, input_type)
+        if p is None:
+            return None
+        g = self.decode(run(p.tensor[None]))
+        return self.to_camera(g, p.to_cam[None])[0]
+
     def describe(self) -> dict:
         s = self.spec
         return {"name": self.name, "kind": self.kind, "family": s.family, "train_set": s.train_set,
-                "input_type": s.input_type, "output": s.output, "gaze_frame": s.gaze_frame,
-                "clip": None if self.clip_policy is None else type(self.clip_policy).__name__}
+                "input_type": s.input_type, "output": self.settings.output, "gaze_frame": s.gaze_frame,
+                "clip": None if self.clip_policy is None else type(self.clip_policy).__name__,
+                "profile": self.profile_name}

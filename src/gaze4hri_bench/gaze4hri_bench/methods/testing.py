@@ -29,10 +29,10 @@ TINY_SPEC = MethodSpec(
 )
 
 
-def tiny_method(name: str = "tiny_test", spec: MethodSpec | None = None):
+def tiny_method(name: str = "tiny_test", spec: MethodSpec | None = None, profile=None):
     from .network import OnnxMethod
 
-    return OnnxMethod(name, spec or TINY_SPEC)
+    return OnnxMethod(name, spec or TINY_SPEC, profile)
 
 
 def _weights(n: int) -> np.ndarray:

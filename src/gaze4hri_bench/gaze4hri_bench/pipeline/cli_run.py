@@ -58,6 +58,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("auto", "session", "study"), default="auto", dest="data_format",
                    help="layout of --data: session (our MCAP sessions), study (the study's released dataset, "
                         "docs/study_dataset.md) or auto (detect; default)")
+    from ..profiles import PROFILES
+
+    p.add_argument("--profile", default="reference", metavar="NAME",
+                   help="pipeline profile: " + "; ".join(f"{k} = {v.summary}" for k, v in PROFILES.items())
+                        + " (default reference; docs/pipeline.md, 'Pipeline profiles')")
     p.add_argument("--input", choices=("best", "crop", "rectified", "both"), default="best",
                    help="face input: 'best' = the study's choice per method (Table II; default), 'crop' = detected face "
                         "box, 'rectified' = data normalization with motion-capture head pose, 'both' = one file each")
@@ -102,7 +107,7 @@ def main(args: argparse.Namespace) -> int:
         trials=tuple(args.trials) if args.trials else None, stride=args.stride, device=args.device,
         batch=args.batch, models_dir=args.models_dir, threads=args.threads, blinks=args.blinks,
         ear_relative=args.ear_relative or None, ear_threshold=args.ear_threshold,
-        data_format=args.data_format,
+        data_format=args.data_format, profile=args.profile,
         progress=not args.no_progress and sys.stderr.isatty(),
         command_line="gaze4hri-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     )

@@ -25,7 +25,8 @@ from ..faces.landmarks import mean_ear
 from ..faces.normalization import FACE_MODEL_MESH_IDS, head_pose_from_landmarks
 from ..faces.tracking import SubjectTracker
 
-__all__ = ["FaceTrack", "track_trial", "FACE_COLUMNS", "FaceModels", "TrialFaces", "face_cache_path"]
+__all__ = ["FaceTrack", "track_trial", "FACE_COLUMNS", "FaceModels", "TrialFaces", "face_cache_path",
+           "study_face_table", "ensure_study_faces", "trial_exclusion"]
 
 FACE_COLUMNS = (["frame", "x1", "y1", "x2", "y2", "score", "track_id", "n_faces", "ear",
                  "lm_face_cx", "lm_face_cy", "lm_face_cz"] + [f"lm_R_head_{i}{j}" for i in range(3) for j in range(3)])
@@ -105,8 +106,9 @@ class FaceModels:
     """The run's face detector and (for detectors without landmarks) face mesh, built
     once on first use and shared by every trial (MediaPipe graphs are costly to build)."""
 
-    def __init__(self, detector: str):
+    def __init__(self, detector: str, conf: float | None = None):
         self.detector_name = detector
+        self.conf = conf  # a profile's detector threshold (YOLO detectors; others keep their own)
         self._det = None
         self._mesh = None
 
@@ -114,8 +116,21 @@ class FaceModels:
         if self._det is None:
             from ..faces.detectors import get_detector
 
-            self._det = get_detector(self.detector_name)
+            try:
+                self._det = get_detector(self.detector_name, **({"conf": self.conf} if self.conf is not None else {}))
+            except TypeError:  # a detector without a confidence setting (mediapipe, haar)
+                self._det = get_detector(self.detector_name)
         return self._det
+
+    def with_conf(self, conf: float | None) -> FaceModels:
+        """The same detector at another confidence threshold (built once, closed with this one)."""
+        if conf == self.conf:
+            return self
+        sib = getattr(self, "_siblings", {})
+        self._siblings = sib
+        if conf not in sib:
+            sib[conf] = FaceModels(self.detector_name, conf)
+        return sib[conf]
 
     def landmarker(self):
         """None when the detector gives face-mesh landmarks itself."""
@@ -133,6 +148,8 @@ class FaceModels:
         return self._mesh.landmarks
 
     def close(self) -> None:
+        for sib in getattr(self, "_siblings", {}).values():
+            sib.close()
         for m in (self._det, self._mesh):
             if m is not None:
                 m.close()
@@ -204,3 +221,103 @@ class TrialFaces:
             os.replace(tmp, self.cache)
         finally:
             tmp.unlink(missing_ok=True)
+
+
+# -- the study's face boxes (profile record: track_rule most_frequent) ------------------------
+def study_face_table(frames: Iterable, detector: Detector, margin: float, landmarker: Landmarker | None = None,
+                     frame_rate: int = 30) -> pd.DataFrame:
+    """The study's head_bboxes rule over a whole trial (two passes over the detections:
+    ByteTrack, then the most frequent track; faces.tracking.study_boxes), as a face
+    table (FACE_COLUMNS; EAR from ``landmarker`` on the kept box when given)."""
+    from ..faces.tracking import study_boxes, track_all
+
+    idx, dets, images_shape, lms = [], [], None, []
+    for fs in frames:
+        d = detector.detect(fs.image)
+        idx.append(int(fs.index))
+        dets.append(d)
+        images_shape = fs.image.shape
+        lms.append((fs.image, d) if landmarker is not None else None)
+    tracks = track_all(dets, frame_rate)
+    boxes, tid = study_boxes(tracks, images_shape or (0, 0), margin)
+    rows = []
+    for i, f in enumerate(idx):
+        row = {"frame": f, "n_faces": len(dets[i])}
+        b = boxes[i]
+        if b is not None:
+            score = next((s for _b, t, s in tracks[i] if t == tid), np.nan)
+            row.update(x1=b[0], y1=b[1], x2=b[2], y2=b[3], score=score, track_id=tid)
+            if landmarker is not None:
+                lm = landmarker(lms[i][0], b)
+                if lm is not None:
+                    row["ear"] = mean_ear(lm)
+        rows.append(row)
+    return _typed(pd.DataFrame(rows, columns=FACE_COLUMNS))
+
+
+def ensure_study_faces(ds, tref, cache: Path, models: FaceModels, margin: float, landmarks: bool,
+                       prefer_dataset: bool = True) -> None:
+    """Build the trial's study face table in a pre-pass (the most frequent track needs
+    the whole video) and cache it where :class:`TrialFaces` reads it. With
+    ``prefer_dataset`` (record face_boxes ``dataset``) and a dataset that has released
+    boxes (``ds.face_boxes(tref)`` -> (F, 6) [x1, y1, x2, y2, track_id, frame] or
+    None), those boxes are used as they are (they carry the margin already)."""
+    if cache.is_file():
+        return
+    lm = models.landmarker() if landmarks else None
+    released = getattr(ds, "face_boxes", None)  # the data layer's released boxes (study layout: head_bboxes.npy)
+    boxes = released(tref) if callable(released) and prefer_dataset else None
+    if boxes is not None:
+        table = dataset_face_table(ds.iter_frames(tref), boxes, lm)
+    else:
+        table = study_face_table(ds.iter_frames(tref), models.detector(), margin, lm)
+    t = pa.Table.from_pandas(table, preserve_index=False)
+    md = {"landmarks": landmarks, "detector": getattr(models.detector(), "name", models.detector_name), "rule": "study"}
+    t = t.replace_schema_metadata({**(t.schema.metadata or {}), b"gaze4hri_faces": json.dumps(md).encode()})
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(t, tmp)
+        os.replace(tmp, cache)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def dataset_face_table(frames: Iterable, boxes, landmarker: Landmarker | None = None) -> pd.DataFrame:
+    """Face table from released boxes (F, 6) [x1, y1, x2, y2, track_id, frame]."""
+    b = np.asarray(boxes, float).reshape(-1, 6)
+    by_frame = {int(r[5]): r for r in b}
+    rows = []
+    for fs in frames:
+        f = int(fs.index)
+        row = {"frame": f, "n_faces": int(f in by_frame)}
+        r = by_frame.get(f)
+        if r is not None:
+            row.update(x1=r[0], y1=r[1], x2=r[2], y2=r[3], score=np.nan, track_id=int(r[4]))
+            if landmarker is not None:
+                lm = landmarker(fs.image, r[:4])
+                if lm is not None:
+                    row["ear"] = mean_ear(lm)
+        rows.append(row)
+    return _typed(pd.DataFrame(rows, columns=FACE_COLUMNS))
+
+
+def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    df["frame"] = df["frame"].astype(np.int64)
+    df["track_id"] = df["track_id"].astype("Int64")
+    df["n_faces"] = df["n_faces"].astype(np.int64)
+    for c in FACE_COLUMNS:
+        if c not in ("frame", "track_id", "n_faces"):
+            df[c] = df[c].astype(float)
+    return df
+
+
+def trial_exclusion(frames, faces: pd.DataFrame) -> str | None:
+    """The study's trial rule (GazeForHRI/GazeModels@l2cs:gaze_estimation.py:300-301: a
+    frame without the kept track's box raises, so the video is dropped): the reason
+    when some frame in ``frames`` has no box, else None."""
+    have = dict(zip(faces["frame"].to_numpy(), faces["x1"].notna().to_numpy(), strict=True))
+    missing = [int(f) for f in frames if not have.get(int(f), False)]
+    if not missing:
+        return None
+    return f"{len(missing)} frame(s) without the kept track's face box (first: frame {missing[0]}); the study drops such a trial"

@@ -29,6 +29,7 @@ class StageTimes:
     preprocess_s: float = 0.0
     infer_s: float = 0.0
     frames: int = 0
+    excluded: str | None = None  # why the profile excluded the whole trial (study: a frame without its face)
 
     def add(self, other: StageTimes) -> None:
         for k in ("decode_s", "detect_s", "preprocess_s", "infer_s", "frames"):
@@ -151,4 +152,4 @@ def frame_context(index: int, t_ns: int, image, box, K, gt_row: dict | None) -> 
     g = gt_row or {}
     return FrameContext(index=index, t_ns=t_ns, image=image, box=box, K=K,
                         face_center_cam=g.get("face_center_cam", nan3), R_head_cam=g.get("R_head_cam", np.full((3, 3), np.nan)),
-                        head_forward=g.get("head_forward", nan3))
+                        head_forward=g.get("head_forward", nan3), eye_center_cam=g.get("eye_center_cam", nan3))

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from ..schema import COLUMNS, METADATA_KEY, SCHEMA_VERSION
 
 __all__ = ["coerce", "arrow_schema", "parts_dir", "part_path", "write_part", "read_part_timing", "merge",
-           "result_path", "read_metadata", "PART_KEY"]
+           "result_path", "read_metadata", "PART_KEY", "check_profile"]
 
 PART_KEY = b"gaze4hri_part"  # per-trial timing in part files
 
@@ -93,6 +93,19 @@ def read_part_timing(path: Path) -> dict:
     return json.loads(md.get(PART_KEY, b"{}"))
 
 
+def check_profile(parts: Path, profile: str) -> None:
+    """Refuse to resume into part files made under another pipeline profile (one
+    results folder holds one profile; parts without the key are ``reference``)."""
+    from gaze4hri_core.errors import Gaze4HRIError
+
+    for p in sorted(Path(parts).glob("*.parquet")) if Path(parts).is_dir() else []:
+        got = read_part_timing(p).get("profile") or "reference"
+        if got != profile:
+            raise Gaze4HRIError(f"{p.parent} holds trials run with pipeline profile {got!r}, this run asks for {profile!r}",
+                                "--profile", f"use another --out for profile {profile}, or run again with --profile {got}")
+        return
+
+
 def _timing(parts: list[Path]) -> tuple[dict, dict]:
     keys = ("frames", "decode_s", "detect_s", "preprocess_s", "infer_s", "wall_s")
     tot = dict.fromkeys(keys, 0.0)
@@ -100,8 +113,11 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
     subjects: dict[str, dict] = {}
     backends: dict[str, str] = {}  # subject -> acquisition backend (sim, real, study)
     reasons: dict[str, int] = {}
+    excluded: dict[str, str] = {}
     for p in parts:
         t = read_part_timing(p)
+        if t.get("excluded"):
+            excluded[p.stem] = t["excluded"]
         for k, v in (t.get("reasons") or {}).items():
             reasons[k] = reasons.get(k, 0) + int(v)
         for k in keys:
@@ -128,6 +144,7 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
         "fps": round(frames / tot["wall_s"], 3) if tot["wall_s"] > 0 else None,
         "peak_rss_mb": round(peak_rss, 1), "peak_vram_mb": peak_vram, "device": device, "batch": batch,
         "reasons": reasons,
+        "excluded_trials": excluded,
     }
     timing["data_backends"] = backends
     if subjects:
@@ -161,15 +178,37 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
         "weights": weights,
         "calibration_hashes": cal,
         "detector": cfg.detector if m.needs_face(job.input_type) else None,
-        "frame_correction": {"crop": "camera->face ray through the box centre", "rectified": "R_norm^T",
-                             "none": "none"}[job.input_type],
+        "profile": getattr(cfg, "profile", "reference"),
+        "profile_settings": _profile_settings(m, getattr(cfg, "profile", "reference")),
+        "frame_correction": _frame_correction(m, job.input_type),
         "stride": cfg.stride,
         "blinks": _blinks(cfg),
         "command_line": cfg.command_line or " ".join(sys.argv),
+        "excluded_trials": timing.pop("excluded_trials", {}),  # subject__trial -> why the profile dropped it
         "subjects": timing.pop("subjects", {}),  # subject -> metadata (study: subject_info.json; docs/results_schema.md)
         "data_source": {"backends": timing.pop("data_backends", {})},  # subject -> sim/real/study: the report's status box
         "timing": timing,
     }
+
+
+def _profile_settings(method, profile: str) -> dict:
+    """The method's pipeline-profile record (profiles.MethodProfile) and the documented
+    settings of the profile that apply to it."""
+    from ..profiles import get_profile
+
+    rec = getattr(method, "settings", None)
+    prof = get_profile(profile)
+    names = [s.name for s in prof.settings if s.methods == ("*",) or method.name in s.methods]
+    return {"record": dataclasses.asdict(rec) if rec is not None else None, "settings": names}
+
+
+def _frame_correction(method, input_type: str) -> str:
+    rec = getattr(method, "settings", None)
+    if input_type == "crop":
+        return "camera->face ray through the box centre" if rec is None or rec.ray_correction else "none (study)"
+    if input_type == "rectified":
+        return "R_norm^T" if rec is None or rec.denorm == "rotation" else "M^-1 = R^T S^-1 (study)"
+    return "none"
 
 
 def _blinks(cfg) -> dict:

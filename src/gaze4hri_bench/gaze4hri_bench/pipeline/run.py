@@ -24,10 +24,11 @@ from gaze4hri_core.gaze import angular_error_deg, normalize
 
 from ..data import validity
 from ..faces.blinks import blink_source
-from ..methods import get_method
+from ..methods import get_entry, get_method
 from ..methods.base import GazeMethod
+from ..profiles import get_profile
 from . import results
-from .face_pass import FaceModels, TrialFaces, face_cache_path
+from .face_pass import FaceModels, TrialFaces, ensure_study_faces, face_cache_path, trial_exclusion
 from .frames import Direct, Sample, StageTimes, assemble, frame_context, timed_iter
 from .progress import RunProgress
 from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
@@ -60,6 +61,7 @@ class RunConfig:
     ear_relative: float | None = validity.EAR_RELATIVE  # blink: EAR < this x the trial median (None: off)
     ear_threshold: float | None = None  # blink: EAR < this absolute value (None: off)
     data_format: str = "auto"  # data.reader.FORMATS: auto (detect), session (MCAP) or study (released layout)
+    profile: str = "reference"  # profiles.PROFILES: how inputs are prepared and outputs decoded
 
 
 @dataclass
@@ -82,8 +84,9 @@ def plan_jobs(cfg: RunConfig) -> list[Job]:
     an unknown method or a missing model fails here with one line."""
     jobs: dict[str, Job] = {}
     inputs = ["crop", "rectified"] if cfg.input == "both" else [cfg.input]
+    profile = get_profile(cfg.profile)  # unknown profile: one line, before any work
     for name in cfg.methods:
-        m = get_method(name)
+        m = get_method(name, profile=profile) if get_entry(name).kind == "onnx" else get_method(name)
         for inp in inputs:
             it = m.resolve_input(inp)
             job = Job(m, it)
@@ -107,6 +110,7 @@ def gt_geometry(gt: pd.DataFrame) -> dict[int, dict]:
     (motion capture; data.reader.trial_ground_truth columns)."""
     n = len(gt)
     c = _vec(gt, ["face_cx", "face_cy", "face_cz"])
+    e = _vec(gt, ["eye_cx", "eye_cy", "eye_cz"])
     f = _vec(gt, ["head_fwd_x", "head_fwd_y", "head_fwd_z"])
     rcols = [f"R_head_{i}{j}" for i in range(3) for j in range(3)]
     R = _vec(gt, rcols)
@@ -116,6 +120,7 @@ def gt_geometry(gt: pd.DataFrame) -> dict[int, dict]:
         out[int(frames[i])] = {
             "face_center_cam": c[i] if c is not None else np.full(3, np.nan),
             "head_forward": f[i] if f is not None else np.full(3, np.nan),
+            "eye_center_cam": e[i] if e is not None else np.full(3, np.nan),
             "R_head_cam": R[i].reshape(3, 3) if R is not None else np.full((3, 3), np.nan),
         }
     return out
@@ -211,8 +216,16 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
     geo = gt_geometry(gt)
     ear_here = blink_source(cfg.blinks).ear and not _blinks_annotated(ds, tref)
     faces = None
+    rec = getattr(job.method, "settings", None)  # the method's pipeline-profile record (networks)
+    study_faces = rec is not None and rec.track_rule == "most_frequent" and job.method.needs_face(job.input_type)
     if job.method.needs_face(job.input_type) or ear_here:
-        faces = TrialFaces(face_models or FaceModels(cfg.detector), faces_cache, landmarks=ear_here)
+        models = face_models or FaceModels(cfg.detector)
+        if study_faces and faces_cache is not None:  # the most frequent track needs the whole trial first
+            t0 = time.perf_counter()
+            ensure_study_faces(ds, tref, faces_cache, models.with_conf(rec.detector_conf), rec.box_margin, ear_here,
+                               rec.face_boxes == "dataset")
+            times.detect_s += time.perf_counter() - t0
+        faces = TrialFaces(models, faces_cache, landmarks=ear_here)
     acc_sum: dict[int, np.ndarray] = {}
     acc_n: dict[int, int] = {}
     pending: list[Sample] = []
@@ -243,6 +256,13 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
             blink = ear_blinks(gt, faces.table(), cfg.ear_threshold, cfg.ear_relative)
             gt = validity.apply_face_reasons(gt, blink=blink)
     preds = {f: normalize(acc_sum[f] / acc_n[f]) for f in acc_sum}
+    if rec is not None and rec.clip_shift:  # the study compared frame f with the output for f - shift
+        preds = {f + rec.clip_shift: v for f, v in preds.items()}
+    times.excluded = None
+    if rec is not None and rec.missing_face == "trial" and faces is not None and job.method.needs_face(job.input_type):
+        times.excluded = trial_exclusion(gt["frame"].to_numpy(), faces.table())
+        if times.excluded:
+            preds = {}  # the whole trial is excluded: every frame no_face
     return rows_for_trial(job, tref, gt, preds), times, peak / 2**20
 
 
@@ -326,6 +346,9 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
     """One (method, input) job over every trial not done yet; merge into its results file."""
     parts = results.parts_dir(cfg.out, job.method.name, job.input_type)
     todo = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
+    results.check_profile(parts, cfg.profile)  # resume never mixes pipeline profiles
+    rec = getattr(job.method, "settings", None)
+    face_key = cfg.detector + ("-study" if rec is not None and rec.track_rule == "most_frequent" else "")
     skipped = len(trefs) - len(todo)
     label = f"{job.method.name} ({job.input_type})"
     if todo and job.method.kind == "onnx" and job.runner is None:
@@ -338,7 +361,7 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
     for t in todo:
         t0 = time.perf_counter()
         with bars.trial(t) as bar:
-            cache = face_cache_path(cfg.out, t.subject, t.trial, cfg.detector, cfg.stride)
+            cache = face_cache_path(cfg.out, t.subject, t.trial, face_key, cfg.stride)
             df, times, peak = process_trial(job, ds, t, cfg, cache, bar, face_models)
         wall = time.perf_counter() - t0
         vram = vram_used_mb() if dev == "cuda" else None
@@ -349,7 +372,10 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
             "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
             "subject_info": dict(getattr(t, "subject_info", None) or {}),
             "data_backend": _data_backend(t),
+            "profile": cfg.profile, "excluded": getattr(times, "excluded", None),
         })
+        if getattr(times, "excluded", None):
+            log(f"{label}: {t.subject}/{t.trial} excluded under profile {cfg.profile}: {times.excluded}")
     bars.close()
     paths = [results.part_path(parts, t.subject, t.trial) for t in trefs]
     path = results.merge(cfg.out, job, paths, cfg)
