@@ -14,7 +14,7 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
-        ("share/" + package_name + "/config", glob("config/*.yaml")),
+        ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.json") + glob("config/*.rviz")),
     ],
     install_requires=["gaze4hri_core", "gaze4hri_sim", "numpy", "PyYAML"],
     zip_safe=True,

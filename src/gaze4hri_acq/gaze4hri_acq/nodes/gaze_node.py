@@ -11,6 +11,8 @@ publishes per processed frame, stamped with the frame's capture time:
   /gaze4hri/gaze_markers  visualization_msgs/MarkerArray: arrow from the eye midpoint
                           along the gaze, the eye midpoint, in the camera optical frame
   /gaze4hri/face_box      geometry_msgs/PolygonStamped: the tracked face box, 4 corners (px)
+  /gaze4hri/scene_markers visualization_msgs/MarkerArray (latched, at configure): the
+                          calibration's surveyed targets in the "world" frame
   /diagnostics            frames in, processed, dropped, latency (camera message in ->
                           gaze out), processing rate, head-pose source
 
@@ -53,7 +55,7 @@ from .common import (
     subscribe,
 )
 
-__all__ = ["GazeNode", "PARAMS", "GazeTopics", "decode_image_cdr"]
+__all__ = ["GazeNode", "PARAMS", "GazeTopics", "MSG_TYPES", "decode_image_cdr", "target_markers"]
 
 
 class GazeTopics:
@@ -62,12 +64,14 @@ class GazeTopics:
     GAZE = "/gaze4hri/gaze"  # geometry_msgs/msg/Vector3Stamped, camera optical frame
     MARKERS = "/gaze4hri/gaze_markers"  # visualization_msgs/msg/MarkerArray
     FACE_BOX = "/gaze4hri/face_box"  # geometry_msgs/msg/PolygonStamped (pixels)
+    SCENE = "/gaze4hri/scene_markers"  # visualization_msgs/msg/MarkerArray, latched: surveyed targets in "world"
 
 
 MSG_TYPES = {
     GazeTopics.GAZE: "geometry_msgs/msg/Vector3Stamped",
     GazeTopics.MARKERS: "visualization_msgs/msg/MarkerArray",
     GazeTopics.FACE_BOX: "geometry_msgs/msg/PolygonStamped",
+    GazeTopics.SCENE: "visualization_msgs/msg/MarkerArray",
 }
 
 PARAMS = (
@@ -127,6 +131,24 @@ def decode_image_cdr(cdr: bytes | memoryview) -> tuple[int, str, np.ndarray]:
     elif enc == "mono8":
         img = np.repeat(img, 3, axis=2)
     return sec * 1_000_000_000 + nsec, frame_id, img
+
+
+def target_markers(targets: dict, stamp_ns: int, frame_id: str = FRAMES["world"]) -> MarkerArray:
+    """The surveyed targets as spheres with their names, in the motion-capture world."""
+    arr = MarkerArray()
+    for i, (name, p) in enumerate(sorted(targets.items())):
+        for kind in (Marker.SPHERE, Marker.TEXT_VIEW_FACING):
+            m = Marker()
+            stamp_msg(m.header, stamp_ns, frame_id)
+            m.ns, m.id, m.type, m.action = ("targets" if kind == Marker.SPHERE else "target_names"), i, kind, Marker.ADD
+            m.pose.position = Point(x=float(p[0]), y=float(p[1]), z=float(p[2]) + (0.0 if kind == Marker.SPHERE else 0.04))
+            m.pose.orientation.w = 1.0
+            m.scale.x = m.scale.y = m.scale.z = 0.025
+            m.color.r, m.color.g, m.color.b, m.color.a = 1.0, 0.85, 0.1, 1.0
+            if kind == Marker.TEXT_VIEW_FACING:
+                m.text = str(name)
+            arr.markers.append(m)
+    return arr
 
 
 class _Poses:
@@ -229,6 +251,9 @@ class GazeNode(ControlMixin, LifecycleNode):
         self.pub_gaze = FastPublisher(self, Vector3Stamped, GazeTopics.GAZE, QOS_SENSOR, self.bus)
         self.pub_markers = FastPublisher(self, MarkerArray, GazeTopics.MARKERS, QOS_SENSOR, self.bus)
         self.pub_box = FastPublisher(self, PolygonStamped, GazeTopics.FACE_BOX, QOS_SENSOR, self.bus)
+        self.pub_scene = FastPublisher(self, MarkerArray, GazeTopics.SCENE, QOS_LATCHED, self.bus)
+        if self.cal is not None:
+            self.pub_scene.publish(target_markers(self.cal.targets, time.time_ns()))
         self._subs = [
             subscribe(self, self.bus, Image, Topics.IMAGE, self._on_image, QOS_SENSOR, raw=True),
             subscribe(self, self.bus, CameraInfo, Topics.CAMERA_INFO, self._on_info, QOS_LATCHED),
