@@ -123,12 +123,22 @@ def test_cli_bad_input_is_one_line(tmp_path, capsys):
     assert "results folder not found" in err and err.strip().count("\n") == 0
 
 
-def test_index_json_lists_clips(results, tmp_path, monkeypatch):
+def test_extremes_index_and_report_links(results, tmp_path, monkeypatch):
     from gaze4hri_bench.review import extremes, render
 
     monkeypatch.setattr(render, "data_root", lambda files: Path("/synthetic"))
     real = render.review_trial
     monkeypatch.setattr(extremes, "review_trial", lambda cfg, log=print: real(cfg, log, dataset=_Synth()))
-    idx = extremes.render_extremes(results, tmp_path / "review", log=lambda *_: None)
+    report = tmp_path / "report"
+    idx = extremes.render_extremes(results, report / "review", log=lambda *_: None)
     entries = json.loads(idx.read_text())
     assert len(entries) == 4 and all((idx.parent / e["mp4"]).is_file() and (idx.parent / e["png"]).is_file() for e in entries)
+    # the HTML report links each method's best and worst clip (stats.report reads review/index.json)
+    from gaze4hri_bench.stats import analyze
+
+    analyze([results], report, figures=False)
+    page = (report / "report.html").read_text()
+    md = (report / "report.md").read_text()
+    for e in entries:
+        assert f"src='review/{e['mp4']}'" in page and f"(review/{e['mp4']})" in md
+        assert (report / "review" / e["mp4"]).is_file()

@@ -360,6 +360,8 @@ class _Doc:
                     out.append(to_markdown(df, f"{num}. {cap}"))
             elif b[0] == "fig":
                 out.append(f'<a id="{anchor}"></a>\n\n![{num}. {b[2]}]({b[1].relative_to(root).as_posix()})\n\n*{num}. {b[2]}*\n')
+            elif b[0] == "raw":  # pre-rendered (markdown, html), e.g. review clip links
+                out.append(b[1])
         return "\n".join(out)
 
     def html(self, title: str) -> str:
@@ -400,6 +402,8 @@ class _Doc:
             elif b[0] == "fig":
                 out.append(f"<figure id='{anchor}'><img alt='{html.escape(b[2])}' src='data:image/png;base64,{_b64(b[1])}'>"
                            f"<figcaption>{html.escape(num)}. {html.escape(b[2])}</figcaption></figure>")
+            elif b[0] == "raw":
+                out.append(b[2])
         out.append("</body></html>")
         return "\n".join(out)
 
@@ -683,6 +687,14 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         detail = [t for t in a.tables if t.endswith(DETAIL_SUFFIXES) and t not in shown]
         if detail:
             doc.p("Per-subject and per-video tables: " + ", ".join(f"`tables/{t}.csv`" for t in detail) + ".")
+    # review clips (issue 15), written by `gaze4hri-bench review RESULTS --extremes --out REPORT/review`
+    from ..review.extremes import report_links
+
+    clips = report_links(out)
+    if clips is not None:
+        doc.h(2, "Review clips")
+        doc.p(clips[0])
+        doc.blocks.append(("raw", clips[1], clips[2]))
     doc.h(2, "Provenance")
     doc.p(f"Results schema {SCHEMA_VERSION}. Analysis software: " + ", ".join(f"{k} {v}" for k, v in _versions().items()) + (f"; git {_git()}" if _git() else "") + ".")
     prov = pd.DataFrame([
