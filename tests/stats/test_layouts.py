@@ -46,7 +46,7 @@ def test_table3_wide_with_paper_rows(small_report):
     assert ours.loc["PureGaze (E)", "25 %"] == f"{r['mean']:.2f} ± {r['sd']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
     assert pub.loc["PureGaze (E)", "25 %"] == "11.52 ± 4.95" and pub.loc["MCGaze (G)", "CV (%)"] == 17.15
     tex = (out / "tables" / "table3.tex").read_text()
-    assert tex.startswith("\\begin{table*}") and "\\toprule" in tex and "\\bottomrule" in tex
+    assert tex.splitlines()[1] == "\\begin{table*}[t]" and "\\toprule" in tex and "\\bottomrule" in tex
     assert "\\multicolumn{4}{c}{Illumination level (\\%)}" in tex and "\\cmidrule(lr){2-5}" in tex
     assert "$\\pm$" in tex and "paper" not in tex.split("\\midrule")[1]  # paste-ready: ours only
     assert tex.count("\\\\") == 2 + 7  # group row + header + 7 methods

@@ -216,7 +216,8 @@ def mutual_grid(mutual: pd.DataFrame) -> Layout | None:
     conds = list(dict.fromkeys(mutual["condition"].astype(str)))
     rows, tex = [], []
     for m in _order(mutual["method"]):
-        g = mutual[mutual["method"].astype(str) == m].set_index(mutual["condition"].astype(str)[mutual["method"].astype(str) == m])
+        g = mutual[mutual["method"].astype(str) == m]
+        g = g.set_index(g["condition"].astype(str))
         r = {"Method": str(g["display"].iloc[0])}
         t = dict(r)
         for c in conds:

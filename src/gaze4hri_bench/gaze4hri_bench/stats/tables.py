@@ -121,7 +121,7 @@ def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = N
     head, rows, num = _cells(df)
     spec = align or "".join("r" if n else "l" for n in num)
     env = "table*" if wide else "table"
-    lines = [r"\begin{" + env + "}[t]", r"\centering"]
+    lines = [r"% needs \usepackage{booktabs}", r"\begin{" + env + "}[t]", r"\centering"]
     if caption:
         lines.append(r"\caption{" + _tex(caption) + "}")
     if label:
