@@ -73,7 +73,7 @@ def _wait_recording(out: Path, trial: str, timeout=90.0):
     while time.monotonic() - t0 < timeout:
         try:
             m = load_manifest(out / "S09")
-            if m.trials[trial].status == "recording" and (bag_dir(out / "S09", trial) / f"{trial}.mcap").exists():
+            if m.trials[trial].status == "recording" and (bag_dir(out / "S09", trial) / f"{trial}_0.mcap").exists():
                 time.sleep(0.8)  # some chunks on disk
                 return
         except Exception:
@@ -144,7 +144,7 @@ def test_real_disk_full_on_a_small_tmpfs(tmp_path):
                               "--trials", "illum010_P1", "--resolution", "320x180", "--trial-seconds", "4", "--real-time-factor", "1"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
         t0 = time.monotonic()
-        bag = bag_dir(mnt / "S09", "illum010_P1") / "illum010_P1.mcap"
+        bag = bag_dir(mnt / "S09", "illum010_P1") / "illum010_P1_0.mcap"  # rosbag2's name from the start
         while time.monotonic() - t0 < 60:  # wait until some frames are on disk
             if bag.exists() and bag.stat().st_size > 2_000_000:
                 break

@@ -181,8 +181,9 @@ class RecorderNode(ControlMixin, Node):
             raise Gaze4HRIError(f"recorder: only {free / 1e6:.0f} MB free", str(bag_dir.parent), "free disk space, then run the session with --resume")
         self.fault = None
         fab = int(req.get("fail_after_bytes", self.params["fail_after_bytes"]))
-        # the test hook's virtual disk is small: its reserve is a quarter of it
-        reserve = int(self.params["reserve_bytes"]) if fab < 0 else min(int(self.params["reserve_bytes"]), fab // 4)
+        # the reserve: reserve_bytes, but at most a quarter of the space free at the trial's
+        # start (a small disk still records), or of the test hook's virtual disk
+        reserve = min(int(self.params["reserve_bytes"]), free // 4, fab // 4 if fab >= 0 else free)
         try:
             bag = TrialBag(bag_dir, self._types, compression=str(req.get("compression", self.params["compression"])),
                            flush_interval_s=self.params["flush_interval_s"], fail_after_bytes=fab if fab >= 0 else None,
