@@ -141,6 +141,7 @@ class RunProgress:
         self.stream = stream if stream is not None else sys.stderr
         self.quiet_every_s = quiet_every_s
         self._old_showwarning = None
+        self._jobs: list[JobProgress] = []
 
     def write(self, msg: str) -> None:
         if self.enabled:
@@ -152,7 +153,9 @@ class RunProgress:
             self.log(msg)
 
     def job(self, label: str, trefs: list, stride: int = 1) -> JobProgress:
-        return JobProgress(self, label, trefs, stride)
+        j = JobProgress(self, label, trefs, stride)
+        self._jobs.append(j)
+        return j
 
     def __enter__(self) -> RunProgress:
         self._old_showwarning = warnings.showwarning
@@ -164,6 +167,8 @@ class RunProgress:
         return self
 
     def __exit__(self, *exc) -> None:
+        for j in self._jobs:  # an error mid-job: end its bar's line so the error stays one clean line
+            j.close()
         if self._old_showwarning is not None:
             warnings.showwarning = self._old_showwarning
 
