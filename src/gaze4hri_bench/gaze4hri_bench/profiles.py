@@ -179,10 +179,11 @@ _ALL = ("*",)  # every method, registered or not (tests' tiny_test too)
 
 #: the study's released code, one setting per documented difference (docs/pipeline.md)
 STUDY_SETTINGS: tuple[Setting, ...] = (
-    Setting("crop_stretched_224", "crop_rule", "study_box", _ALL,
+    Setting("crop_stretched_224", "crop_rule", "l2cs_face_box", ("mcgaze_gaze360", "gat_gaze360"),
             "GazeForHRI/GazeModels@l2cs:gaze_estimation.py:302-315",
             "deliberate choice",
-            "the box (integer, clamped) resized to 224x224 without squaring (aspect not kept); L2CS then 448"),
+            "the face box (integer, clamped) resized to 224x224 without squaring, not the methods' square head crops "
+            "(L2CS and the crop variants of the rectified methods crop so in both profiles)"),
     Setting("box_margin_10pct", "box_margin", 0.1, _ALL,
             "GazeForHRI/Gaze4HRI@main:head_detection.py:41,114-120",
             "deliberate choice", "detector box grown by 10 % of its width/height on every side, clamped to the image"),

@@ -13,9 +13,10 @@ paths pad. Rules (facts in ../shared/reference/methods.md):
   box, top edge at ymin + 0.09 max(w, h) (GaT, idiap/gaze3d), truncated to integer
   pixels and resized with anti-aliasing (bilinear with a widened kernel, as
   torchvision's ``antialias=True`` / PIL), as the official demo.
-* ``study_box``: the study's crop (GazeForHRI/GazeModels@l2cs:gaze_estimation.py:
-  302-315): the box truncated to integers, clamped to the image, resized to 224x224
-  without squaring (aspect not kept), then to ``size`` (L2CS: 448).
+
+The study cropped every method like ``l2cs_face_box`` (GazeForHRI/GazeModels@l2cs:
+gaze_estimation.py:302-315: integer box, clamped, 224x224 without squaring), its box
+grown 10 % per side by its face rule (pipeline.face_pass.apply_face_rule).
 
 Head rules need a head box. With only a face detector (the study's yolov8n-face, or
 MediaPipe), :func:`head_box_from_face` derives one; see its docstring.
@@ -105,17 +106,6 @@ def grow_box(box, margin: float, shape) -> np.ndarray:
                      min(float(H), y2 + margin * h)])
 
 
-def _study(image, box, size):
-    """The study's crop: int box, clamped, 224x224 stretched, then ``size``."""
-    H, W = image.shape[:2]
-    x1, y1, x2, y2 = (int(v) for v in np.asarray(box, float))
-    x1, y1, x2, y2 = max(x1, 0), max(y1, 0), min(x2, W), min(y2, H)
-    if x2 <= x1 or y2 <= y1:
-        raise ValueError(f"crop: box {np.round(box, 1).tolist()} lies outside the {W}x{H} image")
-    p = cv2.resize(np.ascontiguousarray(image[y1:y2, x1:x2]), (224, 224))
-    return p if size == 224 else cv2.resize(p, (size, size), interpolation=cv2.INTER_LINEAR)
-
-
 def _l2cs(image, face_box, size):
     x1, y1, x2, y2 = np.asarray(face_box, float)
     # official demo (l2cs/pipeline.py): integer box clamped at 0, frame[y1:y2, x1:x2]
@@ -134,7 +124,6 @@ CROP_RULES: dict[str, tuple[bool, Callable]] = {
     "l2cs_face_box": (False, _l2cs),
     "mcgaze_head_square": (True, _square_mcgaze),
     "gat_head_box": (True, _square_gat),
-    "study_box": (False, _study),
 }
 
 #: head rules resampled the official way (integer region + anti-aliased resize)

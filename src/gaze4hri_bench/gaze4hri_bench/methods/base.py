@@ -44,10 +44,14 @@ class FrameContext:
 class Prepared:
     """A network input for one frame: ``tensor`` (C, H, W) float32 exactly as the ONNX
     model eats it, and ``to_cam`` (3x3) mapping the network's Frame A output to the
-    camera frame (R_norm^T for rectified inputs, the ray basis for crops)."""
+    camera frame (R_norm^T for rectified inputs, the ray basis for crops); ``frame_rot``
+    (3x3, rows: the axes of the camera the network's input was made in, in the camera
+    frame: R_norm for rectified inputs, the ray frame for crops), what a perfect
+    network's output is relative to (methods.oracle)."""
 
     tensor: np.ndarray
     to_cam: np.ndarray
+    frame_rot: np.ndarray | None = None
 
 
 class GazeMethod:

@@ -86,8 +86,9 @@ class OnnxMethod(GazeMethod):
             st = self.settings
             box = np.asarray(ctx.box, float)  # the profile's box (study: margin applied by the face pass)
             patch = crop(ctx.image, box, st.crop_rule, size)
-            to_cam = ray_basis(box_ray(box, ctx.K)) if st.ray_correction else np.eye(3)
-            return Prepared(self.to_tensor(patch), to_cam)
+            basis = ray_basis(box_ray(box, ctx.K))
+            to_cam = basis if st.ray_correction else np.eye(3)
+            return Prepared(self.to_tensor(patch), to_cam, basis.T)
         if input_type == "rectified":
             st = self.settings
             c = np.asarray(ctx.face_center_cam if st.rect_centre == "face_centre" else
@@ -103,7 +104,7 @@ class OnnxMethod(GazeMethod):
             norm = self.spec.normalization or {"focal_px": 960.0, "distance_mm": 600.0}
             d = float(norm["distance_mm"])
             patch, R_norm = rectify(ctx.image, ctx.K, c, R, float(norm["focal_px"]), d, size)
-            return Prepared(self.to_tensor(patch), denormalization_map(R_norm, c, d, st.denorm))
+            return Prepared(self.to_tensor(patch), denormalization_map(R_norm, c, d, st.denorm), np.asarray(R_norm, float))
         raise ValueError(f"{self.name}: unknown input type {input_type!r}")
 
     def black(self, like: Prepared) -> Prepared:

@@ -26,7 +26,7 @@ from ..faces.normalization import FACE_MODEL_MESH_IDS, head_pose_from_landmarks
 from ..faces.tracking import SubjectTracker
 
 __all__ = ["FaceTrack", "track_trial", "FACE_COLUMNS", "FaceModels", "TrialFaces", "face_cache_path",
-           "study_face_table", "ensure_study_faces", "trial_exclusion"]
+           "apply_face_rule", "profile_face_table", "ensure_profile_faces", "needs_profile_pass", "trial_exclusion"]
 
 FACE_COLUMNS = (["frame", "x1", "y1", "x2", "y2", "score", "track_id", "n_faces", "ear",
                  "lm_face_cx", "lm_face_cy", "lm_face_cz"] + [f"lm_R_head_{i}{j}" for i in range(3) for j in range(3)])
@@ -223,79 +223,73 @@ class TrialFaces:
             tmp.unlink(missing_ok=True)
 
 
-# -- the study's face boxes (profile record: track_rule most_frequent) ------------------------
-def study_face_table(frames: Iterable, detector: Detector, margin: float, landmarker: Landmarker | None = None,
-                     frame_rate: int = 30) -> pd.DataFrame:
-    """The study's head_bboxes rule over a whole trial (two passes over the detections:
-    ByteTrack, then the most frequent track; faces.tracking.study_boxes), as a face
-    table (FACE_COLUMNS; EAR from ``landmarker`` on the kept box when given)."""
-    from ..faces.tracking import study_boxes, track_all
+# -- face boxes by a profile record's rule (profiles.MethodProfile) ---------------------------
+def needs_profile_pass(record) -> bool:
+    """Whether a record's face settings differ from the streaming subject rule (then
+    the trial's face table is built in a pre-pass by :func:`apply_face_rule`)."""
+    return record is not None and (record.track_rule != "subject" or bool(record.box_margin)
+                                   or record.detector_conf is not None or record.face_boxes == "dataset")
 
-    idx, dets, images_shape, lms = [], [], None, []
+
+def apply_face_rule(record, detections_per_frame: list, shape, dataset_boxes=None, frame_ids=None,
+                    frame_rate: int = 30) -> tuple[list[np.ndarray | None], list[int | None], list[float]]:
+    """Per-frame face boxes of one trial by the record's rule: the dataset's released
+    boxes (``face_boxes`` dataset, when given: (F, 6) [x1, y1, x2, y2, track_id,
+    frame], used as they are) or the detections (score >= ``detector_conf``) tracked by
+    ``track_rule`` (``subject``: faces.tracking.SubjectTracker; ``most_frequent``: the
+    study's ByteTrack id seen in most frames, faces.tracking.study_boxes), grown by
+    ``box_margin`` per side and clamped. Returns (boxes or None, track ids, scores)."""
+    from ..faces.crops import grow_box
+    from ..faces.tracking import SubjectTracker, study_boxes, track_all
+
+    n = len(detections_per_frame)
+    ids = list(frame_ids) if frame_ids is not None else list(range(n))
+    if record.face_boxes == "dataset" and dataset_boxes is not None:
+        by = {int(r[5]): r for r in np.asarray(dataset_boxes, float).reshape(-1, 6)}
+        rows = [by.get(int(f)) for f in ids]
+        return ([None if r is None else r[:4].copy() for r in rows], [None if r is None else int(r[4]) for r in rows],
+                [np.nan] * n)
+    conf = record.detector_conf
+    dets = [[d for d in (ds or []) if conf is None or d.score >= conf] for ds in detections_per_frame]
+    if record.track_rule == "most_frequent":
+        tracks = track_all(dets, frame_rate)
+        boxes, tid = study_boxes(tracks, shape, record.box_margin)
+        scores = [next((s for _b, t, s in fr if t == tid), np.nan) for fr in tracks]
+        return boxes, [tid if b is not None else None for b in boxes], scores
+    tr = SubjectTracker(frame_rate)
+    boxes, tids, scores = [], [], []
+    for d in dets:
+        sub = tr.update(d, shape)
+        b = None if sub is None else np.asarray(sub.box, float)
+        if b is not None and record.box_margin:
+            b = grow_box(b, record.box_margin, shape)
+        boxes.append(b)
+        tids.append(None if sub is None else sub.track_id)
+        scores.append(np.nan if sub is None else float(sub.score))
+    return boxes, tids, scores
+
+
+def profile_face_table(frames: Iterable, detector: Detector, record, landmarker: Landmarker | None = None,
+                       dataset_boxes=None) -> pd.DataFrame:
+    """A trial's face table (FACE_COLUMNS) by the record's rule (:func:`apply_face_rule`);
+    EAR from ``landmarker`` on the kept box when given. Frames are read once; only the
+    images whose EAR is needed are kept until the boxes are known."""
+    idx, dets, shape, imgs = [], [], (0, 0), []
+    use_dataset = record.face_boxes == "dataset" and dataset_boxes is not None
     for fs in frames:
-        d = detector.detect(fs.image)
         idx.append(int(fs.index))
-        dets.append(d)
-        images_shape = fs.image.shape
-        lms.append((fs.image, d) if landmarker is not None else None)
-    tracks = track_all(dets, frame_rate)
-    boxes, tid = study_boxes(tracks, images_shape or (0, 0), margin)
+        dets.append([] if use_dataset else detector.detect(fs.image))
+        shape = fs.image.shape
+        imgs.append(fs.image if landmarker is not None else None)
+    boxes, tids, scores = apply_face_rule(record, dets, shape, dataset_boxes, idx)
     rows = []
     for i, f in enumerate(idx):
-        row = {"frame": f, "n_faces": len(dets[i])}
+        row = {"frame": f, "n_faces": len(dets[i]) if not use_dataset else int(boxes[i] is not None)}
         b = boxes[i]
         if b is not None:
-            score = next((s for _b, t, s in tracks[i] if t == tid), np.nan)
-            row.update(x1=b[0], y1=b[1], x2=b[2], y2=b[3], score=score, track_id=tid)
+            row.update(x1=b[0], y1=b[1], x2=b[2], y2=b[3], score=scores[i], track_id=tids[i])
             if landmarker is not None:
-                lm = landmarker(lms[i][0], b)
-                if lm is not None:
-                    row["ear"] = mean_ear(lm)
-        rows.append(row)
-    return _typed(pd.DataFrame(rows, columns=FACE_COLUMNS))
-
-
-def ensure_study_faces(ds, tref, cache: Path, models: FaceModels, margin: float, landmarks: bool,
-                       prefer_dataset: bool = True) -> None:
-    """Build the trial's study face table in a pre-pass (the most frequent track needs
-    the whole video) and cache it where :class:`TrialFaces` reads it. With
-    ``prefer_dataset`` (record face_boxes ``dataset``) and a dataset that has released
-    boxes (``ds.face_boxes(tref)`` -> (F, 6) [x1, y1, x2, y2, track_id, frame] or
-    None), those boxes are used as they are (they carry the margin already)."""
-    if cache.is_file():
-        return
-    lm = models.landmarker() if landmarks else None
-    released = getattr(ds, "face_boxes", None)  # the data layer's released boxes (study layout: head_bboxes.npy)
-    boxes = released(tref) if callable(released) and prefer_dataset else None
-    if boxes is not None:
-        table = dataset_face_table(ds.iter_frames(tref), boxes, lm)
-    else:
-        table = study_face_table(ds.iter_frames(tref), models.detector(), margin, lm)
-    t = pa.Table.from_pandas(table, preserve_index=False)
-    md = {"landmarks": landmarks, "detector": getattr(models.detector(), "name", models.detector_name), "rule": "study"}
-    t = t.replace_schema_metadata({**(t.schema.metadata or {}), b"gaze4hri_faces": json.dumps(md).encode()})
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-    try:
-        pq.write_table(t, tmp)
-        os.replace(tmp, cache)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def dataset_face_table(frames: Iterable, boxes, landmarker: Landmarker | None = None) -> pd.DataFrame:
-    """Face table from released boxes (F, 6) [x1, y1, x2, y2, track_id, frame]."""
-    b = np.asarray(boxes, float).reshape(-1, 6)
-    by_frame = {int(r[5]): r for r in b}
-    rows = []
-    for fs in frames:
-        f = int(fs.index)
-        row = {"frame": f, "n_faces": int(f in by_frame)}
-        r = by_frame.get(f)
-        if r is not None:
-            row.update(x1=r[0], y1=r[1], x2=r[2], y2=r[3], score=np.nan, track_id=int(r[4]))
-            if landmarker is not None:
-                lm = landmarker(fs.image, r[:4])
+                lm = landmarker(imgs[i], b)
                 if lm is not None:
                     row["ear"] = mean_ear(lm)
         rows.append(row)
@@ -310,6 +304,41 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
         if c not in ("frame", "track_id", "n_faces"):
             df[c] = df[c].astype(float)
     return df
+
+
+def ensure_profile_faces(ds, tref, cache: Path, models: FaceModels, record, landmarks: bool) -> None:
+    """Build the trial's face table by the record's rule in a pre-pass (the most
+    frequent track needs the whole video) and cache it where :class:`TrialFaces` reads
+    it. Released boxes come from ``ds.face_boxes(tref)`` ((F, 6) [x1, y1, x2, y2,
+    track_id, frame] or None; the study layout's head_bboxes.npy) when the record asks
+    for them (``face_boxes`` dataset)."""
+    if cache.is_file():
+        return
+    lm = models.landmarker() if landmarks else None
+    released = getattr(ds, "face_boxes", None)
+    boxes = released(tref) if callable(released) and record.face_boxes == "dataset" else None
+    det = models.detector() if boxes is None else None
+    table = profile_face_table(ds.iter_frames(tref), det, record, lm, boxes)
+    t = pa.Table.from_pandas(table, preserve_index=False)
+    md = {"landmarks": landmarks, "detector": "dataset" if boxes is not None else getattr(det, "name", models.detector_name),
+          "rule": {"track_rule": record.track_rule, "box_margin": record.box_margin, "detector_conf": record.detector_conf,
+                   "face_boxes": record.face_boxes}}
+    t = t.replace_schema_metadata({**(t.schema.metadata or {}), b"gaze4hri_faces": json.dumps(md).encode()})
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(t, tmp)
+        os.replace(tmp, cache)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def face_rule_key(record) -> str:
+    """Cache-name suffix of a record's face rule ('' for the streaming subject rule)."""
+    if not needs_profile_pass(record):
+        return ""
+    return (f"-{record.track_rule}-m{record.box_margin:g}-c{record.detector_conf if record.detector_conf is not None else 'd'}"
+            f"-{record.face_boxes}")
 
 
 def trial_exclusion(frames, faces: pd.DataFrame) -> str | None:

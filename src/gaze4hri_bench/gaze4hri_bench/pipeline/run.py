@@ -28,7 +28,15 @@ from ..methods import get_entry, get_method
 from ..methods.base import GazeMethod
 from ..profiles import get_profile
 from . import results
-from .face_pass import FaceModels, TrialFaces, ensure_study_faces, face_cache_path, trial_exclusion
+from .face_pass import (
+    FaceModels,
+    TrialFaces,
+    ensure_profile_faces,
+    face_cache_path,
+    face_rule_key,
+    needs_profile_pass,
+    trial_exclusion,
+)
 from .frames import Direct, Sample, StageTimes, assemble, frame_context, timed_iter
 from .progress import RunProgress
 from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
@@ -217,13 +225,11 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
     ear_here = blink_source(cfg.blinks).ear and not _blinks_annotated(ds, tref)
     faces = None
     rec = getattr(job.method, "settings", None)  # the method's pipeline-profile record (networks)
-    study_faces = rec is not None and rec.track_rule == "most_frequent" and job.method.needs_face(job.input_type)
     if job.method.needs_face(job.input_type) or ear_here:
         models = face_models or FaceModels(cfg.detector)
-        if study_faces and faces_cache is not None:  # the most frequent track needs the whole trial first
-            t0 = time.perf_counter()
-            ensure_study_faces(ds, tref, faces_cache, models.with_conf(rec.detector_conf), rec.box_margin, ear_here,
-                               rec.face_boxes == "dataset")
+        if needs_profile_pass(rec) and job.method.needs_face(job.input_type) and faces_cache is not None:
+            t0 = time.perf_counter()  # the profile's face rule (study: the most frequent track needs the whole trial)
+            ensure_profile_faces(ds, tref, faces_cache, models.with_conf(rec.detector_conf), rec, ear_here)
             times.detect_s += time.perf_counter() - t0
         faces = TrialFaces(models, faces_cache, landmarks=ear_here)
     acc_sum: dict[int, np.ndarray] = {}
@@ -348,7 +354,7 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
     todo = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
     results.check_profile(parts, cfg.profile)  # resume never mixes pipeline profiles
     rec = getattr(job.method, "settings", None)
-    face_key = cfg.detector + ("-study" if rec is not None and rec.track_rule == "most_frequent" else "")
+    face_key = cfg.detector + (face_rule_key(rec) if rec is not None and job.method.needs_face(job.input_type) else "")
     skipped = len(trefs) - len(todo)
     label = f"{job.method.name} ({job.input_type})"
     if todo and job.method.kind == "onnx" and job.runner is None:
