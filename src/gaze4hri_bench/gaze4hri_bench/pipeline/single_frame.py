@@ -72,7 +72,7 @@ def mocap_geometry(t_ns: int, head, robot, cal, options=None) -> tuple[dict | No
     if LIVE_TRIAL is None:
         LIVE_TRIAL = _live_trial()
     ft = FrameTable(np.array([0]), np.array([int(t_ns)], np.int64), np.array([-1]), np.array(["ok"]))
-    gt = compute_ground_truth(ft, head, robot, cal, LIVE_TRIAL, options or GTOptions())
+    gt = compute_ground_truth(ft, _window(head, t_ns), _window(robot, t_ns), cal, LIVE_TRIAL, options or GTOptions())
     r = gt.iloc[0]
     if not bool(r["valid"]):
         return None, str(r["invalid_reason"])
@@ -80,6 +80,17 @@ def mocap_geometry(t_ns: int, head, robot, cal, options=None) -> tuple[dict | No
     return {"face_center_cam": np.array([r["face_cx"], r["face_cy"], r["face_cz"]], float), "R_head_cam": R,
             "head_forward": np.array([r["head_fwd_x"], r["head_fwd_y"], r["head_fwd_z"]], float),
             "eye_cam": np.array([r["eye_cx"], r["eye_cy"], r["eye_cz"]], float)}, ""
+
+
+def _window(stream, t_ns: int, k: int = 2):
+    """The samples bracketing ``t_ns`` (``k`` on each side): all that interpolation and
+    the gap rules read, so the one-row ground truth costs the same at any history length."""
+    from ..data.groundtruth import PoseStream
+
+    s = stream.sorted_unique()
+    i = int(np.searchsorted(s.t_ns, int(t_ns)))
+    lo, hi = max(0, i - k), min(len(s.t_ns), i + k)
+    return PoseStream(s.t_ns[lo:hi], s.p[lo:hi], s.q[lo:hi])
 
 
 def landmark_geometry(landmarks: np.ndarray, K: np.ndarray) -> dict | None:
@@ -205,6 +216,23 @@ class FrameEstimator:
             if self._mesh is not None:
                 lm = self._mesh.landmarks(image, box)
         return box, lm
+
+    def warm_up(self, width: int = 640, height: int = 360) -> None:
+        """Build the face models and run each model once, so the first live frame does
+        not pay for it (MediaPipe graphs take seconds to build). The detector and face
+        mesh keep no state between images, so later results do not change."""
+        from ..faces.detectors import get_detector
+        from ..faces.tracking import SubjectTracker
+
+        img = np.full((height, width, 3), 128, np.uint8)
+        if self.needs_face or self.landmark_pose:
+            if self._det is None:
+                self._det = get_detector(self.detector_name)
+                self._tracker = SubjectTracker()
+            self._det.detect(img)
+        if self.runner is not None:
+            shape = [1 if d == "B" else int(d) for d in self.method.spec.onnx_inputs[self.runner.input_name]]
+            self.runner.run(np.zeros(shape, np.float32))
 
     @property
     def needs_face(self) -> bool:
