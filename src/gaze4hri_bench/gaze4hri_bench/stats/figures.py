@@ -235,7 +235,7 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
     for ax in axes.flat[len(methods):]:
         ax.axis("off")
     if im is not None:
-        fig.colorbar(im, ax=axes, shrink=0.7, label="mean error (deg), networks")
+        fig.colorbar(im, ax=axes, shrink=0.7, label="mean error (deg)" + (", networks only" if len(base) else ""))
     fig.suptitle("Error per target point (experiment 4.1), seen from the subject: top row farthest, camera beyond it", fontsize=9)
     return _save(fig, stem)
 
