@@ -1,5 +1,6 @@
-"""The whole simulated protocol: 63 trials at 640x360, 2 s per fixed trial, in about
-3 minutes on 2 shared cores (docs/perf/acq.md)."""
+"""The whole simulated protocol: 63 trials at 640x360, 2 s per fixed trial, the study's
+10 s arcs and 0.5 m / 0.2 m line scans (about 220 s of recording), in about 4 minutes
+on 2 shared cores (236 s measured 2026-11-24 with other jobs running; docs/perf/acq.md)."""
 import time
 
 import pytest
@@ -22,4 +23,4 @@ def test_whole_simulated_session(tmp_path):
     assert len(done) == 63, {k: (r.status, r.reason) for k, r in m.trials.items() if r.status != "done"}
     assert all(r.dropped_frames == 0 for r in done)
     assert all(r.frames >= 55 for r in done)  # >= ~2 s at 30 fps
-    assert wall < 240, f"{wall:.0f} s"  # target 180 s; margin for a machine shared with other jobs
+    assert wall < 330, f"{wall:.0f} s"  # target ~240 s; margin for a machine shared with other jobs
