@@ -265,6 +265,10 @@ def test_study_face_rule_most_frequent_track_margin_and_exclusion():
     rel = np.array([[1, 2, 3, 4, 7, f] for f in range(12)], float)
     b2, _, _ = apply_face_rule(study, _frames_of_two_people(), (1080, 1920), rel)
     assert np.array_equal(b2[3], [1, 2, 3, 4])
+    slots = np.full((12, 5), np.nan)  # the study backend's per-slot form (data.backends.study.face_boxes)
+    slots[3] = [5, 6, 7, 8, 2]
+    b3, t3, _ = apply_face_rule(study, _frames_of_two_people(), (1080, 1920), slots)
+    assert np.array_equal(b3[3], [5, 6, 7, 8]) and t3[3] == 2 and b3[2] is None
 
 
 def test_study_trial_exclusion_names_the_frame():
@@ -408,3 +412,41 @@ def test_encode_matches_each_true_convention():
         d = m.decode(encode_raw(m.spec, g))
         d = d[:, -1] if d.ndim == 3 else d
         assert float(angular_error_deg(d[0], g[0])) < 1e-4, name
+
+
+# -- the run loop -------------------------------------------------------------------
+@pytest.mark.replay
+def test_run_records_the_profile_and_resume_refuses_to_mix(tmp_path):
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+    from gaze4hri_bench.pipeline import results
+    from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
+    from gaze4hri_bench.schema import METADATA_KEY
+
+    from ._synth import SynthDataset
+
+    def cfg(profile):
+        return RunConfig(methods=("straight",), data=Path("/synthetic"), out=tmp_path, progress=False, profile=profile)
+
+    [p] = run_benchmark(cfg("study"), log=lambda *_: None, dataset=SynthDataset())
+    md = json.loads(pq.read_schema(p).metadata[METADATA_KEY])
+    assert md["profile"] == "study" and md["excluded_trials"] == {}
+    part = next((tmp_path / ".parts" / "straight__none").glob("*.parquet"))
+    assert results.read_part_timing(part)["profile"] == "study"
+    with pytest.raises(Gaze4HRIError, match="profile 'study', this run asks for 'reference'"):
+        run_benchmark(cfg("reference"), log=lambda *_: None, dataset=SynthDataset())
+
+
+def test_deviations_variants_cover_every_setting_and_the_whole_profile():
+    from gaze4hri_bench.pipeline.deviations import _variants
+
+    v = _variants("study")
+    assert [x[0] for x in v[:-1]] == [s.name for s in P.get_profile("study").settings]
+    assert v[-1][0] == "study (all)" and v[-1][2] is P.get_profile("study")
+    for label, s, prof in v[:-1]:  # each variant differs from reference by its one setting only
+        ref = P.get_profile("reference")
+        diff = {(m, f.name) for m in SPECS for f in dataclasses.fields(P.MethodProfile)
+                if getattr(prof.record(m), f.name) != getattr(ref.record(m), f.name)}
+        assert {f for _m, f in diff} <= {s.field}, label

@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("gaze4hri_bench.stats.cli", "subject-level statistics, tables, figures and report from per-frame results"),
     "demo": ("gaze4hri_bench.demo", "simulate a small session, benchmark it and write the report"),
     "export": ("gaze4hri_bench.export.cli", "write sessions in the study's layout or as ETH-XGaze HDF5 training sets"),
+    "deviations": ("gaze4hri_bench.pipeline.deviations", "measure each pipeline-profile setting (study vs reference) with a perfect network"),
     "review": ("gaze4hri_bench.review.cli", "render a trial's video with ground-truth and estimated gaze arrows (MP4 + contact sheet)"),
 }
 

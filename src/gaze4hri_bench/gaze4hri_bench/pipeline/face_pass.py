@@ -26,7 +26,7 @@ from ..faces.normalization import FACE_MODEL_MESH_IDS, head_pose_from_landmarks
 from ..faces.tracking import SubjectTracker
 
 __all__ = ["FaceTrack", "track_trial", "FACE_COLUMNS", "FaceModels", "TrialFaces", "face_cache_path",
-           "apply_face_rule", "profile_face_table", "ensure_profile_faces", "needs_profile_pass", "trial_exclusion"]
+           "ProfileFaces", "apply_face_rule", "profile_face_table", "ensure_profile_faces", "needs_profile_pass", "trial_exclusion"]
 
 FACE_COLUMNS = (["frame", "x1", "y1", "x2", "y2", "score", "track_id", "n_faces", "ear",
                  "lm_face_cx", "lm_face_cy", "lm_face_cz"] + [f"lm_R_head_{i}{j}" for i in range(3) for j in range(3)])
@@ -207,6 +207,10 @@ class TrialFaces:
             self._built = self._track.table()
         return self._built
 
+    def ear_table(self) -> pd.DataFrame:
+        """The table EAR blinks are read from (this one)."""
+        return self.table()
+
     def save(self) -> None:
         """Write the freshly built table to the cache (atomic); nothing when it came from there."""
         if self.cache is None or self._table is not None or self._track is None:
@@ -221,6 +225,32 @@ class TrialFaces:
             os.replace(tmp, self.cache)
         finally:
             tmp.unlink(missing_ok=True)
+
+
+class ProfileFaces:
+    """A trial's faces under a profile with its own face rule: boxes (and the trial rule)
+    from ``boxes`` (the profile's cached table), EAR blinks from ``ear`` (the run's
+    common table, streamed alongside when not cached), so blinks mask the same frames
+    for every method whatever its profile record."""
+
+    def __init__(self, boxes: TrialFaces, ear: TrialFaces | None):
+        self.boxes, self.ear = boxes, ear
+
+    def box(self, index: int, image: np.ndarray) -> np.ndarray | None:
+        if self.ear is not None and not self.ear.cached:
+            self.ear.box(index, image)
+        return self.boxes.box(index, image)
+
+    def table(self) -> pd.DataFrame:
+        return self.boxes.table()
+
+    def ear_table(self) -> pd.DataFrame:
+        return (self.ear or self.boxes).table()
+
+    def save(self) -> None:
+        self.boxes.save()
+        if self.ear is not None:
+            self.ear.save()
 
 
 # -- face boxes by a profile record's rule (profiles.MethodProfile) ---------------------------
@@ -245,7 +275,11 @@ def apply_face_rule(record, detections_per_frame: list, shape, dataset_boxes=Non
     n = len(detections_per_frame)
     ids = list(frame_ids) if frame_ids is not None else list(range(n))
     if record.face_boxes == "dataset" and dataset_boxes is not None:
-        by = {int(r[5]): r for r in np.asarray(dataset_boxes, float).reshape(-1, 6)}
+        arr = np.asarray(dataset_boxes, float)
+        if arr.ndim == 2 and arr.shape[1] == 5:  # one row per frame slot, NaN without a box (data.backends.study)
+            by = {i: r for i, r in enumerate(arr) if np.isfinite(r[:4]).all()}
+        else:
+            by = {int(r[5]): r for r in arr.reshape(-1, 6)}
         rows = [by.get(int(f)) for f in ids]
         return ([None if r is None else r[:4].copy() for r in rows], [None if r is None else int(r[4]) for r in rows],
                 [np.nan] * n)
@@ -309,9 +343,10 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
 def ensure_profile_faces(ds, tref, cache: Path, models: FaceModels, record, landmarks: bool) -> None:
     """Build the trial's face table by the record's rule in a pre-pass (the most
     frequent track needs the whole video) and cache it where :class:`TrialFaces` reads
-    it. Released boxes come from ``ds.face_boxes(tref)`` ((F, 6) [x1, y1, x2, y2,
-    track_id, frame] or None; the study layout's head_bboxes.npy) when the record asks
-    for them (``face_boxes`` dataset)."""
+    it. Released boxes come from ``ds.face_boxes(tref)`` ((F, 5) [x1, y1, x2, y2,
+    track_id] per frame slot with NaN rows, or (N, 6) with a frame column, or None; the
+    study layout's head_bboxes.npy) when the record asks for them (``face_boxes``
+    dataset)."""
     if cache.is_file():
         return
     lm = models.landmarker() if landmarks else None

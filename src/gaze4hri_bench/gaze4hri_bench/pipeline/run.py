@@ -30,6 +30,7 @@ from ..profiles import get_profile
 from . import results
 from .face_pass import (
     FaceModels,
+    ProfileFaces,
     TrialFaces,
     ensure_profile_faces,
     face_cache_path,
@@ -229,9 +230,14 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
         models = face_models or FaceModels(cfg.detector)
         if needs_profile_pass(rec) and job.method.needs_face(job.input_type) and faces_cache is not None:
             t0 = time.perf_counter()  # the profile's face rule (study: the most frequent track needs the whole trial)
-            ensure_profile_faces(ds, tref, faces_cache, models.with_conf(rec.detector_conf), rec, ear_here)
+            ensure_profile_faces(ds, tref, faces_cache, models.with_conf(rec.detector_conf), rec, False)
             times.detect_s += time.perf_counter() - t0
-        faces = TrialFaces(models, faces_cache, landmarks=ear_here)
+            # boxes by the profile's rule; EAR blinks from the run's common face table (same frames for every method)
+            ear_cache = face_cache_path(cfg.out, tref.subject, tref.trial, cfg.detector, cfg.stride)
+            faces = ProfileFaces(TrialFaces(models, faces_cache, landmarks=False),
+                                 TrialFaces(models, ear_cache, landmarks=True) if ear_here else None)
+        else:
+            faces = TrialFaces(models, faces_cache, landmarks=ear_here)
     acc_sum: dict[int, np.ndarray] = {}
     acc_n: dict[int, int] = {}
     pending: list[Sample] = []
@@ -259,7 +265,7 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
         if ear_here:
             from ..faces.blinks import ear_blinks
 
-            blink = ear_blinks(gt, faces.table(), cfg.ear_threshold, cfg.ear_relative)
+            blink = ear_blinks(gt, faces.ear_table(), cfg.ear_threshold, cfg.ear_relative)
             gt = validity.apply_face_reasons(gt, blink=blink)
     preds = {f: normalize(acc_sum[f] / acc_n[f]) for f in acc_sum}
     if rec is not None and rec.clip_shift:  # the study compared frame f with the output for f - shift
