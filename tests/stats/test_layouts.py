@@ -102,9 +102,10 @@ def test_status_box_flags_random_weights_and_simulated_data():
     assert any(a.startswith("RANDOM WEIGHTS: L2CS-Net (G)") for a in st.alarms)
     assert "yolov8n-face" in st.detectors and st.blinks == ["sim (simulator truth)"]
     assert st.methods.set_index("display").loc["head_pose", "weights"] == "none (weight-free baseline)"
-    assert data_kind({"data_source": {"backends": {"S01": "real"}}})[0] is False
-    assert data_kind({"command_line": "gaze4hri-bench demo --out x"})[0] is True
-    assert data_kind({})[0] is None and "not recorded" in data_kind({})[1]
+    assert data_kind({"data_source": {"backends": {"S01": "real"}}})[0] == "real"
+    assert data_kind({"data_source": {"backends": {"S01": "real", "S02": "sim"}}})[0] == "mixed"
+    assert data_kind({"command_line": "gaze4hri-bench demo --out x"})[0] == "simulated"
+    assert data_kind({})[0] == "unknown" and "not recorded" in data_kind({})[1]
     assert weights_text({"weights": {"file": "a.onnx", "verified": True, "onnx_sha256": "ab" * 32}}, "l2cs_gaze360") == ("a.onnx (verified, sha256 abababababab)", False)
 
 
@@ -152,3 +153,30 @@ def test_any_new_analysis_table_is_rendered_with_its_caption(small_results, tmp_
     assert m, "the extra table's caption is missing"
     assert "| PureGaze (E) | 1.50 | [1.00, 2.00] |" in md
     assert "`tables/extra_subjects.csv`" in md and "extra_subjects.csv" in {p.split("/")[-1] for p in s["tables"]}
+
+
+@pytest.mark.replay
+def test_pipeline_records_the_acquisition_backend_for_the_status_box(tmp_path):
+    """run -> part timing -> merged provenance ``data_source.backends`` (session.yaml backend) -> status box."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    from gaze4hri_bench.pipeline.results import read_metadata
+    from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
+    from gaze4hri_core.session import new_manifest, save_manifest
+
+    from tests.bench._synth import SynthDataset
+
+    ds = SynthDataset(subjects=("S01", "S02"), trials=("illum100_P5",))
+    for s, backend in (("S01", "sim"), ("S02", "real")):
+        save_manifest(tmp_path / "sessions" / s, new_manifest(s, backend, ["illum100_P5"]))
+    ds.refs = [dataclasses.replace(r, session_dir=tmp_path / "sessions" / r.subject) for r in ds.refs]
+    cfg = RunConfig(methods=("straight",), data=tmp_path / "sessions", out=tmp_path / "out", progress=False, command_line="pytest run", blinks="off")
+    (path,) = run_benchmark(cfg, log=lambda *_: None, dataset=ds)
+    md = read_metadata(path)
+    assert md["data_source"] == {"backends": {"S01": "sim", "S02": "real"}}
+    st = build_status([NS(metadata=md, methods=["straight"], inputs=["none"], status="used")], ["reference"])
+    assert st.simulated is None and st.data == "MIXED: some results simulated (acquisition backend real, sim)"
+    assert st.alarms == ["MIXED DATA: some results come from simulated sessions."] and st.methods["data"].tolist() == ["mixed"]
+    md["data_source"] = {"backends": {"S01": "sim", "S02": "sim"}}
+    assert build_status([NS(metadata=md, methods=["straight"], inputs=["none"], status="used")], ["reference"]).simulated is True

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .figures import is_baseline
+from .load import pipeline_profile
 
 __all__ = ["Status", "data_kind", "weights_text", "build_status"]
 
@@ -42,8 +43,8 @@ class Status:
                 f"Blink source: {', '.join(self.blinks) or 'not recorded'}"]
 
 
-def data_kind(meta: dict | None) -> tuple[bool | None, str]:
-    """(simulated?, how we know) for one results file's provenance."""
+def data_kind(meta: dict | None) -> tuple[str, str]:
+    """(``simulated`` | ``real`` | ``mixed`` | ``unknown``, how we know) for one results file's provenance."""
     md = meta or {}
     ds = md.get("data_source")
     if isinstance(ds, dict) and ds.get("backends"):
@@ -52,19 +53,19 @@ def data_kind(meta: dict | None) -> tuple[bool | None, str]:
         sim = any(k in SIMULATED for k in kinds)
         real = any(k not in SIMULATED for k in kinds)
         what = f"acquisition backend {', '.join(kinds)}" + (f" ({ds['format']} layout)" if ds.get("format") else "")
-        return (True if sim and not real else None if sim and real else False), what
+        return ("mixed" if sim and real else "simulated" if sim else "real"), what
     if isinstance(ds, dict) and ds.get("format") == "study":
-        return False, "the study's released recordings"
+        return "real", "the study's released recordings"
     sw = md.get("software")
     if isinstance(sw, dict) and "synthetic" in json.dumps(sw):
-        return True, f"synthetic results ({sw.get('generator', 'generator')})"
+        return "simulated", f"synthetic results ({sw.get('generator', 'generator')})"
     blinks = md.get("blinks") if isinstance(md.get("blinks"), dict) else {}
     if blinks.get("source") == "sim":
-        return True, "blink truth taken from the simulator (--blinks sim)"
+        return "simulated", "blink truth taken from the simulator (--blinks sim)"
     cmd = str(md.get("command_line") or "")
     if " demo" in f" {cmd}" and "gaze4hri-bench" in cmd:
-        return True, "written by 'gaze4hri-bench demo', which records simulated sessions"
-    return None, "not recorded in the results (no data_source key)"
+        return "simulated", "written by 'gaze4hri-bench demo', which records simulated sessions"
+    return "unknown", "not recorded in the results (no data_source key)"
 
 
 def weights_text(meta: dict | None, method: str) -> tuple[str, bool]:
@@ -109,7 +110,7 @@ def build_status(files: list, pipeline_profiles: list[str]) -> Status:
         from .analyses import display_name
 
         rows.append({"display": display_name(method), "input": inp, "weights": w, "detector": str(det or "none"),
-                     "data": "simulated" if sim else "real" if sim is False else "unknown"})
+                     "profile": pipeline_profile(md), "data": sim})
         if random:
             alarms.append(f"RANDOM WEIGHTS: {display_name(method)} ({inp}) ran with randomly initialised weights; its errors say nothing about the method.")
     if rows:
@@ -118,15 +119,15 @@ def build_status(files: list, pipeline_profiles: list[str]) -> Status:
         rank = {m: k for k, m in enumerate(_order([str((f.metadata or {}).get("method") or ",".join(f.methods)) for f in used]))}
         keyed = sorted(zip(rows, used, strict=True), key=lambda rf: (rank.get(str((rf[1].metadata or {}).get("method") or ",".join(rf[1].methods)), 99), rf[0]["input"]))
         rows = [r for r, _f in keyed]
-    if used and all(s is True for s in sims):
+    if used and all(s == "simulated" for s in sims):
         data, simulated = "SIMULATED (" + "; ".join(sorted(set(hows))) + ")", True
         alarms.insert(0, "SIMULATED DATA: these results are simulated, not recordings of people; they test the software, not the methods.")
-    elif used and all(s is False for s in sims):
+    elif used and all(s == "real" for s in sims):
         data, simulated = "real recordings (" + "; ".join(sorted(set(hows))) + ")", False
-    elif any(s is True for s in sims):
+    elif any(s in ("simulated", "mixed") for s in sims):
         data, simulated = "MIXED: some results simulated (" + "; ".join(sorted(set(hows))) + ")", None
         alarms.insert(0, "MIXED DATA: some results come from simulated sessions.")
     else:
         data, simulated = "unknown: " + "; ".join(sorted(set(hows))), None
     return Status(data, simulated, list(pipeline_profiles) or ["reference"], sorted(detectors), sorted(blinks),
-                  pd.DataFrame(rows, columns=["display", "input", "weights", "detector", "data"]), alarms)
+                  pd.DataFrame(rows, columns=["display", "input", "weights", "detector", "profile", "data"]), alarms)

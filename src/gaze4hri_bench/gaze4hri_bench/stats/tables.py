@@ -30,7 +30,7 @@ HEADERS = {
     "valid_frames": "Valid frames", "valid_pct": "Valid (%)", "device": "Device", "batch": "Batch",
     "infer_ms_per_frame": "ms/frame", "fps": "FPS", "peak_vram_mb": "Peak VRAM (MB)", "peak_rss_mb": "Peak RSS (MB)",
     "subject": "Subject", "reason": "Reason",
-    "weights": "Weights", "detector": "Detector", "data": "Data",
+    "weights": "Weights", "detector": "Detector", "data": "Data", "profile": "Pipeline profile",
     "ci": "95 % CI", "slope_ci": "Slope 95 % CI", "fixed_ci": "Fixed 95 % CI", "arc_ci": "Arc 95 % CI",
     "crop_ci": "Crop 95 % CI", "rectified_ci": "Rect. 95 % CI", "b_pitch_ci": "b_pitch 95 % CI", "b_yaw_ci": "b_yaw 95 % CI",
 }
