@@ -15,6 +15,7 @@ the unit of analysis).
 """
 from __future__ import annotations
 
+import functools
 import zlib
 from pathlib import Path
 
@@ -67,6 +68,7 @@ def condition_color(condition) -> str:
     return CONDITION_COLORS.get(c) or _COND_EXTRA[zlib.crc32(c.encode()) % len(_COND_EXTRA)]
 
 
+@functools.lru_cache(maxsize=256)
 def is_baseline(method: str) -> bool:
     """Weight-free baseline (head_pose, straight, or registered as kind ``baseline``)."""
     m = str(method)
@@ -106,8 +108,6 @@ def _figure(**kw):
 
 def _styled(fn):
     """Run a figure function under the report's style without touching global rcParams."""
-    import functools
-
     @functools.wraps(fn)
     def wrap(*args, **kw):
         import matplotlib
