@@ -99,6 +99,13 @@ def test_review_writes_h264_mp4_with_every_frame_and_a_contact_sheet(results, tm
 
 
 @pytest.mark.unit
+def test_data_folder_defaults_to_the_runs_data(results):
+    from gaze4hri_bench.review.render import data_root, result_files
+
+    assert data_root(result_files(results)) == Path("/synthetic")
+
+
+@pytest.mark.unit
 def test_best_and_worst_trial_per_method(results):
     from gaze4hri_bench.review.extremes import best_worst, trial_means
     from gaze4hri_bench.review.render import result_files

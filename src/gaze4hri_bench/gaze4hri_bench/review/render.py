@@ -87,7 +87,8 @@ def data_root(files: dict[str, Path]) -> Path:
     for p in files.values():
         import json
 
-        md = json.loads((pq.read_schema(p).metadata or {}).get(METADATA_KEY.encode(), b"{}"))
+        key = METADATA_KEY if isinstance(METADATA_KEY, bytes) else METADATA_KEY.encode()
+        md = json.loads((pq.read_schema(p).metadata or {}).get(key, b"{}"))
         cl = str(md.get("command_line", ""))
         try:
             args = shlex.split(cl)
