@@ -64,7 +64,7 @@ def _drop_empty_paper(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _latex(name: str, df: pd.DataFrame, caption: str, groups=None) -> str:
-    return to_latex(df, caption, label=f"tab:{name}", wide=True, groups=groups)
+    return to_latex(df, caption, label=f"tab:{name}", wide=True, groups=groups, align="l" + "c" * (len(df.columns) - 1))
 
 
 def _order(methods) -> list[str]:
