@@ -56,6 +56,7 @@ _STAMP_FROM = {Topics.FRAME_META: Topics.IMAGE, Topics.SIM_BLINK_TRUTH: Topics.I
 # time), since nodes stamp them from timers that may run on the host clock.
 _RECEIPT_TIME = {Topics.DIAGNOSTICS, Topics.SAFETY}
 RECORDED_TOPICS = dict(MSG_TYPES)
+_POSE_TAIL_NS = 20_000_000
 
 PARAMS = (
     Param("compression", "none", "MCAP chunk compression (lossless either way)", COMPRESSIONS),
@@ -125,7 +126,10 @@ class RecorderNode(ControlMixin, Node):
             return
         # the trial is the time window [start_ns, end_ns] of the session clock: a stream
         # lagging behind (a camera rendering slower than the sim clock) is cut at the same stamps
-        if stamped and (t < self._start_ns or (self._end_ns is not None and t > self._end_ns)):
+        # pose streams run 20 ms past the window's end (longer than the robot's 8 ms and the
+        # motion capture's 10 ms periods), so the last frame is bracketed by poses on both sides
+        tail = 0 if topic == Topics.IMAGE or topic in _STAMP_FROM else _POSE_TAIL_NS
+        if stamped and (t < self._start_ns or (self._end_ns is not None and t > self._end_ns + tail)):
             return
         t = max(t, self._start_ns)
         n = len(data)
