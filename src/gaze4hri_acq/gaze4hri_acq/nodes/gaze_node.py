@@ -461,6 +461,8 @@ class GazeNode(ControlMixin, LifecycleNode):
                 **{f"head_pose_{k}": v for k, v in sorted(self.sources.items())}}
 
     def _publish_diag(self) -> None:
+        if self.estimator is None and not self.last_error:
+            return  # hosted unconfigured (e.g. in a session): nothing to report, nothing recorded
         level = 2 if self.last_error else (1 if self.dropped else 0)
         msg = self.last_error or (f"dropping frames: {self.dropped} of {self.received}" if self.dropped else "ok")
         st = diag_status(f"gaze4hri/{self.get_name()}", level, msg, self.stats())
