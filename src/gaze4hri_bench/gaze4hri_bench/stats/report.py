@@ -97,20 +97,39 @@ def _f(x, nd=2) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.{nd}f}"
 
 
+def _ci(r) -> str:
+    """", 95 % CI [lo, hi]" of a row with ci_low/ci_high (the figures' error bars), else ""."""
+    lo, hi = getattr(r, "ci_low", None), getattr(r, "ci_high", None)
+    return f", 95 % CI [{_f(lo)}, {_f(hi)}]" if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi) else ""
+
+
 def _p(x) -> str:
     return "n/a" if not np.isfinite(x) else ("p < .001" if x < 0.001 else f"p = {x:.3f}")
 
 
 # ---------------------------------------------------------------- narrative text
+def _nets(df: pd.DataFrame) -> pd.DataFrame:
+    """The networks' rows when there are any: a weight-free baseline is never "the best" or "the most stable"."""
+    if "method" not in df or not len(df):
+        return df
+    b = df["method"].astype(str).map(F.is_baseline).to_numpy(bool)
+    return df if b.all() else df[~b]
+
+
+def _among(df: pd.DataFrame) -> str:
+    return " among the networks" if len(_nets(df)) < len(df) else ""
+
+
 def _text_illumination(a: A.Analysis, alpha: float) -> list[str]:
     t = a.tables.get("illumination")
     if t is None:
         return []
     s = []
+    t = _nets(t)
     best = t.loc[t.groupby("level")["mean"].idxmin()]
-    s.append(f"Across N = {a.n} subjects, the lowest mean error per illumination level was: " + "; ".join(
-        f"{r.level} %: {r.display} ({_f(r.mean)} +/- {_f(r.sd)} deg)" for r in best.itertuples()) + ".")
-    cv = a.tables["illumination_cv"].sort_values("cv_percent")
+    s.append(f"Across N = {a.n} subjects, the lowest mean error per illumination level{_among(a.tables['illumination'])} was: " + "; ".join(
+        f"{r.level} %: {r.display} ({_f(r.mean)} deg, SD {_f(r.sd)}{_ci(r)})" for r in best.itertuples()) + ".")
+    cv = _nets(a.tables["illumination_cv"]).sort_values("cv_percent")
     if len(cv) and cv["cv_percent"].notna().any():
         nl = int(cv["n_levels"].max())
         s.append(f"The coefficient of variation across the {'four' if nl == 4 else nl} levels ranged from {_f(cv['cv_percent'].iloc[0])} % ({cv['display'].iloc[0]}, the most stable) to {_f(cv['cv_percent'].iloc[-1])} % ({cv['display'].iloc[-1]}).")
@@ -145,8 +164,8 @@ def _text_conflict(a: A.Analysis, alpha: float) -> list[str]:
     t = a.tables.get("conflict")
     if t is None:
         return []
-    best = t.loc[t["mean"].idxmin()]
-    out = [f"N = {a.n} subjects. Lowest mean error under conflict: {best.display} ({_f(best['mean'])} +/- {_f(best['sd'])} deg)."]
+    best = _nets(t).loc[_nets(t)["mean"].idxmin()]
+    out = [f"N = {a.n} subjects. Lowest mean error under conflict{_among(t)}: {best.display} ({_f(best['mean'])} deg, SD {_f(best['sd'])})."]
     if not t["p_holm"].notna().any():
         out.append("Mean subject slopes (deg/deg): " + "; ".join(f"{r.display} {_f(r.slope_mean, 3)}" for r in t.itertuples()) + ".")
         return out
@@ -191,7 +210,7 @@ def _text_mutual(a: A.Analysis, alpha: float) -> list[str]:
     t = a.tables.get("mutual")
     if t is None:
         return []
-    m = t.groupby(["method", "display"], sort=False)["mean"].agg(["min", "max"]).reset_index().sort_values("min")
+    m = _nets(t).groupby(["method", "display"], sort=False)["mean"].agg(["min", "max"]).reset_index().sort_values("min")
     r = m.iloc[0]
     out = [f"N = {a.n} subjects. Lowest mutual-gaze error: {r.display} ({_f(r['min'])}-{_f(r['max'])} deg across the four conditions)."]
     pw = a.tables.get("mutual_pairwise")
