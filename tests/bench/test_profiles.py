@@ -450,3 +450,9 @@ def test_deviations_variants_cover_every_setting_and_the_whole_profile():
         diff = {(m, f.name) for m in SPECS for f in dataclasses.fields(P.MethodProfile)
                 if getattr(prof.record(m), f.name) != getattr(ref.record(m), f.name)}
         assert {f for _m, f in diff} <= {s.field}, label
+
+
+def test_docs_list_every_setting_with_its_citation(repo_root):
+    doc = (repo_root / "docs" / "pipeline.md").read_text()
+    missing = [s.name for s in P.get_profile("study").settings if f"`{s.name}`" not in doc or s.citation not in doc]
+    assert not missing, f"docs/pipeline.md lacks study settings {missing}"
