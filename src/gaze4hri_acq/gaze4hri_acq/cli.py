@@ -11,50 +11,30 @@ import argparse
 import os
 import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
 from gaze4hri_core.protocol import EXPERIMENTS
 
+from .session_config import BACKENDS, COMPRESSIONS, RESOLUTIONS, SessionConfig, session_config
+
 __all__ = ["main", "SessionArgs", "run_session_args", "build_parser"]
 
-BACKENDS = ("sim", "real")
 #: documented exit codes of ``gaze4hri-acq`` (README, --help)
 EXIT_CODES = {0: "every requested trial done", 1: "some trial failed or incomplete (see the summary; --redo ID records it again)",
               2: "bad input or a refusal (one line on stderr)", 130: "interrupted by Ctrl-C (SIGINT); continue with --resume",
               143: "terminated (SIGTERM); continue with --resume"}
 _EXIT_HELP = "exit codes:\n" + "\n".join(f"  {k:<4d}{v}" for k, v in EXIT_CODES.items())
-RESOLUTIONS = ("1920x1080", "1280x720", "960x540", "848x480", "640x360", "424x240")
 
 
-@dataclass(frozen=True)
-class SessionArgs:
-    subject: str
-    backend: str = "sim"
-    out_dir: Path = Path("sessions")
-    experiments: tuple[str, ...] | None = None
-    trial_ids: tuple[str, ...] | None = None
-    resume: bool = False
-    redo: tuple[str, ...] = ()
-    resolution: tuple[int, int] = (1920, 1080)
-    fps: float = 30.0
-    trial_seconds: float = 5.0  # the study's fixed trials (gaze4hri_core.protocol.FIXED_TRIAL_S)
-    compression: str = "none"
-    calibration_dir: Path | None = None
-    seed: int = 0
-    real_time_factor: float = 6.0
-    robot_ip: str = "192.168.1.102"
-    motive_ip: str = "127.0.0.1"
-    local_ip: str = "127.0.0.1"
-    camera_serial: str = ""
-    yes: bool = False
-    quiet: bool = False
-    external_devices: bool = False
-    fail_after_bytes: int = -1
-    mocap_dropout: tuple[str, float, float] | None = None  # sim fault injection: (trial, at_s, duration_s)
-    protective_stop: tuple[str, float] | None = None  # sim fault injection: (trial, at_s)
-    skip_calibration: bool = False  # use the subject's existing eye-head file (re-runs)
+#: the one session configuration (gaze4hri_acq.session_config): CLI options, launch
+#: arguments and orchestrator parameters; ``SessionArgs`` is its historical name here
+SessionArgs = SessionConfig
+
+
+def _d(name: str):
+    """A session option's default: the SessionConfig field's (one source of truth)."""
+    return SessionConfig.model_fields[name].default
 
 
 def _resolution(s: str) -> tuple[int, int]:
@@ -108,31 +88,37 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("session", help="record a subject's session (the 63 trials of the protocol)")
     s.add_argument("--subject", required=True, help="subject id, e.g. S12")
-    s.add_argument("--backend", choices=BACKENDS, default="sim", help="simulated devices or the lab's UR5, RealSense and OptiTrack")
+    s.add_argument("--backend", choices=BACKENDS, default=_d("backend"), help="simulated devices or the lab's UR5, RealSense and OptiTrack")
     s.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, help="record only these experiments")
     s.add_argument("--trials", nargs="+", metavar="ID", help="record only these trial ids (e.g. illum025_P3 arc_P5)")
-    s.add_argument("--out-dir", type=Path, default=Path("sessions"), help="sessions root; the session is OUT_DIR/SUBJECT")
+    s.add_argument("--out-dir", type=Path, default=_d("out_dir"), help="sessions root; the session is OUT_DIR/SUBJECT")
     s.add_argument("--resume", action="store_true", help="continue at the first trial not done")
     s.add_argument("--redo", nargs="+", default=[], metavar="ID", help="record these trials again (previous bags kept under bags/.attempts)")
-    s.add_argument("--resolution", type=_resolution, default=(1920, 1080), metavar="WxH", help=f"colour resolution, one of {', '.join(RESOLUTIONS)}")
-    s.add_argument("--fps", type=_positive, default=30.0, help="colour frame rate (Hz)")
-    s.add_argument("--trial-seconds", type=_positive, default=5.0, help="recording length of a trial with a fixed camera (s; the study: 5); moving trials last their motion")
-    s.add_argument("--compression", choices=("none", "zstd", "lz4"), default="none", help="MCAP chunk compression (lossless either way)")
+    s.add_argument("--resolution", type=_resolution, default=_d("resolution"), metavar="WxH", help=f"colour resolution, one of {', '.join(RESOLUTIONS)}")
+    s.add_argument("--fps", type=_positive, default=_d("fps"), help="colour frame rate (Hz)")
+    s.add_argument("--trial-seconds", type=_positive, default=_d("trial_seconds"), help="recording length of a trial with a fixed camera (s; the study: 5); moving trials last their motion")
+    s.add_argument("--compression", choices=COMPRESSIONS, default=_d("compression"), help="MCAP chunk compression (lossless either way)")
     s.add_argument("--calibration", type=Path, dest="calibration_dir", help="calibration directory (default: the repository's calibration/)")
-    s.add_argument("--robot-ip", default="192.168.1.102", help="UR controller address (real backend)")
-    s.add_argument("--motive-ip", default="127.0.0.1", help="Motive PC address (real backend)")
-    s.add_argument("--local-ip", default="127.0.0.1", help="this PC's address on the Motive network")
-    s.add_argument("--camera-serial", default="", help="RealSense serial number (real backend; empty: the only camera)")
-    s.add_argument("--seed", type=int, default=0, help="simulation seed")
-    s.add_argument("--real-time-factor", type=_positive, default=6.0, help="simulated seconds per wall second (sim backend)")
+    s.add_argument("--robot-ip", default=_d("robot_ip"), help="UR controller address (real backend)")
+    s.add_argument("--robot-model", choices=("ur5", "ur5e"), default=_d("robot_model"), help="arm model (DH parameters and RTDE rate)")
+    s.add_argument("--motive-ip", default=_d("motive_ip"), help="Motive PC address (real backend)")
+    s.add_argument("--local-ip", default=_d("local_ip"), help="this PC's address on the Motive network")
+    s.add_argument("--camera-serial", default=_d("camera_serial"), help="RealSense serial number (real backend; empty: the only camera)")
+    s.add_argument("--seed", type=int, default=_d("seed"), help="simulation seed")
+    s.add_argument("--real-time-factor", type=_positive, default=_d("real_time_factor"), help="simulated seconds per wall second (sim backend)")
     s.add_argument("--yes", action="store_true", help="do not wait for Enter at the prompts (always on with --backend sim)")
     s.add_argument("--quiet", action="store_true", help="no live status view")
     s.add_argument("--external-devices", action="store_true", help="device nodes run elsewhere (ros2 launch): start only the orchestrator")
     s.add_argument("--skip-calibration", action="store_true",
                    help="do not start with the subject's eye-head calibration: use the subject's existing file (re-runs; the file used is printed)")
-    s.add_argument("--fail-after-bytes", type=int, default=-1, help=argparse.SUPPRESS)  # test hook: simulated full disk
+    s.add_argument("--fail-after-bytes", type=int, default=_d("fail_after_bytes"), help=argparse.SUPPRESS)  # test hook: simulated full disk
     s.add_argument("--sim-mocap-dropout", nargs=3, metavar=("TRIAL", "AT_S", "DURATION_S"), help=argparse.SUPPRESS)
     s.add_argument("--sim-protective-stop", nargs=2, metavar=("TRIAL", "AT_S"), help=argparse.SUPPRESS)
+    s.add_argument("--camera-pose-source", choices=("fk", "mocap"), default=_d("camera_pose_source"),
+                   help="ground-truth camera pose: robot forward kinematics x hand-eye (default, the study's choice) or the motion-capture "
+                        "rigid body 'camera' x calibration/camera_body.yaml; both are recorded when both exist")
+    s.add_argument("--sim-table-nudge", nargs=5, metavar=("TRIAL", "AT_S", "DX_M", "DY_M", "DYAW_DEG"),
+                   help="sim: bump the table once, AT_S seconds into TRIAL's recording (its targets move with it; tests the tracked table)")
 
     t = sub.add_parser("trials", help="list the protocol's trials (ids for --trials and --redo)", formatter_class=_HelpFormatter,
                        description="The 63 trials of the protocol: id, experiment, condition, target, illumination, "
@@ -210,14 +196,12 @@ def print_trials(experiments=None, trial_seconds: float = 5.0, as_json: bool = F
 def run_session_args(a: SessionArgs) -> Path:
     """Build the nodes, run the orchestrator, shut down cleanly; returns the session dir."""
     from .orchestrator.client import Interrupted
-    from .orchestrator.session import SessionConfig, run_session
+    from .orchestrator.session import run_session
     from .runner import Stack, StackConfig
 
-    if a.backend not in BACKENDS:
-        raise Gaze4HRIError(f"unknown backend {a.backend!r}", None, f"use one of {', '.join(BACKENDS)}")
     w, h = a.resolution
     cam = {"width": int(w), "height": int(h), "fps": float(a.fps), "serial": a.camera_serial}
-    rob = {"robot_ip": a.robot_ip}
+    rob = {"robot_ip": a.robot_ip, "robot_model": a.robot_model}
     if a.calibration_dir is not None:
         rob["calibration_dir"] = str(a.calibration_dir)
     params = {"camera": cam, "mocap": {"motive_ip": a.motive_ip, "local_ip": a.local_ip}, "robot": rob,
@@ -228,16 +212,7 @@ def run_session_args(a: SessionArgs) -> Path:
     nodes = ("orchestrator",) if a.external_devices else None
     scfg = StackConfig(backend=a.backend, params=params, sim=sim, share_graph=a.external_devices or a.backend == "real",
                        intra_process=not a.external_devices, **({"nodes": nodes} if nodes else {}))
-    from .runner import node_parameters
-
-    tuning = {k: v for k, v in node_parameters("orchestrator").items() if k != "trial_seconds"}  # config/orchestrator.yaml
-    cfg = SessionConfig(**tuning, subject=a.subject, backend=a.backend, out_dir=Path(a.out_dir), experiments=a.experiments, trial_ids=a.trial_ids,
-                        resume=a.resume, redo=tuple(a.redo), resolution=(int(w), int(h)), fps=float(a.fps), trial_seconds=float(a.trial_seconds),
-                        compression=a.compression, calibration_dir=a.calibration_dir, auto_confirm=a.yes or a.backend == "sim",
-                        fail_after_bytes=a.fail_after_bytes, skip_calibration=a.skip_calibration,
-                        addresses={"camera": f"RealSense serial {a.camera_serial or 'any'}" if a.backend == "real" else "sim",
-                                   "mocap": f"Motive at {a.motive_ip}" if a.backend == "real" else "sim",
-                                   "robot": f"UR controller at {a.robot_ip}" if a.backend == "real" else "sim"})
+    cfg = a
     from .orchestrator.session import check_inputs
 
     check_inputs(cfg)  # bad input fails here, before any node starts
@@ -296,7 +271,7 @@ def _eye_head_run(a: SessionArgs):
 
 def _inject_sim_faults(stack, client, a: SessionArgs) -> None:
     """Test hooks: a mocap dropout or a protective stop in a named trial (sim only)."""
-    if not (a.mocap_dropout or a.protective_stop):
+    if not (a.mocap_dropout or a.protective_stop or a.table_nudge):
         return
     import json
 
@@ -325,6 +300,9 @@ def _inject_sim_faults(stack, client, a: SessionArgs) -> None:
             world.inject_dropout("head_band", float(a.mocap_dropout[2]), now + int(float(a.mocap_dropout[1]) * 1e9))
         if a.protective_stop and tid == a.protective_stop[0]:
             world.arm.inject_protective_stop(now + int(float(a.protective_stop[1]) * 1e9))
+        if a.table_nudge and tid == a.table_nudge[0]:  # the table is bumped; the subject keeps looking at the moving target
+            world.nudge_table(*(float(x) for x in a.table_nudge[2:]), at_ns=now + int(float(a.table_nudge[1]) * 1e9))
+            world.set_trial(world.current_trial)
 
     stack.bus.subscribe(Topics.EVENTS, on_event)
 
@@ -342,20 +320,23 @@ def _confirm_enter(prompt: str) -> None:
         raise Gaze4HRIError("no operator input (stdin closed)", None, "run with --yes to auto-confirm prompts") from None
 
 
-def _session_args(ns: argparse.Namespace) -> SessionArgs:
-    def trip(v, n):
-        return tuple(v) if v else None
+def _session_args(ns: argparse.Namespace) -> SessionConfig:
+    """The parsed options as the one validated SessionConfig (config/orchestrator.yaml's
+    tuning underneath; a bad value: one line, exit 2)."""
+    from .runner import node_parameters
 
+    tuning = {k: v for k, v in node_parameters("orchestrator").items() if k != "trial_seconds"}  # config/orchestrator.yaml
     md = ns.sim_mocap_dropout
     ps = ns.sim_protective_stop
-    return SessionArgs(subject=ns.subject, backend=ns.backend, out_dir=ns.out_dir, experiments=trip(ns.experiments, 0),
-                       trial_ids=trip(ns.trials, 0), resume=ns.resume, redo=tuple(ns.redo), resolution=ns.resolution, fps=ns.fps,
-                       trial_seconds=ns.trial_seconds, compression=ns.compression, calibration_dir=ns.calibration_dir, seed=ns.seed,
-                       real_time_factor=ns.real_time_factor, robot_ip=ns.robot_ip, motive_ip=ns.motive_ip, local_ip=ns.local_ip,
-                       camera_serial=ns.camera_serial, yes=ns.yes, quiet=ns.quiet, external_devices=ns.external_devices,
-                       fail_after_bytes=ns.fail_after_bytes, skip_calibration=ns.skip_calibration,
-                       mocap_dropout=(md[0], float(md[1]), float(md[2])) if md else None,
-                       protective_stop=(ps[0], float(ps[1])) if ps else None)
+    return session_config(
+        **tuning, subject=ns.subject, backend=ns.backend, out_dir=ns.out_dir, experiments=ns.experiments, trial_ids=ns.trials,
+        resume=ns.resume, redo=tuple(ns.redo or ()), resolution=ns.resolution, fps=ns.fps, trial_seconds=ns.trial_seconds,
+        compression=ns.compression, calibration_dir=ns.calibration_dir, seed=ns.seed, real_time_factor=ns.real_time_factor,
+        robot_ip=ns.robot_ip, robot_model=ns.robot_model, motive_ip=ns.motive_ip, local_ip=ns.local_ip, camera_serial=ns.camera_serial,
+        yes=ns.yes, quiet=ns.quiet, external_devices=ns.external_devices, fail_after_bytes=ns.fail_after_bytes,
+        skip_calibration=ns.skip_calibration, camera_pose_source=ns.camera_pose_source,
+        table_nudge=(ns.sim_table_nudge[0], *(float(x) for x in ns.sim_table_nudge[1:])) if ns.sim_table_nudge else None,
+        mocap_dropout=(md[0], float(md[1]), float(md[2])) if md else None, protective_stop=(ps[0], float(ps[1])) if ps else None)
 
 
 def session_exit_code(sdir: Path, redo: tuple[str, ...] = (), trial_ids=None, experiments=None) -> int:

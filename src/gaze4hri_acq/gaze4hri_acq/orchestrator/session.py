@@ -13,13 +13,12 @@ import math
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 from gaze4hri_core.calibration import calibration_hashes, load_calibration
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
-from gaze4hri_core.protocol import ARC_DURATION_S, FIXED_TRIAL_S, LINE_HALF_LENGTH_M, Trial, select, trial_by_id
+from gaze4hri_core.protocol import ARC_DURATION_S, LINE_HALF_LENGTH_M, Trial, select, trial_by_id
 from gaze4hri_core.session import (
     Topics,
     bag_dir,
@@ -35,48 +34,12 @@ from gaze4hri_core.trajectories import TrajectorySettings, plan_trial
 
 from ..nodes.robot_node import move_to_json
 from ..recorder.bag import repair_bag
+from ..session_config import SessionConfig
 from .client import DeviceClient, Interrupted
 
 __all__ = ["SessionConfig", "run_session", "prompt_text", "estimate_session_bytes", "recover_killed_trials", "head_yaw_deg"]
 
 DEVICES = (("camera", "camera"), ("mocap", "motion capture"), ("robot", "robot"))
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    """Validated once, saved into session.yaml's settings."""
-
-    subject: str
-    backend: str = "sim"
-    out_dir: Path = Path("sessions")
-    experiments: tuple[str, ...] | None = None
-    trial_ids: tuple[str, ...] | None = None
-    resume: bool = False
-    redo: tuple[str, ...] = ()
-    resolution: tuple[int, int] = (1920, 1080)
-    fps: float = 30.0
-    trial_seconds: float = FIXED_TRIAL_S  # the study's fixed trials record 5 s (GazeForHRI/Gaze4HRI@main:config.py:59-69)
-    compression: str = "none"
-    calibration_dir: Path | None = None
-    auto_confirm: bool = False
-    head_yaw_tolerance_deg: float = 7.0
-    head_hold_s: float = 0.3
-    head_check_timeout_s: float = 15.0
-    calibration_max_age_days: float = 30.0
-    # the head band is put on anew for each session: the subject's eye-head offset is
-    # calibrated at the start of a session (Sezer et al. Sec. III-B) unless a file
-    # younger than this exists
-    eye_head_max_age_hours: float = 12.0
-    skip_calibration: bool = False  # re-runs: use the subject's existing file whatever its age
-    disk_margin: float = 1.2
-    motion_timeout_s: float = 60.0
-    fail_after_bytes: int = -1
-    addresses: dict = field(default_factory=dict)
-
-    def settings(self) -> dict:
-        d = {k: v for k, v in asdict(self).items() if k not in ("subject", "out_dir", "resume", "redo", "auto_confirm", "calibration_dir", "trial_ids", "experiments", "fail_after_bytes", "skip_calibration")}
-        d["resolution"] = list(self.resolution)
-        return d
 
 
 def prompt_text(t: Trial) -> str:
@@ -175,8 +138,9 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
 
     # ---- pre-checks, before anything is written
     src_dir = Path(cfg.calibration_dir) if cfg.calibration_dir else (sdir / "calibration" if exists else _default_calibration())
-    cal_dir, eye_head_note = (src_dir, None) if exists else _subject_eye_head(cfg, src_dir, sdir, eye_head, view)
-    calib = _check_calibration(cal_dir, cfg)
+    cal_dir, eye_head_note = src_dir, None
+    calib = _check_calibration(cal_dir, cfg, need_subject=exists)  # the rig's files now; the subject's after the devices
+    _check_camera_source(cfg, calib, cal_dir)
     if not exists:
         need = estimate_session_bytes(trials, cfg.resolution, cfg.fps, cfg.trial_seconds, cfg.disk_margin)
         from ..nodes.common import disk_free_bytes
@@ -191,6 +155,9 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
     client.request("recorder", "status", timeout_s=10.0)
     _wait_streams(client)
     camera_settings = _camera_settings(client)
+    if not exists:  # devices up (a missing one is reported first), then the subject's eye-head calibration
+        cal_dir, eye_head_note = _subject_eye_head(cfg, src_dir, sdir, eye_head, view)
+        calib = _check_calibration(cal_dir, cfg)
 
     # ---- session directory
     if exists:
@@ -347,10 +314,18 @@ def _select(cfg: SessionConfig) -> list[Trial]:
     return list(ts)
 
 
-def _check_calibration(cal_dir: Path, cfg: SessionConfig):
+def _check_camera_source(cfg: SessionConfig, calib, cal_dir: Path) -> None:
+    if cfg.camera_pose_source not in ("fk", "mocap"):
+        raise SessionError(f"unknown camera pose source {cfg.camera_pose_source!r}", None, "use fk or mocap")
+    if cfg.camera_pose_source == "mocap" and calib.T_cambody_camera is None:
+        raise SessionError("camera pose source 'mocap' needs the camera rigid body's calibration", str(cal_dir / "camera_body.yaml"),
+                           "add camera_body.yaml (camera_body -> camera_color_optical_frame) or use --camera-pose-source fk")
+
+
+def _check_calibration(cal_dir: Path, cfg: SessionConfig, need_subject: bool = True):
     subj = cfg.subject if (cal_dir / "subjects" / f"{cfg.subject}.yaml").is_file() else None
     calib = load_calibration(cal_dir, subj)
-    if subj is None and cfg.backend == "real":
+    if subj is None and cfg.backend == "real" and need_subject:
         raise SessionError(f"no eye-head calibration for subject {cfg.subject}", str(cal_dir / "subjects"),
                            f"run 'gaze4hri-acq calibrate eye-head --subject {cfg.subject}' first")
     if cfg.backend == "real":
