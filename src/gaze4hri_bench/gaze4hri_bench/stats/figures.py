@@ -272,19 +272,29 @@ def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, order: list[str]
 
 
 @_styled
-def eccentricity(frames: pd.DataFrame, stem: Path, bin_deg: float = 2.5) -> list[Path]:
-    """Mean error in bins of |yaw| and |pitch| of the ground-truth gaze during mutual gaze, per method (baselines dashed)."""
+def eccentricity(frames: pd.DataFrame, stem: Path, bin_deg: float = 2.5, min_frames: int = 20) -> list[Path]:
+    """Error in bins of |yaw| and |pitch| of the ground-truth gaze during mutual gaze, per method.
+
+    Subject level, as everywhere in the report: each subject's mean error in a bin, then
+    the mean over subjects with its 95 % t CI (band; networks only, baselines dashed).
+    Bins with fewer than ``min_frames`` frames or 2 subjects are left out.
+    """
     fig = _figure(figsize=(8.4, 3.3), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     for ax, col, lab in ((axes[0], "abs_yaw_deg", "|yaw| (deg)"), (axes[1], "abs_pitch_deg", "|pitch| (deg)")):
         b = (frames[col] // bin_deg) * bin_deg + bin_deg / 2
-        g = frames.assign(bin=b).groupby(["method", "display", "bin"], observed=True, sort=False)["error_deg"].agg(["mean", "count"]).reset_index()
+        keys = ["method", "display", "bin"]
+        per = frames.assign(bin=b).groupby([*keys, "subject"], observed=True, sort=False)["error_deg"].agg(["mean", "count"]).reset_index()
+        g = per.groupby(keys, observed=True, sort=False).agg(mean=("mean", "mean"), sd=("mean", "std"), n=("subject", "nunique"), frames=("count", "sum")).reset_index()
         for (m, name), gg in g.groupby(["method", "display"], sort=False, observed=True):
-            gg = gg[gg["count"] >= 20].sort_values("bin")
+            gg = gg[(gg["frames"] >= min_frames) & (gg["n"] >= 2)].sort_values("bin")
             ref = is_baseline(m)
             ax.plot(gg["bin"], gg["mean"], marker="" if ref else ".", ls="--" if ref else "-", color=method_color(m), label=name + (" (baseline)" if ref else ""))
+            if not ref and len(gg):
+                lo, hi = t_ci(gg["mean"], gg["sd"], gg["n"])
+                ax.fill_between(gg["bin"], lo, hi, color=method_color(m), alpha=0.12, linewidth=0)
         ax.set_xlabel(lab)
-    axes[0].set_ylabel("mean error over frames (deg)")
+    axes[0].set_ylabel("error (deg), mean over subjects, 95 % CI")
     axes[1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("Mutual gaze: error vs eccentricity (experiment 4.2)", fontsize=9)
     return _save(fig, stem)

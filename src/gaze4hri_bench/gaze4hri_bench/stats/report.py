@@ -623,7 +623,8 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
             f = frames[pd.MultiIndex.from_arrays([frames["method"].astype(str), frames["input"].astype(str)]).isin(list(keep))]
             order = {m: k for k, m in enumerate(choice["method"])}
             f = f.assign(display=f["method"].astype(str).map(A.display_name), _o=f["method"].astype(str).map(order)).sort_values("_o", kind="stable")
-            fig("eccentricity", F.eccentricity, f, caption="Mutual gaze: mean error over frames in 2.5 deg bins of |yaw| and |pitch| of the ground-truth gaze (bins with 20 or more frames).")
+            fig("eccentricity", F.eccentricity, f, caption="Mutual gaze: error in 2.5 deg bins of |yaw| and |pitch| of the ground-truth gaze, each subject's mean per bin then the mean over subjects; "
+                "bands: subject-level 95 % t CI (bins with 20 or more frames and 2 or more subjects; baselines dashed).")
         t = by["crop_vs_rectified"].tables
         if "crop_vs_rectified" in t:
             fig("crop_vs_rectified", F.condition_bars, t["crop_vs_rectified"], [("crop_mean", "crop_sd", "crop"), ("rectified_mean", "rectified_sd", "rectified")],
