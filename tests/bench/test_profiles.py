@@ -308,6 +308,7 @@ def test_study_face_rule_runs_the_stand_in_yolo_onnx(tmp_path):
 
 
 # -- mutation: changing any one setting is seen ---------------------------------------
+_SEQ = normalize(np.random.default_rng(3).normal(size=(6, 3)) + [0, 0, -3])
 _TEXTURE = np.random.default_rng(2).integers(0, 255, (1080, 1920, 3), dtype=np.uint8)
 
 
@@ -338,7 +339,12 @@ def _observe(name: str, rec: P.MethodProfile):
         faces = tuple(tuple(None if x is None else tuple(np.round(x, 3)) for x in
                             apply_face_rule(rec, _frames_of_two_people(bystander=by), (1080, 1920), released)[0])
                       for released in (rel, None) for by in (True, False))  # with/without released boxes, bystander
-    return {"vec": vec, "tensor": tensor, "rect": rect, "window": window, "shift": rec.clip_shift, "faces": faces,
+    seq = None
+    if rec.smoothing is not None:
+        from gaze4hri_bench.methods.clips import smooth_sequence
+
+        seq = np.round(smooth_sequence(_SEQ, rec.smoothing), 6).tobytes()
+    return {"vec": vec, "tensor": tensor, "rect": rect, "window": window, "smoothing": seq, "shift": rec.clip_shift, "faces": faces,
             "trial": rec.missing_face}
 
 
@@ -376,6 +382,8 @@ def _mutations():
                     alt = not cur
                 elif f.name == "clip_shift":
                     alt = cur + 2
+                elif f.name == "smoothing":
+                    alt = None if cur is not None else 0.6
                 else:
                     raise AssertionError(f"no mutation for field {f.name}: add one")
                 if alt is None:
@@ -456,3 +464,18 @@ def test_docs_list_every_setting_with_its_citation(repo_root):
     doc = (repo_root / "docs" / "pipeline.md").read_text()
     missing = [s.name for s in P.get_profile("study").settings if f"`{s.name}`" not in doc or s.citation not in doc]
     assert not missing, f"docs/pipeline.md lacks study settings {missing}"
+
+
+def test_mcgaze_official_smoothing():
+    """0.6 self + 0.2 previous + 0.2 next, edges 0.6 self + 0.4 neighbour, re-normalized
+    (the official evaluation); on in reference for MCGaze only, off under study."""
+    from gaze4hri_bench.methods.clips import smooth_sequence
+
+    v = normalize(np.array([[0.1, 0, -1], [0, 0.1, -1], [-0.1, 0, -1], [0, -0.1, -1.0]]))
+    out = smooth_sequence(v, 0.6)
+    assert np.allclose(out[1], normalize(0.6 * v[1] + 0.2 * (v[0] + v[2])))
+    assert np.allclose(out[0], normalize(0.6 * v[0] + 0.4 * v[1]))
+    assert np.allclose(out[-1], normalize(0.6 * v[-1] + 0.4 * v[-2]))
+    assert np.allclose(smooth_sequence(v[:1], 0.6), v[:1])
+    assert {n for n in SPECS if P.get_profile("reference").record(n).smoothing} == {"mcgaze_gaze360"}
+    assert P.get_profile("study").record("mcgaze_gaze360").smoothing is None

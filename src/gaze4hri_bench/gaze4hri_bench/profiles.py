@@ -68,8 +68,9 @@ class MethodProfile:
     (``rotation``: R^T; ``inverse_warp``: M^-1 = R^T S^-1). Tensor: ``colour``,
     ``mean``/``std``. ``output``: decoder (methods.decoders.DECODERS). Clips: ``clip``
     (``official`` window of the method's code, or ``causal`` f-T+1..f read at the last
-    position) and ``clip_shift`` (the prediction of frame f is compared with frame
-    f + shift)."""
+    position), ``clip_shift`` (the prediction of frame f is compared with frame
+    f + shift) and ``smoothing`` (alpha of the official MCGaze evaluation's temporal
+    filter alpha x self + (1 - alpha)/2 x (previous + next), re-normalized; None: off)."""
 
     crop_rule: str
     box_margin: float
@@ -87,6 +88,7 @@ class MethodProfile:
     output: str
     clip: str
     clip_shift: int
+    smoothing: float | None
 
     def validate(self, where: str) -> None:
         """Raise Gaze4HRIError naming the first invalid field."""
@@ -101,8 +103,9 @@ class MethodProfile:
             if f.name in choices and v not in choices[f.name]:
                 raise Gaze4HRIError(f"profile {where}: {f.name} = {v!r} is not one of {', '.join(map(str, choices[f.name]))}",
                                     "gaze4hri_bench.profiles", "fix the profile record")
-        if not 0.0 <= self.box_margin < 1.0 or self.clip_shift < 0:
-            raise Gaze4HRIError(f"profile {where}: box_margin must lie in [0, 1) and clip_shift >= 0",
+        if (not 0.0 <= self.box_margin < 1.0 or self.clip_shift < 0
+                or (self.smoothing is not None and not 0.0 < self.smoothing <= 1.0)):
+            raise Gaze4HRIError(f"profile {where}: box_margin must lie in [0, 1), clip_shift >= 0, smoothing in (0, 1]",
                                 "gaze4hri_bench.profiles", "fix the profile record")
         if self.detector_conf is not None and not 0.0 < self.detector_conf < 1.0:
             raise Gaze4HRIError(f"profile {where}: detector_conf must lie in (0, 1)", "gaze4hri_bench.profiles",
@@ -121,7 +124,14 @@ def reference_record(spec: MethodSpec) -> MethodProfile:
         crop_rule=spec.crop_rule or DEFAULT_CROP_RULE, box_margin=0.0, face_boxes="detector", detector_conf=None,
         track_rule="subject", missing_face="frame", ray_correction=True, rect_centre="face_centre", head_axes="head_x",
         denorm="rotation", colour=spec.colour, mean=spec.mean, std=spec.std, output=spec.output, clip="official",
-        clip_shift=0)
+        clip_shift=0, smoothing=spec_smoothing(spec))
+
+
+def spec_smoothing(spec: MethodSpec) -> float | None:
+    """The official evaluation's temporal smoothing of a method: MCGaze 0.6
+    (GazeForHRI/GazeModels@MCGaze:tools/calculate_mae_l2cs.py:16-28,125, the official
+    code as vendored by the study); None for the others."""
+    return 0.6 if spec.family == "mcgaze" else None
 
 
 @dataclass(frozen=True)
@@ -228,6 +238,9 @@ STUDY_SETTINGS: tuple[Setting, ...] = (
     Setting("mcgaze_causal_7", "clip", "causal", ("mcgaze_gaze360",),
             "GazeForHRI/Gaze4HRI@main:gaze_model_mcgaze.py:71,88", "deliberate choice",
             "one pass per frame on frames f-6..f, the value at the last frame (online use)"),
+    Setting("mcgaze_no_smoothing", "smoothing", None, ("mcgaze_gaze360",),
+            "GazeForHRI/Gaze4HRI@main:gaze_model_mcgaze.py:88", "deliberate choice",
+            "each frame's value as the causal pass returns it, without the official 0.6/0.2/0.2 smoothing"),
     Setting("gat_causal_8", "clip", "causal", ("gat_gaze360",),
             "GazeForHRI/GazeModels@gaze3d:gaze_model_gaze3d.py:91-99,161-164", "deliberate choice",
             "causal 8-frame windows f-7..f read at index 7"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CentredWindow", "SlidingWindow", "policy_for"]
+__all__ = ["CentredWindow", "SlidingWindow", "policy_for", "smooth_sequence"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,23 @@ class SlidingWindow:
 
     def window(self, start: int, n: int) -> list[int]:
         return [min(max(start + k, 0), n - 1) for k in range(self.length)]
+
+
+def smooth_sequence(vectors, alpha: float):
+    """MCGaze's official temporal filter over a video's predictions (N, 3) in frame
+    order: alpha x self + (1 - alpha)/2 x (previous + next); the first and last frames
+    take (1 - alpha) x their one neighbour; re-normalized; fewer than 2 frames are kept
+    (GazeForHRI/GazeModels@MCGaze:tools/calculate_mae_l2cs.py:16-28)."""
+    import numpy as np
+
+    v = np.asarray(vectors, float)
+    if len(v) < 2:
+        return v.copy()
+    out = alpha * v
+    out[0] += (1 - alpha) * v[1]
+    out[-1] += (1 - alpha) * v[-2]
+    out[1:-1] += (1 - alpha) * (v[:-2] + v[2:]) / 2
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
 def policy_for(spec, record=None) -> CentredWindow | SlidingWindow | None:

@@ -26,6 +26,7 @@ from ..data import validity
 from ..faces.blinks import blink_source
 from ..methods import get_entry, get_method
 from ..methods.base import GazeMethod
+from ..methods.clips import smooth_sequence
 from ..profiles import get_profile
 from . import results
 from .face_pass import (
@@ -268,6 +269,9 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
             blink = ear_blinks(gt, faces.ear_table(), cfg.ear_threshold, cfg.ear_relative)
             gt = validity.apply_face_reasons(gt, blink=blink)
     preds = {f: normalize(acc_sum[f] / acc_n[f]) for f in acc_sum}
+    if rec is not None and rec.smoothing is not None and preds:  # official temporal filter (MCGaze evaluation)
+        order = sorted(preds)
+        preds = dict(zip(order, smooth_sequence([preds[f] for f in order], rec.smoothing), strict=True))
     if rec is not None and rec.clip_shift:  # the study compared frame f with the output for f - shift
         preds = {f + rec.clip_shift: v for f, v in preds.items()}
     times.excluded = None
