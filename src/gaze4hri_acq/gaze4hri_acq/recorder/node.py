@@ -157,7 +157,7 @@ class RecorderNode(ControlMixin, Node):
                 if bag is not None and not bag.broken and self.fault is None:
                     bag.write(topic, t, data)
             except DiskFullError as e:
-                self._on_disk_full(str(e))
+                self._on_disk_full(e.strerror or str(e))
             except OSError as e:
                 self._on_disk_full(f"write failed: {e}")
             finally:
@@ -168,7 +168,7 @@ class RecorderNode(ControlMixin, Node):
     def _on_disk_full(self, what: str) -> None:
         bag = self.bag
         free = (bag.free_bytes() if not bag.closed else disk_free_bytes(bag.bag_dir)) if bag else 0
-        self.fault = f"disk full while recording {self.trial} ({what}; {free / 1e6:.0f} MB free)"
+        self.fault = f"disk full while recording {self.trial} ({what}; {free / 1e6:.1f} MB free)"
         self.get_logger().error(self.fault)
         if self._robot_stop.service_is_ready():
             self._robot_stop.call_async(Trigger.Request())
