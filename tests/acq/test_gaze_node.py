@@ -88,7 +88,7 @@ def _live(short_session, params: dict, rate: float, estimator_factory=None):
         g.start()
         replay_session(short_session, trials=[TRIAL], rate=rate, quiet=True, context=g.ctx)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and (g.node._slot is not None or len(g.got) < g.node.published):
+        while time.monotonic() < deadline and (g.node._slot is not None or g.node.busy or len(g.got) < g.node.published):
             time.sleep(0.05)
         time.sleep(0.3)
         return g.got, g.node.stats()
@@ -101,7 +101,10 @@ def _live(short_session, params: dict, rate: float, estimator_factory=None):
     ("head_pose__none", {"method": "head_pose", "head_pose": "mocap"}),
 ], ids=["tiny_onnx_crop", "head_pose_mocap"])
 def test_live_gaze_equals_bench_run(short_session, tiny_models, bench_rows, method, params):
-    got, stats = _live(short_session, {"models_dir": str(tiny_models), "device": "cpu", **params}, rate=0.25)
+    for rate in (0.2, 0.05):  # slow enough that the node processes every frame (the tracker sees what the run saw)
+        got, stats = _live(short_session, {"models_dir": str(tiny_models), "device": "cpu", **params}, rate=rate)
+        if stats["dropped"] == 0:
+            break  # a loaded machine can still drop one: then once more, slower
     df = bench_rows[method]
     assert stats["dropped"] == 0 and stats["processed"] == stats["received"] == len(df) - (df["invalid_reason"] == "dropped_frame").sum()
     assert len(got) == stats["processed"]  # one gaze per processed frame
@@ -141,7 +144,8 @@ def test_slow_method_drops_frames_and_counts_them(short_session):
                        estimator_factory=lambda p: _Slow(0.15))
     assert stats["received"] >= 10
     assert stats["dropped"] >= stats["received"] // 3  # 30 fps in, ~6 fps out
-    assert stats["processed"] + stats["dropped"] == stats["received"]
+    assert stats["processed"] + stats["dropped"] + stats["skipped_no_camera_info"] == stats["received"]
+    assert stats["skipped_no_camera_info"] <= 1  # CameraInfo is latched: at most a frame that raced it
     assert len(got) == stats["processed"] and stats["latency_ms_median"] >= 150
 
 

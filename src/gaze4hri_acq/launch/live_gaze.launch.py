@@ -10,6 +10,7 @@ from __future__ import annotations
 
 ARGUMENTS = [
     {"name": "method", "default": "puregaze_eth", "description": "registered method name or alias (`gaze4hri-bench methods` lists them and their weights)"},
+    {"name": "profile", "default": "reference", "description": "pipeline profile (gaze4hri_bench.profiles): each method's official code, or the study's", "choices": ["reference", "study"]},
     {"name": "input", "default": "best", "description": "network input: the study's best one per method, a face crop, or data normalization", "choices": ["best", "crop", "rectified"]},
     {"name": "device", "default": "cpu", "description": "ONNX Runtime device (a missing device is an error, never a silent fallback)", "choices": ["auto", "cpu", "cuda", "tensorrt"]},
     {"name": "models_dir", "default": "", "description": "folder of imported ONNX models; empty: $GAZE4HRI_MODELS or the repository's models/"},
@@ -24,7 +25,7 @@ NODE = "gaze"
 
 def overrides(args: dict) -> dict:
     """Node parameters from the launch arguments (autostart: configure and activate)."""
-    return {**{k: args[k] for k in ("method", "input", "device", "models_dir", "detector", "head_pose", "calibration_dir", "subject")},
+    return {**{k: args[k] for k in ("method", "profile", "input", "device", "models_dir", "detector", "head_pose", "calibration_dir", "subject")},
             "autostart": True}
 
 

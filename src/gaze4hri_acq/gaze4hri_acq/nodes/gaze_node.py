@@ -77,6 +77,7 @@ MSG_TYPES = {
 PARAMS = (
     Param("backend", "real", "where the frames come from (informational: the node only subscribes)", ("sim", "real", "replay")),
     Param("method", "puregaze_eth", "registered method name or alias (`gaze4hri-bench methods` lists them)"),
+    Param("profile", "reference", "pipeline profile of the method (gaze4hri_bench.profiles: reference, study)"),
     Param("input", "best", "network input: the study's best one per method, a face crop, or data normalization", ("best", "crop", "rectified")),
     Param("models_dir", "", "folder of imported ONNX models; empty: $GAZE4HRI_MODELS or the repository's models/"),
     Param("device", "cpu", "ONNX Runtime device (never a silent fallback)", ("auto", "cpu", "cuda", "tensorrt")),
@@ -206,7 +207,8 @@ class GazeNode(ControlMixin, LifecycleNode):
         self._thread: threading.Thread | None = None
         self._active = False
         self._subs: list = []
-        self.received = self.processed = self.dropped = self.published = 0
+        self.received = self.processed = self.dropped = self.published = self.skipped = 0
+        self.busy = False
         self.latencies_ms: deque[float] = deque(maxlen=300)
         self.stage_ms: dict[str, deque[float]] = {"pose_wait": deque(maxlen=300), "head_pose": deque(maxlen=300),
                                                   "estimate": deque(maxlen=300)}
@@ -235,7 +237,11 @@ class GazeNode(ControlMixin, LifecycleNode):
                 from gaze4hri_bench.pipeline.single_frame import FrameEstimator
 
                 self.estimator = FrameEstimator(p["method"], p["input"], p["models_dir"] or None, p["device"], p["detector"],
-                                                p["threads"] or None, landmarks=p["head_pose"] != "mocap")
+                                                p["threads"] or None, landmarks=p["head_pose"] != "mocap", profile=p["profile"])
+                skipped = self.estimator.offline_only()
+                if skipped:
+                    self.get_logger().warning(f"profile {p['profile']}: {', '.join(skipped)} need the whole trial; "
+                                              "applied by `gaze4hri-bench run`, not live")
                 self.estimator.warm_up()  # model graphs built now, not on the first frame
             self.cal = None
             if p["head_pose"] != "landmarks":
@@ -350,6 +356,7 @@ class GazeNode(ControlMixin, LifecycleNode):
                     return
                 t_in, data = self._slot
                 self._slot = None
+                self.busy = True
             try:
                 self._process(t_in, data)
             except Gaze4HRIError as e:
@@ -358,6 +365,8 @@ class GazeNode(ControlMixin, LifecycleNode):
             except Exception as e:  # noqa: BLE001 - reported in diagnostics, the node keeps running
                 self.last_error = f"gaze: {type(e).__name__}: {e}"
                 self.get_logger().error(self.last_error)
+            finally:
+                self.busy = False
 
     def _geometry(self, t_ns: int) -> tuple[dict | None, str]:
         if self.cal is None or self._head.latest_ns() is None:
@@ -377,8 +386,11 @@ class GazeNode(ControlMixin, LifecycleNode):
     def _process(self, t_in: float, data: bytes) -> None:
         t_ns, _fid, img = decode_image_cdr(data)
         if self._K is None:
+            self.skipped += 1  # counted: received = processed + dropped + skipped (+ the one in flight)
             self.last_error = "gaze: no CameraInfo received yet (waiting for /camera/color/camera_info)"
             return
+        if self.last_error and self.last_error.startswith("gaze: no CameraInfo"):
+            self.last_error = None
         K = self._K
         geo = None
         t0 = time.perf_counter()
@@ -455,7 +467,7 @@ class GazeNode(ControlMixin, LifecycleNode):
         def pct(q):
             return (lat[min(len(lat) - 1, int(math.ceil(q * len(lat))) - 1)] if lat else float("nan"))
         return {"method": self.params.get("method"), "received": self.received, "processed": self.processed,
-                "dropped": self.dropped, "published": self.published, "latency_ms_median": round(pct(0.5), 2),
+                "dropped": self.dropped, "skipped_no_camera_info": self.skipped, "published": self.published, "latency_ms_median": round(pct(0.5), 2),
                 "latency_ms_p95": round(pct(0.95), 2), "rate_hz": round(self.rate_hz(), 2),
                 **{f"{k}_ms_median": round(float(np.median(v)), 2) if v else float("nan") for k, v in self.stage_ms.items()},
                 **{f"head_pose_{k}": v for k, v in sorted(self.sources.items())}}

@@ -170,10 +170,19 @@ class FrameEstimator:
     """
 
     def __init__(self, method: str, input: str = "best", models_dir: str | Path | None = None, device: str = "cpu",
-                 detector: str = "auto", threads: int | None = None, landmarks: bool = True):
+                 detector: str = "auto", threads: int | None = None, landmarks: bool = True, profile: str | None = None):
+        from ..methods import get_entry
+        from ..profiles import DEFAULT_PROFILE, get_profile
         from .runtime import Runner, resolve_model
 
-        self.method = get_method(method)
+        prof = get_profile(profile or DEFAULT_PROFILE)  # unknown profile: one line
+        self.profile = prof.name
+        self.method = get_method(method, profile=prof) if get_entry(method).kind == "onnx" else get_method(method)
+        rec = getattr(self.method, "settings", None)
+        self.smoothing = rec.smoothing if rec is not None else None
+        self._sm_pending: list[Estimate] = []
+        self._sm_prev: np.ndarray | None = None
+        self._sm_count = 0
         self.input_type = self.method.resolve_input(input)
         self.runner = None
         self.model = None
@@ -189,6 +198,57 @@ class FrameEstimator:
         self._feed: _Feed | None = None
         self._meta: dict[int, dict] = {}
         self._acc: dict[int, tuple[np.ndarray, int]] = {}
+
+    def offline_only(self) -> list[str]:
+        """The profile settings of this method that need the whole trial and are not
+        applied frame by frame (the run loop applies them): face rules of a pre-pass,
+        whole-trial exclusion, the study's clip shift."""
+        rec = getattr(self.method, "settings", None)
+        if rec is None:
+            return []
+        out = []
+        if self.needs_face:
+            from .face_pass import needs_profile_pass
+
+            if needs_profile_pass(rec):
+                out.append(f"face rule (track_rule={rec.track_rule}, box_margin={rec.box_margin}, face_boxes={rec.face_boxes})")
+            if rec.missing_face == "trial":
+                out.append("missing_face=trial")
+        if rec.clip_shift:
+            out.append(f"clip_shift={rec.clip_shift}")
+        return out
+
+    # -- temporal smoothing (the official MCGaze evaluation filter, methods.clips.smooth_sequence) --
+    def _smooth(self, ests: list[Estimate], end: bool = False) -> list[Estimate]:
+        """Online form of ``smooth_sequence`` over the frames with a gaze, in frame order:
+        a frame is released once the next frame with a gaze is known (one frame later),
+        the last at ``end``; frames without a gaze keep their place in the order."""
+        if self.smoothing is None:
+            return ests
+        a = float(self.smoothing)
+        self._sm_pending.extend(ests)
+        valid = [i for i, e in enumerate(self._sm_pending) if np.isfinite(e.gaze).all()]
+        cut = len(self._sm_pending) if end else (valid[-1] if valid else len(self._sm_pending))
+        out = []
+        for i, e in enumerate(self._sm_pending[:cut]):
+            if np.isfinite(e.gaze).all():
+                nxt = next((self._sm_pending[j].gaze for j in valid if j > i), None)
+                v = e.gaze
+                if self._sm_prev is None and nxt is None:
+                    g = v.copy()  # a one-frame sequence is kept
+                elif self._sm_prev is None:
+                    g = a * v + (1 - a) * nxt
+                elif nxt is None:
+                    g = a * v + (1 - a) * self._sm_prev
+                else:
+                    g = a * v + (1 - a) * (self._sm_prev + nxt) / 2
+                self._sm_prev = v
+                e = Estimate(e.index, e.t_ns, normalize(g), e.box, e.eye, e.head_source, e.reason)
+            out.append(e)
+        self._sm_pending = self._sm_pending[cut:]
+        if end:
+            self._sm_prev = None
+        return out
 
     # -- faces ----------------------------------------------------------------------
     def _face(self, image: np.ndarray):
@@ -257,10 +317,10 @@ class FrameEstimator:
         p = self.method.prepare(ctx, self.input_type)
         if self.method.clip_policy is None:
             samples = [Sample(p.tensor, p.to_cam, [index])] if p is not None else []
-            return self._run(samples, [index])
+            return self._smooth(self._run(samples, [index]))
         if self._feed is None:
             self._feed = _Feed(self.method)
-        return self._run(self._feed.push(index, p), None)
+        return self._smooth(self._run(self._feed.push(index, p), None))
 
     def finish(self) -> list[Estimate]:
         """Flush clip windows at the end of a stream (a trial); then start afresh."""
@@ -269,6 +329,7 @@ class FrameEstimator:
             out = self._run(self._feed.finish(), sorted(self._meta))
             self._feed = None
         out += self._final([], sorted(self._meta))
+        out = self._smooth(out, end=True)
         self._meta.clear()
         self._acc.clear()
         if self._tracker is not None:
