@@ -173,3 +173,79 @@ def test_summary_has_reason_column_and_redo_command(short_session, tmp_path):
     text = _text(summary_table(s))
     assert "head-pose check: yaw +3.0 deg" in text and "failed" in text
     assert redo_command(s) == f"gaze4hri-acq session --subject S01 --backend sim --out-dir {tmp_path} --redo conflict_left_H1"
+
+
+def _strip_ansi(b: bytes) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r", "", b.decode(errors="replace"))
+
+
+@pytest.mark.node
+@pytest.mark.slow
+def test_interactive_prompts_in_sim_driven_from_a_terminal(tmp_path):
+    """The simulated lab with --interactive in a pty: the session waits at WAITING FOR
+    OPERATOR until Enter; the s key stops the robot through /robot/stop and fails the
+    running trial; the head-pose check shows the measured yaw; exit 1 and the --redo
+    command for the stopped trial."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    from gaze4hri_core.session import load_manifest
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 140, 0, 0))
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF", "PYTHONUNBUFFERED": "1", "TERM": "xterm-256color",
+           "COLUMNS": "140", "LINES": "50"}
+    p = subprocess.Popen([sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "S01", "--backend", "sim",
+                          "--out-dir", str(tmp_path), "--interactive", "--trials", "illum010_P1", "conflict_left_H2",
+                          "--resolution", "160x90", "--trial-seconds", "4", "--real-time-factor", "2"],
+                         stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    seen = bytearray()
+
+    def until(needle: str, timeout: float = 120.0, start: int = 0) -> int:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            text = _strip_ansi(bytes(seen))
+            i = text.find(needle, start)
+            if i >= 0:
+                return i
+            r, _, _ = select.select([master], [], [], 0.1)
+            if r:
+                try:
+                    seen.extend(os.read(master, 65536))
+                except OSError:  # the child closed the terminal
+                    break
+            elif p.poll() is not None:
+                break
+        raise AssertionError(f"{needle!r} not shown; output tail:\n{_strip_ansi(bytes(seen))[-3000:]}")
+
+    try:
+        i = until("WAITING FOR OPERATOR")
+        until("set the light to 10 %", start=0)
+        time.sleep(1.5)  # without Enter nothing is recorded
+        assert load_manifest(tmp_path / "S01").trials["illum010_P1"].status == "pending"
+        os.write(master, b"\r")
+        i = until("RECORDING", start=i)
+        os.write(master, b"s")  # the operator's stop key
+        i = until("operator stop key: robot stopped", start=i)
+        i = until("WAITING FOR OPERATOR", start=i)
+        os.write(master, b"\r")
+        until("HEAD-POSE CHECK", start=i)
+        until("measured", start=i)
+        until("--redo illum010_P1", start=i, timeout=180)  # keep reading: a full pty would block the child
+        until("session: ", start=i, timeout=60)
+        assert p.wait(timeout=30) == 1
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(master)
+    m = load_manifest(tmp_path / "S01")
+    assert m.trials["illum010_P1"].status == "failed" and "stop service" in m.trials["illum010_P1"].reason
+    assert m.trials["conflict_left_H2"].status == "done"

@@ -64,7 +64,33 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown after every option's help; epilog examples kept as written."""
+    """Defaults shown after every option's help (not the empty ones: None, off, []);
+    epilog examples kept as written."""
+
+    def _get_help_string(self, action):
+        d = action.default
+        if d is None or d is False or (isinstance(d, (list, tuple, str)) and not d):
+            return action.help
+        return super()._get_help_string(action)
+
+
+#: the simulated lab's colour resolution unless --resolution says otherwise: a whole
+#: 63-trial session then needs about 9.4 GB (raw rgb8 frames, estimate_session_bytes);
+#: the lab's D435i default 1920x1080 needs about 84 GB
+SIM_RESOLUTION = (640, 360)
+
+_SESSION_EPILOG = """\
+examples:
+  gaze4hri-acq session --subject S01 --backend sim --out-dir sessions                 # simulated lab, 63 trials
+  gaze4hri-acq session --subject S01 --backend sim --trials illum100_P5 arc_P5        # a few trials (ids: gaze4hri-acq trials)
+  gaze4hri-acq session --subject S01 --backend sim --interactive --experiments conflict   # rehearse the prompts
+  gaze4hri-acq session --subject S01 --backend sim --resume --trials mutual_h_fast    # add a trial to an existing session
+  gaze4hri-acq session --subject S12 --backend real --robot-ip 192.168.1.102 --motive-ip 10.0.0.2 --local-ip 10.0.0.5
+  gaze4hri-acq session --subject S12 --backend real --redo arc_P5                     # record a failed trial again
+
+keys in the live view: Enter confirms a prompt, s stops the robot (/robot/stop), Ctrl-C ends the session.
+
+""" + _EXIT_HELP
 
 
 _MAIN_EPILOG = """\
@@ -86,7 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"gaze4hri-acq {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
-    s = sub.add_parser("session", help="record a subject's session (the 63 trials of the protocol)")
+    s = sub.add_parser("session", help="record a subject's session (the 63 trials of the protocol)", formatter_class=_HelpFormatter,
+                       description="Record one subject's session: eye-head calibration, then the protocol's trials, one "
+                                   "rosbag2 (MCAP) bag each, status in OUT_DIR/SUBJECT/session.yaml.",
+                       epilog=_SESSION_EPILOG)
     s.add_argument("--subject", required=True, help="subject id, e.g. S12")
     s.add_argument("--backend", choices=BACKENDS, default=_d("backend"), help="simulated devices or the lab's UR5, RealSense and OptiTrack")
     s.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, help="record only these experiments")
@@ -94,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out-dir", type=Path, default=_d("out_dir"), help="sessions root; the session is OUT_DIR/SUBJECT")
     s.add_argument("--resume", action="store_true", help="continue at the first trial not done")
     s.add_argument("--redo", nargs="+", default=[], metavar="ID", help="record these trials again (previous bags kept under bags/.attempts)")
-    s.add_argument("--resolution", type=_resolution, default=_d("resolution"), metavar="WxH", help=f"colour resolution, one of {', '.join(RESOLUTIONS)}")
+    s.add_argument("--resolution", type=_resolution, default=None, metavar="WxH",
+                   help=f"colour resolution, one of {', '.join(RESOLUTIONS)} (default: {SIM_RESOLUTION[0]}x{SIM_RESOLUTION[1]} with "
+                        f"--backend sim, {_d('resolution')[0]}x{_d('resolution')[1]} with real)")
     s.add_argument("--fps", type=_positive, default=_d("fps"), help="colour frame rate (Hz)")
     s.add_argument("--trial-seconds", type=_positive, default=_d("trial_seconds"), help="recording length of a trial with a fixed camera (s; the study: 5); moving trials last their motion")
     s.add_argument("--compression", choices=COMPRESSIONS, default=_d("compression"), help="MCAP chunk compression (lossless either way)")
@@ -106,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--camera-serial", default=_d("camera_serial"), help="RealSense serial number (real backend; empty: the only camera)")
     s.add_argument("--seed", type=int, default=_d("seed"), help="simulation seed")
     s.add_argument("--real-time-factor", type=_positive, default=_d("real_time_factor"), help="simulated seconds per wall second (sim backend)")
-    s.add_argument("--yes", action="store_true", help="do not wait for Enter at the prompts (always on with --backend sim)")
+    s.add_argument("--yes", action="store_true", help="do not wait for Enter at the prompts (the default with --backend sim)")
+    s.add_argument("--interactive", action="store_true", help="with --backend sim: wait for Enter at every prompt as in the lab (rehearsal)")
     s.add_argument("--quiet", action="store_true", help="no live status view")
     s.add_argument("--external-devices", action="store_true", help="device nodes run elsewhere (ros2 launch): start only the orchestrator")
     s.add_argument("--skip-calibration", action="store_true",
@@ -193,8 +225,9 @@ def print_trials(experiments=None, trial_seconds: float = 5.0, as_json: bool = F
 
 
 # ---------------------------------------------------------------------- session
-def run_session_args(a: SessionArgs) -> Path:
-    """Build the nodes, run the orchestrator, shut down cleanly; returns the session dir."""
+def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
+    """Build the nodes, run the orchestrator, shut down cleanly; returns the session dir.
+    ``command``: the session command as typed, for the summary's ``--redo`` hint."""
     from .orchestrator.client import Interrupted
     from .orchestrator.session import run_session
     from .runner import Stack, StackConfig
@@ -236,11 +269,12 @@ def run_session_args(a: SessionArgs) -> Path:
             if not a.quiet:
                 from .operator_view import OperatorView
 
-                view = OperatorView(client, Path(a.out_dir))
+                view = OperatorView(client, Path(a.out_dir), subject=a.subject, yaw_tolerance_deg=a.head_yaw_tolerance_deg,
+                                    should_stop=lambda: stop["reason"])
                 view.start()
-            confirm = None if cfg.auto_confirm else _confirm_enter
+            confirm = None if cfg.auto_confirm else (view.confirm if view is not None else _confirm_enter)
             try:
-                sdir = run_session(cfg, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a))
+                sdir = run_session(cfg, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a, view))
             except Interrupted as e:
                 err = SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
                                    "the interrupted trial is marked incomplete; continue with --resume")
@@ -250,21 +284,21 @@ def run_session_args(a: SessionArgs) -> Path:
                 if view is not None:
                     view.stop()
             if view is not None:
-                view.summary(sdir)
+                view.summary(sdir, command)
             return sdir
     finally:
         for sig, h in old.items():
             signal.signal(sig, h)
 
 
-def _eye_head_run(a: SessionArgs):
+def _eye_head_run(a: SessionArgs, view=None):
     """The session's eye-head calibration with this backend's motion capture (out dir -> result)."""
     from gaze4hri_core.device_config import DEFAULT_CALIBRATION
 
     from .calibrate import eye_head_for_session
 
     src = Path(a.calibration_dir or DEFAULT_CALIBRATION)
-    prompt = (lambda msg: True) if (a.yes or a.backend == "sim") else None
+    prompt = (lambda msg: True) if a.auto_confirm else (view.ask if view is not None else None)
     return lambda out: eye_head_for_session(a.backend, a.subject, src, Path(out), seed=a.seed, motive_ip=a.motive_ip,
                                             local_ip=a.local_ip, prompt=prompt)
 
@@ -330,13 +364,40 @@ def _session_args(ns: argparse.Namespace) -> SessionConfig:
     ps = ns.sim_protective_stop
     return session_config(
         **tuning, subject=ns.subject, backend=ns.backend, out_dir=ns.out_dir, experiments=ns.experiments, trial_ids=ns.trials,
-        resume=ns.resume, redo=tuple(ns.redo or ()), resolution=ns.resolution, fps=ns.fps, trial_seconds=ns.trial_seconds,
+        resume=ns.resume, redo=tuple(ns.redo or ()), fps=ns.fps, trial_seconds=ns.trial_seconds,
+        resolution=ns.resolution or (SIM_RESOLUTION if ns.backend == "sim" else _d("resolution")), interactive=ns.interactive,
         compression=ns.compression, calibration_dir=ns.calibration_dir, seed=ns.seed, real_time_factor=ns.real_time_factor,
         robot_ip=ns.robot_ip, robot_model=ns.robot_model, motive_ip=ns.motive_ip, local_ip=ns.local_ip, camera_serial=ns.camera_serial,
         yes=ns.yes, quiet=ns.quiet, external_devices=ns.external_devices, fail_after_bytes=ns.fail_after_bytes,
         skip_calibration=ns.skip_calibration, camera_pose_source=ns.camera_pose_source,
         table_nudge=(ns.sim_table_nudge[0], *(float(x) for x in ns.sim_table_nudge[1:])) if ns.sim_table_nudge else None,
         mocap_dropout=(md[0], float(md[1]), float(md[2])) if md else None, protective_stop=(ps[0], float(ps[1])) if ps else None)
+
+
+def _redo_base(argv: list[str]) -> str:
+    """The session command as typed without its trial selection (--trials,
+    --experiments, --redo, --resume) and test hooks: what ``--redo IDS`` is appended to."""
+    import shlex
+
+    drop_with_values = {"--trials", "--experiments", "--redo", "--sim-mocap-dropout", "--sim-protective-stop", "--sim-table-nudge",
+                        "--fail-after-bytes"}
+    def flag(tok: str) -> bool:
+        try:
+            float(tok)
+            return False  # a negative number is a value
+        except ValueError:
+            return tok.startswith("-")
+
+    out, skipping = [], False
+    for tok in argv:
+        if flag(tok):
+            skipping = tok.split("=", 1)[0] in drop_with_values
+            if skipping or tok == "--resume":
+                continue
+        elif skipping:
+            continue
+        out.append(tok)
+    return "gaze4hri-acq " + shlex.join(out)
 
 
 def session_exit_code(sdir: Path, redo: tuple[str, ...] = (), trial_ids=None, experiments=None) -> int:
@@ -367,13 +428,14 @@ def main(argv: list[str] | None = None) -> int:
         if ns.command == "trials":
             return print_trials(ns.experiments, ns.trial_seconds, ns.json)
         if ns.command == "session":
-            sdir = run_session_args(_session_args(ns))
+            base = _redo_base(argv)
+            sdir = run_session_args(_session_args(ns), base)
             print(f"session: {sdir}")
             code = session_exit_code(sdir, tuple(ns.redo or ()), ns.trials, ns.experiments)
             if code and ns.quiet:  # the live view's summary says it otherwise
                 from .operator_view import redo_command
 
-                print(f"some trials failed; record them again: {redo_command(sdir)}")
+                print(f"some trials failed; record them again: {redo_command(sdir, base)}")
             return code
         if ns.command == "replay":
             from .replay import replay_session

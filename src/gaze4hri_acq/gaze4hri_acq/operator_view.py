@@ -247,6 +247,8 @@ class OperatorView:
         self._calib = None
         self.results: list[tuple[str, str, str | None]] = []
         self.stops: list[str] = []
+        self._asking = False
+        self._answer = True
 
     # ------------------------------------------------------------------ hooks
     def trial(self, i: int, n: int, trial, prompt: str) -> None:
@@ -325,6 +327,17 @@ class OperatorView:
             if self._trial_t0 is not None:  # the trial's clock starts when the operator confirms
                 self._trial_t0 = time.monotonic()
 
+    def ask(self, question: str) -> bool:
+        """A yes/no question in the same WAITING FOR OPERATOR state (the eye-head
+        calibration's "retry?"): Enter or y is yes, n is no."""
+        self._answer = True
+        self._asking = True
+        try:
+            self.confirm(f"{question}: Enter or y = retry, n = no")
+        finally:
+            self._asking = False
+        return self._answer
+
     # ------------------------------------------------------------------ keys
     def _start_keys(self) -> None:
         if self._keys is None and self._keys_stream is not None and not self._eof:
@@ -332,7 +345,10 @@ class OperatorView:
             self._keys.start()
 
     def _on_key(self, key: str) -> None:
-        if key == "\n":
+        if key == "\n" or (key == "y" and self._asking):
+            self._confirmed.set()
+        elif key == "n" and self._asking:
+            self._answer = False
             self._confirmed.set()
         elif key == "s":
             self.stop_robot()

@@ -78,7 +78,8 @@ class SessionConfig(BaseModel):
     disk_margin: float = Field(1.2, ge=1.0, le=10.0, description="free disk space needed: estimated session size times this")
     motion_timeout_s: float = Field(60.0, gt=0, description="fail a trial whose robot motion does not finish within this (s)")
     # command-line process concerns and test hooks (not launch arguments)
-    yes: bool = Field(False, description="do not wait for Enter at the prompts (always on with the sim backend)", json_schema_extra=_CLI)
+    yes: bool = Field(False, description="do not wait for Enter at the prompts (the sim backend's default unless --interactive)", json_schema_extra=_CLI)
+    interactive: bool = Field(False, description="sim backend: wait for Enter at every prompt as in the lab (rehearse a session)", json_schema_extra=_CLI)
     quiet: bool = Field(False, description="no live status view", json_schema_extra=_CLI)
     external_devices: bool = Field(False, description="device nodes run in other processes (ros2 launch): start only the orchestrator", json_schema_extra=_CLI)
     fail_after_bytes: int = Field(-1, description="test hook: simulated full disk after this many bytes", json_schema_extra=_CLI)
@@ -140,8 +141,9 @@ class SessionConfig(BaseModel):
     # ------------------------------------------------------------ derived
     @property
     def auto_confirm(self) -> bool:
-        """No Enter at the prompts: asked for, or the simulator (no operator needed)."""
-        return self.yes or self.backend == "sim"
+        """No Enter at the prompts: asked for, or the simulator (no operator needed)
+        unless ``interactive`` rehearses the prompts."""
+        return self.yes or (self.backend == "sim" and not self.interactive)
 
     @property
     def addresses(self) -> dict[str, str]:
