@@ -210,3 +210,28 @@ def test_head_pose_falls_back_to_landmarks_near_the_mocap_eye(short_session):
          if bool(gt.loc[e.index, "valid"])]
     assert d and float(np.median(d)) < 0.08, np.median(d)  # generic face model vs the photo face: 5 cm measured (depth)
     assert all(np.isfinite(e.gaze).all() and abs(np.linalg.norm(e.gaze) - 1) < 1e-9 for e in lm)
+
+
+@pytest.mark.slow
+def test_runs_live_on_the_simulator():
+    """The one-process runner with the simulated lab and the gaze node beside the
+    devices (in-process bus): gaze published for the live frames, head pose from the
+    simulated motion capture, nothing blocked."""
+    from gaze4hri_acq.runner import Stack, StackConfig
+
+    cfg = StackConfig(backend="sim", nodes=("camera", "mocap", "robot", "gaze"), sim={"real_time_factor": 1.0},
+                      params={"camera": {"width": 320, "height": 180}, "gaze": {"method": "head_pose", "autostart": True}})
+    with Stack(cfg) as st:
+        for name in ("mocap", "robot", "camera"):
+            n = st.nodes[name]
+            assert n.trigger_configure() == TransitionCallbackReturn.SUCCESS, n.last_error
+            assert n.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        gaze = st.nodes["gaze"]
+        deadline = time.monotonic() + 90  # configure imports the face models (MediaPipe, BYTETracker's torch): slow under load
+        while time.monotonic() < deadline and gaze.published < 15:
+            time.sleep(0.1)
+        s = gaze.stats()
+        info = (gaze._state_machine.current_state[1], gaze.last_error, st.nodes["camera"].frames)
+    assert s["published"] >= 15, (s, info)
+    assert s.get("head_pose_mocap", 0) >= 0.8 * s["published"], s
+    assert s["processed"] + s["dropped"] + s["skipped_no_camera_info"] <= s["received"] <= s["processed"] + s["dropped"] + s["skipped_no_camera_info"] + 1
