@@ -234,4 +234,5 @@ def test_runs_live_on_the_simulator():
         info = (gaze._state_machine.current_state[1], gaze.last_error, st.nodes["camera"].frames)
     assert s["published"] >= 15, (s, info)
     assert s.get("head_pose_mocap", 0) >= 0.8 * s["published"], s
-    assert s["processed"] + s["dropped"] + s["skipped_no_camera_info"] <= s["received"] <= s["processed"] + s["dropped"] + s["skipped_no_camera_info"] + 1
+    counted = s["processed"] + s["dropped"] + s["skipped_no_camera_info"]
+    assert counted <= s["received"] <= counted + 2  # read while streaming: one frame in the slot, one in flight
