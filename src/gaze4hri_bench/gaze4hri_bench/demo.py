@@ -102,8 +102,8 @@ def _simulate(out: Path, n: int, trials: list[str], seconds: float, log, progres
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=n * len(trials), desc="simulating", unit="trial", dynamic_ncols=True, file=sys.stderr,
-                   bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} trials {postfix} [{elapsed}<{remaining}]")
+        bar = tqdm(total=n * len(trials), desc="simulating", unit="trial", dynamic_ncols=True, file=sys.stderr, miniters=1,
+                   bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} trials [{elapsed}<{remaining}]")
     try:
         for i in range(1, n + 1):
             subject = f"S{i:02d}"
@@ -114,7 +114,7 @@ def _simulate(out: Path, n: int, trials: list[str], seconds: float, log, progres
             if (root / subject / "session.yaml").is_file():
                 cmd.append("--resume")
             if bar is not None:
-                bar.set_postfix_str(subject)
+                bar.set_description_str(f"simulating {subject}")
             with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
                 out_text = _poll_session(p, root / subject, (i - 1) * len(trials), bar)
             failed = _failed_trials(root / subject)

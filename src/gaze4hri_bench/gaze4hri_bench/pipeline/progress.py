@@ -80,7 +80,7 @@ class JobProgress:
 
             total = sum(self.estimates) or None
             self.bar = tqdm(total=total, desc=label, unit="frame", position=0, leave=True, dynamic_ncols=True,
-                            file=run.stream, bar_format=_OVERALL_FMT, mininterval=0.2, smoothing=0.1)
+                            file=run.stream, bar_format=_OVERALL_FMT, mininterval=0.2, miniters=1, smoothing=0.1)
             self._set_postfix()
 
     def _set_postfix(self) -> None:
@@ -108,7 +108,7 @@ class JobProgress:
             from tqdm import tqdm
 
             sub = tqdm(total=self.estimates[k] or None, desc=f"{tref.subject}/{tref.trial}", unit="frame", position=1,
-                       leave=False, dynamic_ncols=True, file=self.run.stream, bar_format=_TRIAL_FMT, mininterval=0.2)
+                       leave=False, dynamic_ncols=True, file=self.run.stream, bar_format=_TRIAL_FMT, mininterval=0.2, miniters=1)
         handle = _TrialBar(self, self.estimates[k], sub)
         try:
             yield handle
