@@ -12,7 +12,7 @@ __all__ = ["add_arguments", "main"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = ("examples:\n  gaze4hri-bench review results --trial arc_P5 --methods l2cs_gaze360 head_pose\n"
                 "  gaze4hri-bench review results --extremes --out report/review")
     p.add_argument("results", type=Path, help="folder of per-frame results (`gaze4hri-bench run --out`)")
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", type=Path, help="the sessions the run read (default: the run's --data, from the results metadata)")
     p.add_argument("--out", type=Path, help="output folder (default: RESULTS/review)")
     p.add_argument("--extremes", action="store_true", help="render each method's best and worst trial and write index.json")
-    p.add_argument("--arrow-length", type=float, default=0.25, help="arrow length in metres, from the eye midpoint")
+    p.add_argument("--arrow-length", type=float, default=0.25, help="arrow length in metres, from the eye midpoint (default 0.25)")
     p.add_argument("--fps", type=float, help="video frame rate (default: the trial's)")
 
 
