@@ -67,3 +67,16 @@ def test_frame_by_frame_equals_the_run_loop(bench_results, tiny_models, name):
         np.testing.assert_allclose(e.gaze, df.loc[f, ["pred_x", "pred_y", "pred_z"]].to_numpy(float), atol=1e-5,
                                    err_msg=f"{name} frame {f}")
         assert e.t_ns == df.loc[f, "t_ns"] and e.head_source == "mocap" and e.reason == ""
+
+
+def test_whole_trial_profile_settings_are_named(tiny_models):
+    """The study profile's whole-trial settings cannot run frame by frame: the estimator
+    names them (the live node logs them); the reference profile has none."""
+    study = FrameEstimator("l2cs_gaze360", "crop", tiny_models, profile="study", landmarks=False)
+    ref = FrameEstimator("l2cs_gaze360", "crop", tiny_models, landmarks=False)
+    try:
+        assert study.profile == "study" and study.offline_only(), study.offline_only()
+        assert ref.profile == "reference" and ref.offline_only() == []
+    finally:
+        study.close()
+        ref.close()
