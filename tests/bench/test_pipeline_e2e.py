@@ -106,3 +106,30 @@ def test_methods_command_lists_status(tiny_models, capsys):
     rows = json.loads(capsys.readouterr().out)
     missing = [r for r in rows if r["status"] == "missing weights"]
     assert len(missing) == 7 and all("models import" in r["fix"] for r in missing)
+
+
+def test_profile_study_end_to_end(session_root, tiny_models, tmp_path, run_out):
+    """`run --profile study` on the same sessions: the profile and its record in every
+    file, the study's face rule cached under its own key, no ray correction / M^-1
+    recorded, blinks masking the same frames as under reference; `--profile` typo:
+    one line with a did-you-mean."""
+    out = tmp_path / "study"
+    argv = ["run", "--profile", "study", "--method", "tiny_test", "-m", "straight", "--input", "both",
+            "--data", str(session_root), "--models-dir", str(tiny_models), "--out", str(out), "--batch", "4",
+            "--no-progress"]
+    assert cli(argv) == 0
+    ref_out = run_out[0]
+    for name in ("tiny_test__crop", "tiny_test__rectified", "straight__none"):
+        md = json.loads(pq.read_schema(out / f"{name}.parquet").metadata[METADATA_KEY])
+        assert md["profile"] == "study"
+        if name.startswith("tiny_test"):
+            rec = md["profile_settings"]["record"]
+            assert rec["ray_correction"] is False and rec["denorm"] == "inverse_warp" and rec["track_rule"] == "most_frequent"
+            assert md["frame_correction"].endswith("(study)")
+        a = pq.read_table(out / f"{name}.parquet").to_pandas()
+        b = pq.read_table(ref_out / f"{name}.parquet").to_pandas()
+        assert ((a["invalid_reason"] == "blink") == (b["invalid_reason"] == "blink")).all()
+    assert any("-most_frequent-" in p.name for p in (out / ".cache" / "faces").glob("*.parquet"))
+    r = subprocess.run([sys.executable, "-m", "gaze4hri_bench.cli", "run", "--profile", "studdy", "-m", "straight",
+                        "--data", str(session_root), "--out", str(tmp_path / "x")], capture_output=True, text=True)
+    assert r.returncode != 0 and "did you mean study" in r.stderr and "Traceback" not in r.stderr
