@@ -233,4 +233,9 @@ def plan_lines(jobs, cfg, defaulted: bool) -> list[str]:
 
     if needs_faces or blink_source(cfg.blinks).ear:
         lines.append(detector_line(cfg.detector))
+    prof = getattr(cfg, "profile", "reference")
+    if prof != "reference":  # profiles.PROFILES; recorded in every results file
+        from ..profiles import get_profile
+
+        lines.append(f"pipeline profile: {prof} ({len(get_profile(prof).settings)} documented settings; docs/pipeline.md)")
     return lines
