@@ -73,8 +73,10 @@ def _wait_recording(out: Path, trial: str, timeout=90.0):
     while time.monotonic() - t0 < timeout:
         try:
             m = load_manifest(out / "S09")
-            if m.trials[trial].status == "recording" and (bag_dir(out / "S09", trial) / f"{trial}_0.mcap").exists():
-                time.sleep(0.8)  # some chunks on disk
+            f = bag_dir(out / "S09", trial) / f"{trial}_0.mcap"
+            # the file exists from the bag's opening: wait for a flushed chunk (a few 160x90 frames) on disk
+            if m.trials[trial].status == "recording" and f.exists() and f.stat().st_size > 200_000:
+                time.sleep(0.2)
                 return
         except Exception:
             pass
