@@ -15,6 +15,10 @@ setup(
         ("share/" + package_name, ["package.xml"]),
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.json") + glob("config/*.rviz")),
+        # calibration/ links to the repository's calibration (one copy); installed so that an
+        # installed package finds it through the ament index (gaze4hri_core.device_config)
+        ("share/" + package_name + "/calibration", glob("calibration/*.yaml")),
+        ("share/" + package_name + "/calibration/subjects", glob("calibration/subjects/*.yaml")),
     ],
     install_requires=["gaze4hri_core", "gaze4hri_sim", "numpy", "PyYAML"],
     zip_safe=True,

@@ -65,6 +65,8 @@ def test_fixed_trial_contents(short_session):
     msgs = _msgs(bag_dir(short_session, "illum010_P1"))
     by = {}
     for topic, ty, t, raw in msgs:
+        if ty == "tf2_msgs/msg/TFMessage":  # no rclpy class without a ROS install: tests/acq/test_tf.py reads them
+            continue
         by.setdefault(topic, []).append((t, deserialize_message(raw, _cls(ty))))
     # frames: 0.5 s at 30 fps, stamps on the 30 Hz grid, consecutive frame numbers
     imgs = by[Topics.IMAGE]

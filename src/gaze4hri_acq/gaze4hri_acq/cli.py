@@ -183,8 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     n = sub.add_parser("node", help="run device nodes in this process (what the launch files start)", formatter_class=_HelpFormatter,
                        epilog="examples:\n  gaze4hri-acq node camera mocap robot recorder --backend sim")
-    n.add_argument("names", nargs="+", help="node names from the node table (camera, recorder, mocap, robot)")
+    n.add_argument("names", nargs="+", help="node names from the node table (camera, recorder, mocap, robot; orchestrator: the session from its ROS parameters)")
     n.add_argument("--backend", choices=BACKENDS, default="sim", help="simulated devices or the lab's")
+    n.add_argument("--sim-seed", type=int, default=_d("seed"), help="simulation seed (sim backend)")
+    n.add_argument("--sim-subject", default="default", help="simulated subject (its eye-head offset; sim backend)")
+    n.add_argument("--sim-real-time-factor", type=_positive, default=_d("real_time_factor"),
+                   help="at most this many simulated seconds per wall second (sim backend)")
+    n.add_argument("--sim-calibration", type=Path, help="calibration the simulated world is built from (default: the package's)")
     return p
 
 
@@ -452,7 +457,10 @@ def main(argv: list[str] | None = None) -> int:
         if ns.command == "node":
             from .nodes.host import run_nodes
 
-            return run_nodes(ns.names, ns.backend, ros_args)
+            sim = {"seed": ns.sim_seed, "subject": ns.sim_subject, "real_time_factor": ns.sim_real_time_factor}
+            if ns.sim_calibration is not None:
+                sim["calibration_dir"] = ns.sim_calibration
+            return run_nodes(ns.names, ns.backend, ros_args, sim=sim)
     except Gaze4HRIError as e:
         sys.stderr.write(f"error: {e.line()}\n")
         return e.exit_code

@@ -25,6 +25,18 @@ def _msg_class(type_name: str):
         raise SessionError(f"message type {type_name} is not installed", None, f"install the {pkg} message package") from None
 
 
+# types the recorder writes itself that rclpy from PyPI cannot publish (recorder/tf.py)
+_NOT_PUBLISHABLE = {"tf2_msgs/msg/TFMessage"}
+
+
+def _installed(type_name: str) -> bool:
+    try:
+        _msg_class(type_name)
+        return True
+    except SessionError:
+        return False
+
+
 def trial_bags(session: Path, trials: list[str] | None = None) -> list[tuple[str, Path]]:
     """(trial id, bag dir) of the session's recorded trials, in protocol order."""
     session = Path(session)
@@ -87,8 +99,15 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
                     for conn, t, raw in reader.messages():
                         p = pubs.get(conn.topic)
                         if p is None:
-                            qos = QOS_LATCHED if conn.topic.endswith("camera_info") else QOS_RELIABLE
+                            if conn.msgtype in _NOT_PUBLISHABLE and not _installed(conn.msgtype):
+                                pubs[conn.topic] = False
+                                print(f"note: {conn.topic} not republished: {conn.msgtype} is not installed here "
+                                      "(PyPI has no tf2_msgs wheel; a sourced ROS 2 has it); it stays in the bag")
+                                continue
+                            qos = QOS_LATCHED if conn.topic.endswith("camera_info") or conn.topic == "/tf_static" else QOS_RELIABLE
                             p = pubs[conn.topic] = node.create_publisher(_msg_class(conn.msgtype), conn.topic, qos)
+                        if p is False:
+                            continue
                         if t_first is None:
                             t_first = t
                         due = wall0 + (t - t_first) / 1e9 / rate

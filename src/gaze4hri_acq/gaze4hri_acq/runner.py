@@ -39,6 +39,9 @@ class StackConfig:
     sim: dict = field(default_factory=dict)  # SimConfig fields (sim backend)
     share_graph: bool = False
     intra_process: bool = True  # False: talk over DDS only (device nodes in other processes)
+    # with intra_process: topics other processes publish too, taken from DDS only (the
+    # device nodes of a launched sim session get the orchestrator's control and events)
+    dds_topics: tuple[str, ...] = ()
     ros_args: tuple[str, ...] = ()  # --ros-args ... from launch (parameter files, remaps)
     load_config: bool = True  # read config/<node>.yaml here (launch passes the files itself)
     wrap_drivers: dict = field(default_factory=dict)  # sim only: node name -> f(driver, world) -> driver (benchmarks)
@@ -54,7 +57,7 @@ class Stack:
             os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")
         self.context = Context()
         rclpy.init(context=self.context, args=["gaze4hri-acq", *cfg.ros_args] if cfg.ros_args else [])
-        self.bus = IntraProcessBus() if cfg.intra_process else None
+        self.bus = IntraProcessBus(cfg.dds_topics) if cfg.intra_process else None
         self.world = None
         self.nodes: dict = {}
         self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
@@ -77,6 +80,8 @@ class Stack:
                     kw["driver_factory"] = factories[spec.name]
                 self.nodes[spec.name] = cls(spec.name, **kw)
                 self.executor.add_node(self.nodes[spec.name])
+            if "orchestrator" in self.nodes and not cfg.intra_process:  # device nodes elsewhere (ros2 launch)
+                self._publish_session_clock(self.nodes["orchestrator"])
             for n in self._extra_nodes:
                 self.executor.add_node(n)
         except BaseException:
@@ -138,7 +143,7 @@ class Stack:
             if e.get("event") == "prompt" and e.get("trial"):
                 self.world.set_trial(trial_by_id(e["trial"]))
 
-        if self.bus is not None:
+        if self.bus is not None and Topics.EVENTS not in self.bus.dds_topics:
             self.bus.subscribe(Topics.EVENTS, on_event)
         else:  # device nodes under ros2 launch: the orchestrator's prompt arrives over DDS
             from rclpy.serialization import serialize_message
@@ -147,6 +152,55 @@ class Stack:
             self._sim_node = rclpy.create_node("sim_world", context=self.context)
             self._sim_node.create_subscription(String, Topics.EVENTS, lambda m: on_event(Topics.EVENTS, serialize_message(m)), 10)
             self._extra_nodes.append(self._sim_node)
+            self._follow_session_clock(self._sim_node)
+
+    # ------------------------------------------------- orchestrator elsewhere (launch)
+    # The one-process CLI delivers every sample to the orchestrator synchronously; under
+    # ros2 launch the orchestrator reads the device streams over DDS in another process
+    # and, on a busy machine, sees the device clock late (1-2 simulated s at a real-time
+    # factor of 6), so it stopped trials seconds after their end. The orchestrator
+    # therefore publishes the device time it has seen (SESSION_CLOCK) and the simulation
+    # clock never runs more than EXTERNAL_LEAD_S ahead of it: the same session timing
+    # as one process (issue 14).
+    EXTERNAL_LEAD_S = 0.03
+
+    def _follow_session_clock(self, node) -> None:
+        from rosgraph_msgs.msg import Clock
+
+        from .nodes.common import SESSION_CLOCK
+
+        self._orch = (0, 0.0)
+
+        def on_clock(m: Clock) -> None:
+            import time
+
+            self._orch = (m.clock.sec * 1_000_000_000 + m.clock.nanosec, time.monotonic())
+
+        node.create_subscription(Clock, SESSION_CLOCK, on_clock, 10)
+
+    def external_clock_ns(self) -> int | None:
+        """The device time the orchestrator in another process has seen, while it is
+        alive (heard within the last second); None: no such orchestrator."""
+        import time
+
+        t, wall = getattr(self, "_orch", (0, 0.0))
+        return t if t and time.monotonic() - wall < 1.0 else None
+
+    def _publish_session_clock(self, client) -> None:
+        from rosgraph_msgs.msg import Clock
+
+        from .nodes.common import QOS_RELIABLE, SESSION_CLOCK
+
+        pub = client.create_publisher(Clock, SESSION_CLOCK, QOS_RELIABLE)
+
+        def tick() -> None:
+            ns = int(client.device_ns)
+            if ns:
+                m = Clock()
+                m.clock.sec, m.clock.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
+                pub.publish(m)
+
+        client.create_timer(0.002, tick)
 
     def start(self) -> Stack:
         self._thread = threading.Thread(target=self._spin, name="executor", daemon=True)
@@ -288,6 +342,9 @@ class _Pacer(threading.Thread):
             target = now + min(self.step_ns, int(dt_wall * rate * 1e9) + 1)
             if slow is not None:
                 target = min(target, slow + self.lead_ns)
+            ext = self.stack.external_clock_ns()
+            if ext is not None:  # an orchestrator in another process: never far ahead of what it has seen
+                target = min(target, ext + int(self.stack.EXTERNAL_LEAD_S * 1e9))
             if target > now:
                 self.clock.advance_to(target)
             else:

@@ -1,33 +1,17 @@
-"""ros2 launch gaze4hri_acq session.launch.py ...: the base acquisition launch with mode:=session
-(every argument, its description and choices: acquisition.launch.py ARGUMENTS)."""
+"""ros2 launch gaze4hri_acq session.launch.py subject:=S12 [backend:=sim] ...: record a
+subject's session. The arguments are gaze4hri_acq.session_config.SessionConfig's
+launch fields, 1:1 (``ros2 launch gaze4hri_acq session.launch.py --show-args``);
+the device nodes run in their processes (one for every device with backend:=sim,
+around one simulated world) and the orchestrator, configured by the same arguments
+as parameters, runs the protocol. The launch ends when the orchestrator ends and
+fails (non-zero) when the session did (gaze4hri_acq.nodes.launching)."""
 from __future__ import annotations
-
-import importlib.util
-import os
-
-MODE = "session"
-
-
-def load_base():
-    """The base launch file next to this one, as a module (its ARGUMENTS and forwarded())."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "acquisition.launch.py")
-    spec = importlib.util.spec_from_file_location("gaze4hri_acquisition_launch", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return path, mod
 
 
 def generate_launch_description():
-    from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
-    from launch.launch_description_sources import PythonLaunchDescriptionSource
-    from launch.substitutions import LaunchConfiguration
+    from gaze4hri_acq.nodes.launching import declare, session_actions, session_arguments
+    from launch.actions import OpaqueFunction
 
     from launch import LaunchDescription
 
-    base, mod = load_base()
-    args = mod.forwarded(MODE)
-    decl = [DeclareLaunchArgument(d["name"], default_value=d["default"], description=d["description"], **({"choices": d["choices"]} if "choices" in d else {}))
-            for d in args]
-    include = IncludeLaunchDescription(PythonLaunchDescriptionSource(base),
-                                       launch_arguments={"mode": MODE, **{d["name"]: LaunchConfiguration(d["name"]) for d in args}}.items())
-    return LaunchDescription([*decl, include])
+    return LaunchDescription([*declare(session_arguments()), OpaqueFunction(function=session_actions)])

@@ -13,10 +13,40 @@ from gaze4hri_core.errors import Gaze4HRIError
 
 from .safety import SafetyLimits
 
-__all__ = ["RobotConfig", "CameraConfig", "CameraSettings", "MocapConfig", "SimConfig", "validate", "DEFAULT_CALIBRATION"]
+__all__ = ["RobotConfig", "CameraConfig", "CameraSettings", "MocapConfig", "SimConfig", "validate", "DEFAULT_CALIBRATION",
+           "default_calibration", "share_dir"]
 
-# The repository's calibration/ (source checkout), or $GAZE4HRI_CALIBRATION.
-DEFAULT_CALIBRATION = Path(os.environ.get("GAZE4HRI_CALIBRATION", Path(__file__).resolve().parents[3] / "calibration"))
+
+
+def share_dir(package: str = "gaze4hri_acq") -> Path | None:
+    """``share/<package>`` of an installed ROS package, found through the ament resource
+    index on $AMENT_PREFIX_PATH (what ament_index_python's get_package_share_directory
+    reads; read directly so this ROS-free package imports no ROS), else under this
+    Python's prefix (a pip install's data files); None when not installed."""
+    marker = Path("share") / "ament_index" / "resource_index" / "packages" / package
+    for prefix in filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)):
+        if (Path(prefix) / marker).is_file():
+            return Path(prefix) / "share" / package
+    return None
+
+
+def default_calibration() -> Path:
+    """The calibration directory used when none is given: $GAZE4HRI_CALIBRATION; in a
+    source checkout (or a colcon --symlink-install) the repository's calibration/;
+    when installed, share/gaze4hri_acq/calibration found through the ament index."""
+    env = os.environ.get("GAZE4HRI_CALIBRATION")
+    if env:
+        return Path(env)
+    checkout = Path(__file__).resolve().parents[3] / "calibration"
+    if (checkout / "registration.yaml").is_file():
+        return checkout
+    share = share_dir("gaze4hri_acq")
+    if share is not None and (share / "calibration").is_dir():
+        return share / "calibration"
+    return checkout  # absent: the first load names this path and the fix
+
+
+DEFAULT_CALIBRATION = default_calibration()
 
 
 class _C(BaseModel):

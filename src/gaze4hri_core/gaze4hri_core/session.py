@@ -74,6 +74,8 @@ class Topics:
     DIAGNOSTICS = "/diagnostics"  # diagnostic_msgs/msg/DiagnosticArray
     SIM_GAZE_TRUTH = "/sim/truth/gaze_camera"  # geometry_msgs/msg/Vector3Stamped, unit gaze in camera frame at each frame stamp (sim only)
     SIM_BLINK_TRUTH = "/sim/truth/blink"  # diagnostic_msgs/msg/DiagnosticStatus per frame: keys stamp_ns, blink ("true"/"false") (sim only)
+    TF = "/tf"  # tf2_msgs/msg/TFMessage: base->tool0 and world-><body> with every pose (written by the recorder)
+    TF_STATIC = "/tf_static"  # tf2_msgs/msg/TFMessage at trial start: world->base, tool0->camera, world->target_<id>
 
     @staticmethod
     def rigid_body(name: str) -> str:
@@ -99,6 +101,8 @@ MSG_TYPES: dict[str, str] = {
     Topics.DIAGNOSTICS: "diagnostic_msgs/msg/DiagnosticArray",
     Topics.SIM_GAZE_TRUTH: "geometry_msgs/msg/Vector3Stamped",
     Topics.SIM_BLINK_TRUTH: "diagnostic_msgs/msg/DiagnosticStatus",
+    Topics.TF: "tf2_msgs/msg/TFMessage",
+    Topics.TF_STATIC: "tf2_msgs/msg/TFMessage",
 }
 
 # REP-103 / REP-105 frame ids used in headers.

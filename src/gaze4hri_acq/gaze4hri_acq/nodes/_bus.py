@@ -16,9 +16,15 @@ __all__ = ["IntraProcessBus", "FastPublisher"]
 
 
 class IntraProcessBus:
-    """Topic -> local callbacks receiving (topic, cdr_bytes). One per runner, not global."""
+    """Topic -> local callbacks receiving (topic, cdr_bytes). One per runner, not global.
 
-    def __init__(self) -> None:
+    ``dds_topics``: topics that other processes publish too (the orchestrator's control
+    and events, when the device nodes run under ros2 launch): subscriptions to them go
+    over DDS only, so each message arrives once whichever process sent it (nothing
+    subscribes to them on the bus, and a local publisher reaches them over DDS)."""
+
+    def __init__(self, dds_topics: frozenset[str] | set[str] | tuple = ()) -> None:
+        self.dds_topics = frozenset(dds_topics)
         self._subs: dict[str, list[Callable[[str, bytes], None]]] = defaultdict(list)
         self._lock = threading.Lock()
 

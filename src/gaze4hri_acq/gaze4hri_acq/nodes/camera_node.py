@@ -63,6 +63,7 @@ def camera_info_msg(intr, stamp_ns: int, frame_id: str) -> CameraInfo:
 class CameraNode(DeviceNode):
     PARAMS = PARAMS
     device_label = "camera"
+    frame_id = FRAMES["camera"]
 
     def __init__(self, name: str = "camera", **kw):
         super().__init__(name, **kw)

@@ -33,8 +33,23 @@ __all__ = [
 ]
 
 CONTROL = "/gaze4hri/control"
+SESSION_CLOCK = "/gaze4hri/session_clock"  # rosgraph_msgs/Clock: the device time the orchestrator has seen (runner.Stack)
 ACK = "/gaze4hri/ack"
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"  # source tree and colcon --symlink-install
+
+
+def _config_dir() -> Path:
+    """config/ of the source tree (checkout, colcon --symlink-install), else the
+    installed share/gaze4hri_acq/config (ament index)."""
+    from gaze4hri_core.device_config import share_dir
+
+    src = Path(__file__).resolve().parents[2] / "config"
+    if (src / "orchestrator.yaml").is_file():
+        return src
+    share = share_dir("gaze4hri_acq")
+    return share / "config" if share is not None else src
+
+
+CONFIG_DIR = _config_dir()
 
 # Frames and poses: reliable, keep-last deep enough for a 1 s burst at the highest rate.
 QOS_SENSOR = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
@@ -129,9 +144,11 @@ def diag_status(name: str, level: int, message: str, values: dict[str, Any], har
                             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
 
 
-def diag_array(stamp_ns: int, statuses: list[DiagnosticStatus]) -> DiagnosticArray:
+def diag_array(stamp_ns: int, statuses: list[DiagnosticStatus], frame_id: str = "world") -> DiagnosticArray:
+    """Diagnostics stamped on the session clock, in the frame of the device they
+    describe (docs/session_layout.md, Frames; never an empty frame_id)."""
     a = DiagnosticArray(status=statuses)
-    stamp_msg(a.header, stamp_ns, "")
+    stamp_msg(a.header, stamp_ns, frame_id)
     return a
 
 
@@ -143,9 +160,10 @@ def disk_free_bytes(path: Path) -> int:
 
 
 def subscribe(node, bus: IntraProcessBus | None, msg_type, topic: str, callback: Callable, qos=QOS_RELIABLE, raw: bool = False):
-    """Subscribe through the in-process bus when given (one-process runner), else DDS.
+    """Subscribe through the in-process bus when given (one-process runner), else (or
+    for the bus's ``dds_topics``, published by other processes too) over DDS.
     ``raw`` callbacks get (topic, cdr_bytes); others get the message."""
-    if bus is not None:
+    if bus is not None and topic not in bus.dds_topics:
         if raw:
             bus.subscribe(topic, callback)
         else:

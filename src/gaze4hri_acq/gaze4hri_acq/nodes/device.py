@@ -32,6 +32,7 @@ class DeviceNode(ControlMixin, LifecycleNode):
 
     PARAMS: tuple[Param, ...] = ()
     device_label = "device"
+    frame_id = "world"  # of this device's diagnostics (camera: its optical frame, robot: base)
 
     def __init__(self, name: str, *, driver_factory: Callable | None = None, bus: IntraProcessBus | None = None,
                  context=None, parameter_overrides=None, namespace: str = ""):
@@ -168,7 +169,7 @@ class DeviceNode(ControlMixin, LifecycleNode):
         level = ERROR if self.last_error else OK
         msg = self.last_error or "ok"
         st = diag_status(f"gaze4hri/{self.get_name()}", level, msg, {"address": self.address(), **self.diag_values()})
-        self._diag_pub.publish(diag_array(self.now_ns(), [st]))
+        self._diag_pub.publish(diag_array(self.now_ns(), [st], frame_id=self.frame_id))
 
     @staticmethod
     def status(level: int, name: str, message: str, values: dict) -> DiagnosticStatus:

@@ -1,30 +1,80 @@
-"""``gaze4hri-acq node NAME... --backend B --ros-args ...``: host device nodes of the
-node table in this process until SIGINT/SIGTERM (what the launch files start). The
+"""``gaze4hri-acq node NAME... --backend B --ros-args ...``: what the launch files start.
+
+Device nodes of the node table run in this process until SIGINT/SIGTERM; the
 orchestrator, elsewhere, configures and activates them through their lifecycle
-services. Parameters come from launch's --params-file arguments."""
+services. Parameters come from launch's --params-file arguments, each under its
+node's own name. ``node orchestrator`` runs the session from the orchestrator's ROS
+parameters (the one SessionConfig, gaze4hri_acq.session_config) and exits with the
+session's exit code, so the launch ends with it."""
 from __future__ import annotations
 
 import signal
 import threading
 
 from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.session import Topics
 
-from .table import node_names
+from .common import CONTROL
+from .table import NODES, node_names
 
-__all__ = ["run_nodes"]
+__all__ = ["run_nodes", "orchestrator_parameters"]
+
+_RCLPY_PARAMETERS = {"use_sim_time", "start_type_description_service"}  # every rclpy node declares these
 
 
-def run_nodes(names: list[str], backend: str, ros_args: list[str]) -> int:
+def run_nodes(names: list[str], backend: str, ros_args: list[str], sim: dict | None = None) -> int:
     from ..runner import Stack, StackConfig
 
+    if names == ["orchestrator"]:
+        return run_orchestrator(ros_args)
     unknown = [n for n in names if n not in node_names() or n == "orchestrator"]
     if unknown:
-        raise Gaze4HRIError(f"unknown node {unknown[0]!r}", "gaze4hri-acq node", f"use some of {', '.join(n for n in node_names() if n != 'orchestrator')}")
+        raise Gaze4HRIError(f"unknown node {unknown[0]!r}", "gaze4hri-acq node",
+                            f"use some of {', '.join(n for n in node_names() if n != 'orchestrator')}, or 'orchestrator' alone")
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
-    cfg = StackConfig(backend=backend, nodes=tuple(names), share_graph=True, intra_process=False, ros_args=tuple(ros_args),
-                      load_config=not any(a == "--params-file" for a in ros_args))
+    # Nodes of this process talk over the in-process bus, as in the one-process CLI, and
+    # take only the orchestrator's control and events from DDS. Over DDS alone the
+    # co-located nodes' streams (frames to the recorder, motion capture to the robot's
+    # safety monitor) were delivered late by the busy executor while the simulation
+    # clock ran on at up to real_time_factor: the robot saw motion capture "silent"
+    # for > 0.5 simulated s and stopped every moving trial (issue 14).
+    # That needs every device node here (the sim process); device nodes split over
+    # several processes (real backend) talk over DDS only, at real time.
+    every_device = {s.name for s in NODES if s.session and s.name != "orchestrator"} <= set(names)
+    cfg = StackConfig(backend=backend, nodes=tuple(names), share_graph=True, intra_process=every_device,
+                      dds_topics=(CONTROL, Topics.EVENTS), ros_args=tuple(ros_args),
+                      load_config=not any(a == "--params-file" for a in ros_args), sim=dict(sim or {}))
     with Stack(cfg):
         done.wait()
     return 0
+
+
+def orchestrator_parameters(ros_args: list[str]) -> dict:
+    """The orchestrator's ROS parameters (--params-file, -p) as rclpy parses them."""
+    import rclpy
+    from rclpy.context import Context
+
+    ctx = Context()
+    rclpy.init(context=ctx, args=["gaze4hri-acq", *ros_args])
+    try:
+        node = rclpy.create_node("orchestrator", context=ctx, automatically_declare_parameters_from_overrides=True)
+        try:
+            return {name: p.value for name, p in node._parameters.items() if name not in _RCLPY_PARAMETERS}
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.shutdown(context=ctx)
+
+
+def run_orchestrator(ros_args: list[str]) -> int:
+    """The session, configured by the orchestrator's parameters; its exit code."""
+    from ..cli import run_session_args, session_exit_code
+    from ..session_config import from_strings
+
+    cfg = from_strings(orchestrator_parameters(ros_args), "orchestrator parameters")
+    cfg = cfg.model_copy(update={"external_devices": True, "quiet": True})
+    sdir = run_session_args(cfg)
+    print(f"session: {sdir}", flush=True)
+    return session_exit_code(sdir, cfg.redo, cfg.trial_ids, cfg.experiments)

@@ -83,7 +83,7 @@ class MocapNode(DeviceNode):
             statuses.append(diag_status(name, 0 if b.tracking_valid else 1, "tracked" if b.tracking_valid else "lost",
                                         {"id": b.id, "tracking_valid": b.tracking_valid, "marker_error_m": b.marker_error_m,
                                          "frame_number": f.frame_number}))
-        self.pub_status.publish(diag_array(f.stamp_ns, statuses))
+        self.pub_status.publish(diag_array(f.stamp_ns, statuses, frame_id=FRAMES["world"]))
         self.frames += 1
         self.stream_ns = f.stamp_ns
         return True

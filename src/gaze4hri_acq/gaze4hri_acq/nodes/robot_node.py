@@ -62,6 +62,7 @@ def move_from_json(d: dict) -> Move:
 class RobotNode(DeviceNode):
     PARAMS = PARAMS
     device_label = "robot"
+    frame_id = FRAMES["base"]
 
     def __init__(self, name: str = "robot", **kw):
         super().__init__(name, **kw)
@@ -194,7 +195,7 @@ class RobotNode(DeviceNode):
         base = FRAMES["base"]
         self.pub_tcp.publish(pose_msg(st.stamp_ns, base, st.T_base_tool0.t, st.T_base_tool0.quat_xyzw))
         js = JointState(name=JOINT_NAMES, position=[float(x) for x in st.q], velocity=[float(x) for x in st.qd])
-        stamp_msg(js.header, st.stamp_ns, "")
+        stamp_msg(js.header, st.stamp_ns, base)  # the chain's root (REP-105 names, docs/session_layout.md)
         self.pub_js.publish(js)
         cmd = TwistStamped()
         stamp_msg(cmd.header, st.stamp_ns, base)
@@ -208,7 +209,7 @@ class RobotNode(DeviceNode):
             self._status_key, self._status_ns = key, st.stamp_ns
             self.pub_status.publish(diag_array(st.stamp_ns, [diag_status("robot", 2 if st.protective_stop else 0, "protective stop" if st.protective_stop else "ok", {
                 "speed_scaling": st.speed_scaling, "protective_stop": st.protective_stop, "moving": st.moving, "connected": st.connected,
-                "controller_time_s": st.controller_time_s})]))
+                "controller_time_s": st.controller_time_s})], frame_id=base))
         if st.protective_stop and not self._was_protective:
             self._fault("protective_stop", "robot protective stop (controller)", st.stamp_ns)
         self._was_protective = st.protective_stop
@@ -243,7 +244,7 @@ class RobotNode(DeviceNode):
         self._motion = None
         self.get_logger().warning(f"robot stopped: {reason}")
         self.pub_events.publish(to_json({"event": "fault", "source": "robot", "code": code, "reason": reason, "motion": name, "stamp_ns": stamp_ns}))
-        self.pub_safety.publish(diag_array(stamp_ns, [diag_status("safety", 2, reason, {"code": code})]))
+        self.pub_safety.publish(diag_array(stamp_ns, [diag_status("safety", 2, reason, {"code": code})], frame_id=FRAMES["base"]))
 
     def on_stream_error(self, reason: str) -> None:
         try:

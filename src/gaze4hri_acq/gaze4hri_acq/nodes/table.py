@@ -14,6 +14,7 @@ class NodeSpec:
     target: str  # "module:Class"
     lifecycle: bool
     process: str  # launch process group; nodes of one group share a process and the in-process bus
+    session: bool = True  # started by session.launch.py (the live gaze node has its own live_gaze.launch.py)
 
 
 NODES: tuple[NodeSpec, ...] = (
@@ -21,7 +22,7 @@ NODES: tuple[NodeSpec, ...] = (
     NodeSpec("recorder", "gaze4hri_acq.recorder.node:RecorderNode", False, "camera_recorder"),
     NodeSpec("mocap", "gaze4hri_acq.nodes.mocap_node:MocapNode", True, "mocap"),
     NodeSpec("robot", "gaze4hri_acq.nodes.robot_node:RobotNode", True, "robot"),
-    NodeSpec("gaze", "gaze4hri_acq.nodes.gaze_node:GazeNode", True, "gaze"),  # live gaze (issue 15): hosted unconfigured unless started
+    NodeSpec("gaze", "gaze4hri_acq.nodes.gaze_node:GazeNode", True, "gaze", session=False),  # live gaze (issue 15): hosted unconfigured unless started
     NodeSpec("orchestrator", "gaze4hri_acq.orchestrator.client:DeviceClient", False, "orchestrator"),
 )
 

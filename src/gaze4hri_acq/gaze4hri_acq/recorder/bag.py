@@ -41,7 +41,8 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.rosbag2.storage_mcap import Channel, McapWriter, PendingChunk, Schema
 from rosbags.typesys import Stores, get_typestore
 
-__all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError", "metadata_agrees"]
+__all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError", "metadata_agrees", "ros_distro",
+           "bag_qos"]
 
 COMPRESSIONS = ("none", "zstd", "lz4")
 _BIG = 1 << 20  # messages this large bypass rosbags' chunk buffer: one chunk each (compressed or not)
@@ -61,6 +62,48 @@ def _typestore():
     if _TYPESTORE is None:
         _TYPESTORE = get_typestore(Stores.ROS2_KILTED)
     return _TYPESTORE
+
+
+def ros_distro() -> str:
+    """The ROS 2 distribution in use, as rosbag2 records it in metadata.yaml: $ROS_DISTRO
+    (a sourced ROS), else the distro of the installed rclpy wheel (ros-<distro>-rclpy)."""
+    if os.environ.get("ROS_DISTRO"):
+        return os.environ["ROS_DISTRO"]
+    from importlib import metadata
+
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name.startswith("ros-") and name.endswith("-rclpy"):
+            return name[len("ros-"):-len("-rclpy")]
+    return "unknown"
+
+
+def bag_qos(profile):
+    """An rclpy QoSProfile (a publisher's offered QoS) as rosbags' Qos, which it writes
+    like rosbag2: metadata.yaml's offered_qos_profiles and the MCAP channel's
+    'offered_qos_profiles' YAML string."""
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+
+    def t(d) -> QosTime:
+        ns = int(d.nanoseconds)
+        return QosTime(ns // 1_000_000_000, ns % 1_000_000_000)
+
+    return Qos(QosHistory[profile.history.name], int(profile.depth), QosReliability[profile.reliability.name],
+               QosDurability[profile.durability.name], t(profile.deadline), t(profile.lifespan), QosLiveliness[profile.liveliness.name],
+               t(profile.liveliness_lease_duration), bool(profile.avoid_ros_namespace_conventions))
+
+
+def _set_ros_distro(bag_dir: Path) -> None:
+    """rosbags writes ``ros_distro: rosbags``; rosbag2 writes the distro in use: replace
+    it atomically (same directory, os.replace) so metadata.yaml is never half-written."""
+    import yaml
+
+    meta = Path(bag_dir) / "metadata.yaml"
+    data = yaml.safe_load(meta.read_text("utf-8"))
+    data["rosbag2_bagfile_information"]["ros_distro"] = ros_distro()
+    tmp = meta.with_name(".metadata.yaml.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False), "utf-8")
+    os.replace(tmp, meta)
 
 
 def mcap_file(bag_dir: Path) -> Path | None:
@@ -87,7 +130,7 @@ class TrialBag:
 
     def __init__(self, bag_dir: Path, topics: dict[str, str], compression: str = "none",
                  flush_interval_s: float = 1.0, fail_after_bytes: int | None = None,
-                 clock: Callable[[], float] = time.monotonic, reserve_bytes: int = 0):
+                 clock: Callable[[], float] = time.monotonic, reserve_bytes: int = 0, offered_qos: dict | None = None):
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
         self.bag_dir = Path(bag_dir)
@@ -113,7 +156,8 @@ class TrialBag:
         if fail_after_bytes is not None:
             st.bio = _FullDisk(st.bio, fail_after_bytes)
         ts = _typestore()
-        self._conns = {t: self._w.add_connection(t, ty, typestore=ts) for t, ty in topics.items()}
+        qos = offered_qos or {}  # topic -> [rosbags Qos] of its publishers (bag_qos)
+        self._conns = {t: self._w.add_connection(t, ty, typestore=ts, offered_qos_profiles=qos.get(t, ())) for t, ty in topics.items()}
         self.compression = compression
         self.flush_interval_s = flush_interval_s
         self.fail_after_bytes = fail_after_bytes
@@ -241,6 +285,7 @@ class TrialBag:
             return self.bag_dir
         st = self._w.storage
         self._w.close()
+        _set_ros_distro(self.bag_dir)
         with open(st.path, "rb") as f:
             os.fsync(f.fileno())
         return self.bag_dir
@@ -478,4 +523,8 @@ def repair_bag(bag_dir: Path) -> RepairResult:
         w.close()
     except OSError as e:
         raise SessionError(f"cannot finish the repaired bag ({os.strerror(e.errno or 0)})", str(path), "free some disk space and run 'gaze4hri-acq session --resume' again") from None
+    try:
+        _set_ros_distro(bag_dir)
+    except OSError:
+        pass  # no room for the rewrite: the bag reads the same with rosbags' placeholder distro
     return RepairResult(bag_dir, True, sum(stats.values()), len(chunk_recs), cut)

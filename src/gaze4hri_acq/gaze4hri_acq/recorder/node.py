@@ -44,7 +44,8 @@ from ..nodes.common import (
     subscribe,
     to_json,
 )
-from .bag import COMPRESSIONS, DiskFullError, TrialBag
+from .bag import COMPRESSIONS, DiskFullError, TrialBag, bag_qos
+from .tf import TF, TF_STATIC, TF_TYPES, pose_to_tf, static_transforms
 
 __all__ = ["RecorderNode", "PARAMS", "RECORDED_TOPICS"]
 
@@ -55,7 +56,7 @@ _STAMP_FROM = {Topics.FRAME_META: Topics.IMAGE, Topics.SIM_BLINK_TRUTH: Topics.I
 # Status topics are logged at their receipt on the session clock (rosbag2's receive
 # time), since nodes stamp them from timers that may run on the host clock.
 _RECEIPT_TIME = {Topics.DIAGNOSTICS, Topics.SAFETY}
-RECORDED_TOPICS = dict(MSG_TYPES)
+RECORDED_TOPICS = {t: ty for t, ty in MSG_TYPES.items() if t not in TF_TYPES}  # subscribed; /tf and /tf_static are derived (tf.py)
 _POSE_TAIL_NS = 20_000_000
 
 PARAMS = (
@@ -93,6 +94,7 @@ class RecorderNode(ControlMixin, Node):
         self._q_bytes = 0
         self._q_cv = threading.Condition()
         self._lock = threading.Lock()
+        self._put_lock = threading.Lock()  # a pose and its /tf go into the queue together, never split by a stop
         self._writer_done = threading.Event()
         self._writer_error: BaseException | None = None
         self._types = {t: ty for t, ty in RECORDED_TOPICS.items() if self.params["record_sim_truth"] or not t.startswith("/sim/")}
@@ -142,7 +144,11 @@ class RecorderNode(ControlMixin, Node):
                 while self._q_bytes + n > limit and self._q_bytes > 0 and self.bag is not None:
                     self._q_cv.wait(0.1)
             self._q_bytes += n
-        self._q.put((bag, topic, t, data))
+        tf = pose_to_tf(topic, data) if topic == Topics.TCP_POSE or topic.startswith(Topics.MOCAP_PREFIX) else None
+        with self._put_lock:
+            self._q.put((bag, topic, t, data))
+            if tf is not None:  # the same transform on /tf, same stamp (recorder/tf.py)
+                self._on_data_direct(bag, TF, t, tf)
 
     def _writer(self) -> None:
         while True:
@@ -154,8 +160,11 @@ class RecorderNode(ControlMixin, Node):
                 continue
             bag, topic, t, data = item
             try:
-                if bag is not None and not bag.broken and self.fault is None:
-                    bag.write(topic, t, data)
+                t = self._in_window(topic, t)
+                # never into a closed bag: an item queued after the stop barrier would land behind its summary
+                with self._lock:  # handle_stop closes the bag under the same lock
+                    if t is not None and bag is not None and not bag.closed and not bag.broken and self.fault is None:
+                        bag.write(topic, t, data)
             except DiskFullError as e:
                 self._on_disk_full(e.strerror or str(e))
             except OSError as e:
@@ -164,6 +173,21 @@ class RecorderNode(ControlMixin, Node):
                 with self._q_cv:
                     self._q_bytes -= len(data)
                     self._q_cv.notify_all()
+
+    def _in_window(self, topic: str, t: int) -> int | None:
+        """The trial window again at write time, once ``stop`` has set its end: a message
+        queued before the stop request arrived (the orchestrator in another process sees
+        the device clock late, so the stop can come well after the window's end) is
+        dropped when stamped after the end (+ the pose tail); headerless messages are
+        logged at the end at the latest. Returns the log time, or None to drop."""
+        end = self._end_ns
+        if end is None:
+            return t
+        ty = self._types.get(topic, "")
+        tail = 0 if topic == Topics.IMAGE or topic in _STAMP_FROM else _POSE_TAIL_NS
+        if (ty in _NO_HEADER or topic in _RECEIPT_TIME) and topic not in _STAMP_FROM:
+            return min(t, end + tail)
+        return None if t > end + tail else t
 
     def _on_disk_full(self, what: str) -> None:
         bag = self.bag
@@ -189,9 +213,9 @@ class RecorderNode(ControlMixin, Node):
         # start (a small disk still records), or of the test hook's virtual disk
         reserve = min(int(self.params["reserve_bytes"]), free // 4, fab // 4 if fab >= 0 else free)
         try:
-            bag = TrialBag(bag_dir, self._types, compression=str(req.get("compression", self.params["compression"])),
+            bag = TrialBag(bag_dir, {**self._types, **TF_TYPES}, compression=str(req.get("compression", self.params["compression"])),
                            flush_interval_s=self.params["flush_interval_s"], fail_after_bytes=fab if fab >= 0 else None,
-                           reserve_bytes=reserve)
+                           reserve_bytes=reserve, offered_qos=self._offered_qos())
         except OSError as e:
             raise Gaze4HRIError(f"recorder: cannot create the bag ({e.strerror})", str(bag_dir), "check the output directory and free space") from None
         self.trial = str(req.get("trial"))
@@ -202,6 +226,12 @@ class RecorderNode(ControlMixin, Node):
         self._end_ns = None
         for topic, (_t, data) in self._latched.items():  # CameraInfo once per trial even if published before it began
             self._on_data_direct(bag, topic, max(self._start_ns, _t), data)
+        # the session's calibration snapshot (<session>/calibration, beside bags/) as /tf_static
+        cal_dir = Path(req.get("calibration_dir") or bag_dir.parent.parent / "calibration")
+        try:
+            self._on_data_direct(bag, TF_STATIC, self._start_ns, static_transforms(cal_dir, self._start_ns))
+        except Gaze4HRIError as e:
+            self.get_logger().warning(f"no /tf_static in {bag_dir.name}: {e.line()}")
         self.bag = bag
         return {"bag": str(bag_dir), "start_ns": self._start_ns}
 
@@ -211,6 +241,25 @@ class RecorderNode(ControlMixin, Node):
             self._q_bytes += len(data)
         self._q.put((bag, topic, t, data))
 
+    def _offered_qos(self) -> dict:
+        """Each recorded topic's publishers' offered QoS from the ROS graph, as rosbag2
+        records them (the in-process bus' publishers are DDS publishers too); /tf and
+        /tf_static with tf2's broadcaster profiles."""
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+        out = {}
+        for topic in self._types:
+            try:
+                infos = self.get_publishers_info_by_topic(topic)
+            except Exception:  # noqa: BLE001 - a graph query failing must not stop the recording
+                infos = []
+            profiles = [bag_qos(i.qos_profile) for i in infos]
+            if profiles:
+                out[topic] = profiles
+        out[TF] = [bag_qos(QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE))]
+        out[TF_STATIC] = [bag_qos(QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))]
+        return out
+
     def handle_stop(self, req: dict) -> dict:
         bag = self.bag
         if bag is None:
@@ -218,16 +267,18 @@ class RecorderNode(ControlMixin, Node):
         if req.get("end_ns") is not None:
             self._end_ns = int(req["end_ns"])
         barrier = threading.Event()
-        self._q.put(barrier)
+        with self._put_lock:
+            self._q.put(barrier)
         barrier.wait(timeout=float(req.get("timeout_s", 120.0)))
         self.bag = None
         with self._q_cv:
             self._q_cv.notify_all()
-        try:
-            bag.close()
-        except OSError as e:
-            self._on_disk_full(f"closing the bag: {e}")
-            bag.abort_and_repair()
+        with self._lock:  # no write of a late item while the summary goes out
+            try:
+                bag.close()
+            except OSError as e:
+                self._on_disk_full(f"closing the bag: {e}")
+                bag.abort_and_repair()
         out = {"counts": dict(bag.counts), "bytes": bag.bytes_written, "dropped_messages": self.dropped_messages,
                "duration_s": ((bag.last_ns or 0) - (bag.first_ns or 0)) / 1e9, "fault": self.fault}
         self.trial = None

@@ -1,0 +1,1 @@
+"""The session orchestrator: the protocol run through the device nodes."""
