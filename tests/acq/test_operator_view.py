@@ -202,7 +202,7 @@ def test_interactive_prompts_in_sim_driven_from_a_terminal(tmp_path):
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 140, 0, 0))
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF", "PYTHONUNBUFFERED": "1", "TERM": "xterm-256color",
            "COLUMNS": "140", "LINES": "50"}
-    p = subprocess.Popen([sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "S01", "--backend", "sim",
+    p = subprocess.Popen([sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "default", "--skip-calibration", "--backend", "sim",
                           "--out-dir", str(tmp_path), "--interactive", "--trials", "illum010_P1", "conflict_left_H2",
                           "--resolution", "160x90", "--trial-seconds", "4", "--real-time-factor", "2"],
                          stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
@@ -230,7 +230,7 @@ def test_interactive_prompts_in_sim_driven_from_a_terminal(tmp_path):
         i = until("WAITING FOR OPERATOR")
         until("set the light to 10 %", start=0)
         time.sleep(1.5)  # without Enter nothing is recorded
-        assert load_manifest(tmp_path / "S01").trials["illum010_P1"].status == "pending"
+        assert load_manifest(tmp_path / "default").trials["illum010_P1"].status == "pending"
         os.write(master, b"\r")
         i = until("RECORDING", start=i)
         os.write(master, b"s")  # the operator's stop key
@@ -246,6 +246,6 @@ def test_interactive_prompts_in_sim_driven_from_a_terminal(tmp_path):
         if p.poll() is None:
             p.kill()
         os.close(master)
-    m = load_manifest(tmp_path / "S01")
+    m = load_manifest(tmp_path / "default")
     assert m.trials["illum010_P1"].status == "failed" and "stop service" in m.trials["illum010_P1"].reason
     assert m.trials["conflict_left_H2"].status == "done"
