@@ -25,12 +25,26 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+_EPILOG = """\
+examples:
+  gaze4hri-bench demo                                   # simulated sessions -> benchmark -> report (out/demo)
+  gaze4hri-bench methods                                # methods, weight status, import commands
+  gaze4hri-bench run --data sessions --out results      # every method with weights + the baselines
+  gaze4hri-bench analyze results --out report           # statistics, tables, figures, report.html
+  gaze4hri-bench COMMAND --help                         # a command's options, defaults and examples
+
+exit codes: 0 done, 2 bad input or a refusal (one line on stderr), 3 missing weights
+for a named method, 130 interrupted (Ctrl-C).
+"""
+
+
 def build_parser(load: str | None = None) -> argparse.ArgumentParser:
     from gaze4hri_core import __version__
 
     p = argparse.ArgumentParser(
         prog="gaze4hri-bench",
         description="Gaze4HRI offline benchmark: recorded sessions -> gaze errors -> statistics.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG,
     )
     p.add_argument("--version", action="version", version=f"gaze4hri-bench {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
