@@ -45,7 +45,7 @@ from ..nodes.common import (
     to_json,
 )
 from .bag import COMPRESSIONS, DiskFullError, TrialBag, bag_qos
-from .tf import TF, TF_STATIC, TF_TYPES, pose_to_tf, static_transforms
+from .tf import TF, TF_STATIC, TF_TYPES, pose_to_tf, static_cdr, static_transforms
 
 __all__ = ["RecorderNode", "PARAMS", "RECORDED_TOPICS"]
 
@@ -212,6 +212,15 @@ class RecorderNode(ControlMixin, Node):
         # the reserve: reserve_bytes, but at most a quarter of the space free at the trial's
         # start (a small disk still records), or of the test hook's virtual disk
         reserve = min(int(self.params["reserve_bytes"]), free // 4, fab // 4 if fab >= 0 else free)
+        # the session's calibration snapshot (<session>/calibration, beside bags/) for
+        # /tf_static, and the publishers' QoS, both before the window opens: frames
+        # published while they load would miss the bag
+        cal_dir = Path(req.get("calibration_dir") or bag_dir.parent.parent / "calibration")
+        try:
+            static = static_transforms(cal_dir)
+        except Gaze4HRIError as e:
+            static = None
+            self.get_logger().warning(f"no /tf_static in {bag_dir.name}: {e.line()}")
         try:
             bag = TrialBag(bag_dir, {**self._types, **TF_TYPES}, compression=str(req.get("compression", self.params["compression"])),
                            flush_interval_s=self.params["flush_interval_s"], fail_after_bytes=fab if fab >= 0 else None,
@@ -226,12 +235,8 @@ class RecorderNode(ControlMixin, Node):
         self._end_ns = None
         for topic, (_t, data) in self._latched.items():  # CameraInfo once per trial even if published before it began
             self._on_data_direct(bag, topic, max(self._start_ns, _t), data)
-        # the session's calibration snapshot (<session>/calibration, beside bags/) as /tf_static
-        cal_dir = Path(req.get("calibration_dir") or bag_dir.parent.parent / "calibration")
-        try:
-            self._on_data_direct(bag, TF_STATIC, self._start_ns, static_transforms(cal_dir, self._start_ns))
-        except Gaze4HRIError as e:
-            self.get_logger().warning(f"no /tf_static in {bag_dir.name}: {e.line()}")
+        if static is not None:
+            self._on_data_direct(bag, TF_STATIC, self._start_ns, static_cdr(static, self._start_ns))
         self.bag = bag
         return {"bag": str(bag_dir), "start_ns": self._start_ns}
 

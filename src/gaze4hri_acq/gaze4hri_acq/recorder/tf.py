@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from gaze4hri_core.session import FRAMES, Topics
 
-__all__ = ["TF", "TF_STATIC", "TF_TYPES", "tf_cdr", "pose_to_tf", "static_transforms", "body_frame"]
+__all__ = ["TF", "TF_STATIC", "TF_TYPES", "tf_cdr", "pose_to_tf", "static_transforms", "static_cdr", "body_frame"]
 
 TF = Topics.TF
 TF_STATIC = Topics.TF_STATIC
@@ -91,13 +91,20 @@ def pose_to_tf(topic: str, data: bytes) -> bytes | None:
     return tf_cdr([(stamp, m.header.frame_id, child, (p.x, p.y, p.z), (q.x, q.y, q.z, q.w))])
 
 
-def static_transforms(calibration_dir: Path, stamp_ns: int) -> bytes:
-    """The /tf_static message of a session's calibration (raises Gaze4HRIError when unreadable)."""
+def static_transforms(calibration_dir: Path) -> list[tuple[str, str, tuple, tuple]]:
+    """The static transforms of a session's calibration, (parent, child, xyz, quat_xyzw);
+    raises Gaze4HRIError when unreadable. Loaded before a trial's window opens (YAML
+    parsing takes tens of ms: frames published meanwhile would miss the bag)."""
     from gaze4hri_core.calibration import load_calibration
 
     cal = load_calibration(Path(calibration_dir), None)
-    out = [(stamp_ns, FRAMES["world"], FRAMES["base"], cal.T_world_base.t, cal.T_world_base.quat_xyzw),
-           (stamp_ns, FRAMES["tool0"], FRAMES["camera"], cal.T_tool0_camera.t, cal.T_tool0_camera.quat_xyzw)]
+    out = [(FRAMES["world"], FRAMES["base"], cal.T_world_base.t, cal.T_world_base.quat_xyzw),
+           (FRAMES["tool0"], FRAMES["camera"], cal.T_tool0_camera.t, cal.T_tool0_camera.quat_xyzw)]
     for name, p in sorted(cal.targets.items()):
-        out.append((stamp_ns, FRAMES["world"], f"target_{name}", np.asarray(p, float), (0.0, 0.0, 0.0, 1.0)))
-    return tf_cdr(out)
+        out.append((FRAMES["world"], f"target_{name}", np.asarray(p, float), (0.0, 0.0, 0.0, 1.0)))
+    return out
+
+
+def static_cdr(transforms: list[tuple[str, str, tuple, tuple]], stamp_ns: int) -> bytes:
+    """The /tf_static message: every static transform stamped at the trial's start."""
+    return tf_cdr([(stamp_ns, *tr) for tr in transforms])
