@@ -20,6 +20,7 @@ ARGUMENTS = [
     {"name": "subject", "default": "default", "description": "subject id of the eye-head calibration (subjects/<id>.yaml)"},
 ]
 
+# The node keeps its own name "gaze" (no name= remap: its parameters are keyed by it in config/gaze.yaml).
 NODE = "gaze"
 
 
@@ -41,7 +42,7 @@ def generate_launch_description():
 
     def launch_setup(context):
         a = {d["name"]: LaunchConfiguration(d["name"]).perform(context) for d in ARGUMENTS}
-        return [Node(package="gaze4hri_acq", executable="gaze4hri-acq", name="live_gaze", arguments=["node", NODE, "--backend", "real"],
+        return [Node(package="gaze4hri_acq", executable="gaze4hri-acq", arguments=["node", NODE, "--backend", "real"],
                      parameters=[f"{share}/config/{NODE}.yaml", overrides(a)], output="screen")]
 
     decl = [DeclareLaunchArgument(d["name"], default_value=d["default"], description=d["description"], **({"choices": d["choices"]} if "choices" in d else {}))
