@@ -4,11 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap demo test test-live lint bench colcon clean help
+.PHONY: bootstrap demo test test-long test-live lint bench colcon clean help
 
 help:
 	@echo "make demo   - simulated session -> benchmark -> report (out/demo)"
 	@echo "make test   - the default test suite (no hardware, no GPU)"
+	@echo "make test-long - the long tier (the whole 63-trial simulated session, ~10 min)"
 	@echo "make lint   - ruff"
 	@echo "make bench  - performance benchmarks (benchmarks/, figures in docs/PERFORMANCE.md)"
 
@@ -20,6 +21,9 @@ demo: bootstrap
 
 test: bootstrap
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-long: bootstrap
+	$(PY) -m pytest -m long --timeout 1800 $(PYTEST_ARGS)
 
 test-live: bootstrap
 	$(PY) -m pytest -m live $(PYTEST_ARGS)

@@ -234,3 +234,17 @@ def test_disk_reserve_stops_before_the_disk_is_full_and_the_bag_closes_complete(
     assert size <= room and mcap_file(d).read_bytes()[-8:] == b"\x89MCAP0\r\n"
     assert not repair_bag(d).repaired
     assert len(_read_rosbags(d)) == len(_read_mcap(d)) == written >= 5
+
+
+@pytest.mark.unit
+def test_disk_ballast_holds_real_blocks_and_gives_them_back(tmp_path):
+    """The ballast is allocated (not sparse) while held and gone once released."""
+    from gaze4hri_acq.recorder.ballast import BALLAST_NAME, DiskBallast
+
+    b = DiskBallast(tmp_path / "bags", 2 * 1024 * 1024)
+    assert b.allocate() and b.held
+    st = (tmp_path / "bags" / BALLAST_NAME).stat()
+    assert st.st_size == 2 * 1024 * 1024 and st.st_blocks * 512 >= 2 * 1024 * 1024
+    assert b.release() and not (tmp_path / "bags" / BALLAST_NAME).exists()
+    assert not b.release()
+    assert not DiskBallast(tmp_path, 0).allocate() and not (tmp_path / BALLAST_NAME).exists()

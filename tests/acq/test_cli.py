@@ -165,6 +165,7 @@ def test_real_disk_full_on_a_small_tmpfs(tmp_path):
         assert rec.status == "failed" and "disk full" in rec.reason
         with Reader(bag_dir(mnt / "S09", "illum010_P1")) as r:
             assert r.message_count > 0
+        assert not list(mnt.rglob(".gaze4hri_disk_reserve"))  # the recorder's ballast was given back
     finally:
         if "p" in locals() and p.poll() is None:
             p.kill()

@@ -204,7 +204,7 @@ def test_interactive_prompts_in_sim_driven_from_a_terminal(tmp_path):
            "COLUMNS": "140", "LINES": "50"}
     p = subprocess.Popen([sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "default", "--skip-calibration", "--backend", "sim",
                           "--out-dir", str(tmp_path), "--interactive", "--trials", "illum010_P1", "conflict_left_H2",
-                          "--resolution", "160x90", "--trial-seconds", "4", "--real-time-factor", "2"],
+                          "--resolution", "160x90", "--trial-seconds", "12", "--real-time-factor", "2"],
                          stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
     seen = bytearray()

@@ -176,7 +176,11 @@ class RobotNode(DeviceNode):
     def step(self) -> None:
         period = int(1e9 / float(getattr(self.driver, "rate_hz", 125.0)))
         now = self.now_ns()
-        if self._next_ns == 0 or self._next_ns < now - 10 * period:
+        # a host-clock controller that fell 10 periods behind resumes at "now"; a paced
+        # simulation clock waits for this stream (runner._Pacer), so its schedule never
+        # skips a sample, however loaded the machine (a skip was a gap in the pose stream)
+        paced = bool(getattr(self._device_clock(), "manual", False))
+        if self._next_ns == 0 or (not paced and self._next_ns < now - 10 * period):
             self._next_ns = now
         if not self.wait_until_ns(self._next_ns):
             return False
@@ -265,9 +269,12 @@ class RobotNode(DeviceNode):
         if not pv.ok:
             raise Gaze4HRIError(f"robot: motion '{move.name}' refused: {pv.verdict.reason}", self.address(), "check the subject's position and the calibration")
         self.safety_reason = None
-        self._motion = {"name": move.name, "t0_ns": st.stamp_ns, "preview": pv, "goal": move.waypoints_base[-1]}
+        # stamped when the command goes to the controller, on the device clock: the last
+        # state sample can be a few ms older (a whole sample period on a busy machine)
+        t_cmd = max(self.now_ns(), st.stamp_ns)
+        self._motion = {"name": move.name, "t0_ns": t_cmd, "preview": pv, "goal": move.waypoints_base[-1]}
         self.driver.move_linear(list(move.waypoints_base), move.speed, move.accel, move.blend, move.constant_speed)
-        self.pub_events.publish(to_json({"event": "motion_start", "name": move.name, "duration_s": pv.duration_s, "stamp_ns": st.stamp_ns}))
+        self.pub_events.publish(to_json({"event": "motion_start", "name": move.name, "duration_s": pv.duration_s, "stamp_ns": t_cmd}))
         return {"duration_s": pv.duration_s}
 
     def handle_stop(self, req: dict) -> dict:

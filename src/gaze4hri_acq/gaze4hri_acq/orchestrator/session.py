@@ -9,6 +9,7 @@ the next start, its bag repaired).
 """
 from __future__ import annotations
 
+import errno
 import math
 import shutil
 import time
@@ -436,33 +437,53 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
         save_manifest(sdir, manifest)
         view.result(tid, "done", None)
     except _TrialFailed as e:
-        reason = str(e)
-        _abort_trial(client, recording, reason)
-        status = "failed"
-        if "disk full" in reason:
-            mark(manifest, tid, status, reason)
-            fix = "free disk space, then run the session again with --resume"
-            try:
-                save_manifest(sdir, manifest)
-            except OSError:  # even the reserve is gone (another writer filled the disk)
-                fix += " (session.yaml could not be updated: the trial shows 'recording' and --resume repairs it)"
-            view.result(tid, status, reason)
-            raise SessionError(reason, str(sdir), fix) from None
-        mark(manifest, tid, status, reason)
-        save_manifest(sdir, manifest)
-        view.result(tid, status, reason)
+        _trial_failed(client, sdir, manifest, tid, str(e), recording, view)
     except Interrupted as e:
         _abort_trial(client, recording, e.reason)
         mark(manifest, tid, "incomplete" if recording else "pending", f"interrupted: {e.reason}" if recording else None)
-        save_manifest(sdir, manifest)
+        _save_or_disk_full(sdir, manifest, e.reason)
         view.result(tid, "incomplete" if recording else "pending", e.reason)
         raise
     except Gaze4HRIError as e:
-        # a refusal (robot motion refused by the safety preview, recorder refused): the trial fails, the session goes on
-        _abort_trial(client, recording, e.line())
-        mark(manifest, tid, "failed", e.line())
+        # a refusal (robot motion refused by the safety preview, recorder refused): the
+        # trial fails, the session goes on; a recorder stop refused for a full disk is
+        # the disk-full root cause and ends the session
+        _trial_failed(client, sdir, manifest, tid, e.line(), recording, view)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        _trial_failed(client, sdir, manifest, tid, f"disk full while recording {tid} (saving session.yaml: {e.strerror})", recording, view)
+
+
+def _trial_failed(client: DeviceClient, sdir: Path, manifest, tid: str, reason: str, recording: bool, view) -> None:
+    """Mark a trial failed with its reason; a full disk (the reason, or any fault the
+    devices reported) ends the session with the operator's fix, other failures let it go on."""
+    full = [str(f.get("reason")) for f in client.faults if "disk full" in str(f.get("reason", ""))]
+    if "disk full" not in reason and full:
+        reason = f"recorder: {full[0]}"
+    _abort_trial(client, recording, reason)
+    mark(manifest, tid, "failed", reason)
+    if "disk full" in reason:
+        fix = "free disk space, then run the session again with --resume"
+        try:
+            save_manifest(sdir, manifest)
+        except OSError:  # even the ballast did not leave room (docs/acquisition.md, disk reserve)
+            fix += " (session.yaml could not be updated: the trial shows 'recording' and --resume repairs it)"
+        view.result(tid, "failed", reason)
+        raise SessionError(reason, str(sdir), fix) from None
+    _save_or_disk_full(sdir, manifest, reason)
+    view.result(tid, "failed", reason)
+
+
+def _save_or_disk_full(sdir: Path, manifest, context: str) -> None:
+    """save_manifest; ENOSPC becomes the one-line disk-full error with its fix."""
+    try:
         save_manifest(sdir, manifest)
-        view.result(tid, "failed", e.line())
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        raise SessionError(f"disk full: session.yaml could not be saved ({context})", str(sdir),
+                           "free disk space, then run the session again with --resume (it repairs the trial)") from None
 
 
 def _abort_trial(client: DeviceClient, recording: bool, reason: str) -> None:

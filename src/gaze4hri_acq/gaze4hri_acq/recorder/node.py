@@ -10,7 +10,9 @@ host or simulation clock); messages without a header take the latest stamp seen.
 
 Disk full (ENOSPC, or the ``fail_after_bytes`` test hook): stop the robot through
 /robot/stop, keep the bag written so far (repaired in place), publish a fault event
-and refuse further trials until the operator frees space.
+and refuse further trials until the operator frees space. A ballast file (ballast.py)
+reserved at each trial's start is deleted first, so the bag's summary, metadata.yaml
+and session.yaml fit even when another process took every free byte.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ from ..nodes.common import (
     to_json,
 )
 from .bag import COMPRESSIONS, DiskFullError, TrialBag, bag_qos
+from .ballast import DiskBallast
 from .tf import TF, TF_STATIC, TF_TYPES, pose_to_tf, static_cdr, static_transforms
 
 __all__ = ["RecorderNode", "PARAMS", "RECORDED_TOPICS"]
@@ -67,6 +70,7 @@ PARAMS = (
     Param("record_sim_truth", True, "record /sim/truth/* topics when present"),
     Param("min_free_bytes", 256 * 1024 * 1024, "refuse to start a trial with less free disk than this, unless the start request estimates the trial's bytes", range=(0, 1 << 50)),
     Param("reserve_bytes", 64 * 1024 * 1024, "stop writing a trial when free disk would fall below this, so the bag, its metadata and session.yaml still fit (bytes)", range=(0, 1 << 40)),
+    Param("ballast_bytes", 16 * 1024 * 1024, "bytes reserved in a file beside the bags while a trial records, released at disk full so the bag and session.yaml can be closed whoever filled the disk (0: off)", range=(0, 1 << 34)),
     Param("fail_after_bytes", -1, "test hook: behave as if the disk filled after this many bytes in a bag (-1: off)", range=(-1, 1 << 50)),
 )
 
@@ -190,6 +194,7 @@ class RecorderNode(ControlMixin, Node):
         return None if t > end + tail else t
 
     def _on_disk_full(self, what: str) -> None:
+        self._release_ballast()  # room for the bag's summary, metadata.yaml and session.yaml first
         bag = self.bag
         free = (bag.free_bytes() if not bag.closed else disk_free_bytes(bag.bag_dir)) if bag else 0
         self.fault = f"disk full while recording {self.trial} ({what}; {free / 1e6:.1f} MB free)"
@@ -212,6 +217,9 @@ class RecorderNode(ControlMixin, Node):
         # the reserve: reserve_bytes, but at most a quarter of the space free at the trial's
         # start (a small disk still records), or of the test hook's virtual disk
         reserve = min(int(self.params["reserve_bytes"]), free // 4, fab // 4 if fab >= 0 else free)
+        self._release_ballast()
+        self._ballast = DiskBallast(bag_dir.parent, min(int(self.params["ballast_bytes"]), free // 8))
+        self._ballast.allocate()
         # the session's calibration snapshot (<session>/calibration, beside bags/) for
         # /tf_static, and the publishers' QoS, both before the window opens: frames
         # published while they load would miss the bag
@@ -279,11 +287,14 @@ class RecorderNode(ControlMixin, Node):
         with self._q_cv:
             self._q_cv.notify_all()
         with self._lock:  # no write of a late item while the summary goes out
+            if self.fault or bag.broken:
+                self._release_ballast()
             try:
                 bag.close()
             except OSError as e:
-                self._on_disk_full(f"closing the bag: {e}")
+                self._on_disk_full(f"closing the bag: {e.strerror or e}")
                 bag.abort_and_repair()
+            self._release_ballast()
         out = {"counts": dict(bag.counts), "bytes": bag.bytes_written, "dropped_messages": self.dropped_messages,
                "duration_s": ((bag.last_ns or 0) - (bag.first_ns or 0)) / 1e9, "fault": self.fault}
         self.trial = None
@@ -291,6 +302,12 @@ class RecorderNode(ControlMixin, Node):
             out["ok"] = False
             out["error"] = self.fault
         return out
+
+    def _release_ballast(self) -> None:
+        b = getattr(self, "_ballast", None)
+        if b is not None:
+            b.release()
+            self._ballast = None
 
     def handle_status(self, req: dict) -> dict:
         return self.status_dict()
