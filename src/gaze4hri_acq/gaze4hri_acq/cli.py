@@ -16,7 +16,7 @@ from pathlib import Path
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
 from gaze4hri_core.protocol import EXPERIMENTS
 
-from .session_config import BACKENDS, COMPRESSIONS, RESOLUTIONS, SessionConfig, session_config
+from .session_config import BACKENDS, COMPRESSIONS, DEFAULT_RESOLUTION, RESOLUTIONS, SessionConfig, session_config
 
 __all__ = ["main", "SessionArgs", "run_session_args", "build_parser"]
 
@@ -74,10 +74,9 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
         return super()._get_help_string(action)
 
 
-#: the simulated lab's colour resolution unless --resolution says otherwise: a whole
-#: 63-trial session then needs about 9.4 GB (raw rgb8 frames, estimate_session_bytes);
-#: the lab's D435i default 1920x1080 needs about 84 GB
-SIM_RESOLUTION = (640, 360)
+#: the simulated lab's colour resolution unless --resolution says otherwise (the one
+#: session configuration's backend default, also session.launch.py's)
+SIM_RESOLUTION = DEFAULT_RESOLUTION["sim"]
 
 _SESSION_EPILOG = """\
 examples:
@@ -125,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--redo", nargs="+", default=[], metavar="ID", help="record these trials again (previous bags kept under bags/.attempts)")
     s.add_argument("--resolution", type=_resolution, default=None, metavar="WxH",
                    help=f"colour resolution, one of {', '.join(RESOLUTIONS)} (default: {SIM_RESOLUTION[0]}x{SIM_RESOLUTION[1]} with "
-                        f"--backend sim, {_d('resolution')[0]}x{_d('resolution')[1]} with real)")
+                        f"--backend sim, {DEFAULT_RESOLUTION['real'][0]}x{DEFAULT_RESOLUTION['real'][1]} with real)")
     s.add_argument("--fps", type=_positive, default=_d("fps"), help="colour frame rate (Hz)")
     s.add_argument("--trial-seconds", type=_positive, default=_d("trial_seconds"), help="recording length of a trial with a fixed camera (s; the study: 5); moving trials last their motion")
     s.add_argument("--compression", choices=COMPRESSIONS, default=_d("compression"), help="MCAP chunk compression (lossless either way)")
@@ -370,7 +369,7 @@ def _session_args(ns: argparse.Namespace) -> SessionConfig:
     return session_config(
         **tuning, subject=ns.subject, backend=ns.backend, out_dir=ns.out_dir, experiments=ns.experiments, trial_ids=ns.trials,
         resume=ns.resume, redo=tuple(ns.redo or ()), fps=ns.fps, trial_seconds=ns.trial_seconds,
-        resolution=ns.resolution or (SIM_RESOLUTION if ns.backend == "sim" else _d("resolution")), interactive=ns.interactive,
+        resolution=ns.resolution, interactive=ns.interactive,
         compression=ns.compression, calibration_dir=ns.calibration_dir, seed=ns.seed, real_time_factor=ns.real_time_factor,
         robot_ip=ns.robot_ip, robot_model=ns.robot_model, motive_ip=ns.motive_ip, local_ip=ns.local_ip, camera_serial=ns.camera_serial,
         yes=ns.yes, quiet=ns.quiet, external_devices=ns.external_devices, fail_after_bytes=ns.fail_after_bytes,

@@ -17,14 +17,20 @@ from typing import Any, Literal
 
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.protocol import EXPERIMENTS, FIXED_TRIAL_S
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = ["SessionConfig", "RESOLUTIONS", "BACKENDS", "COMPRESSIONS", "launch_arguments", "from_strings", "session_config"]
+__all__ = ["SessionConfig", "RESOLUTIONS", "BACKENDS", "COMPRESSIONS", "DEFAULT_RESOLUTION", "launch_arguments", "from_strings", "session_config"]
 
 BACKENDS = ("sim", "real")
 COMPRESSIONS = ("none", "zstd", "lz4")
 #: colour resolutions of the D435i (documented; any WxH within the sensor's range is accepted)
 RESOLUTIONS = ("1920x1080", "1280x720", "960x540", "848x480", "640x360", "424x240")
+
+#: each backend's colour resolution unless one is given: the lab's D435i records 1080p
+#: (about 84 GB for 63 trials); the simulated lab 640x360 (about 9.4 GB,
+#: estimate_session_bytes), so the first command fits a laptop, from the CLI and from
+#: session.launch.py alike
+DEFAULT_RESOLUTION = {"real": (1920, 1080), "sim": (640, 360)}
 
 _CLI = {"cli_only": True}
 
@@ -50,7 +56,8 @@ class SessionConfig(BaseModel):
     trial_ids: tuple[str, ...] | None = Field(None, description="record only these trial ids (space or comma separated, e.g. illum025_P3 arc_P5); empty: all")
     resume: bool = Field(False, description="continue the session at the first trial not done")
     redo: tuple[str, ...] = Field((), description="record these trial ids again (previous bags kept under bags/.attempts)")
-    resolution: tuple[int, int] = Field((1920, 1080), description=f"colour resolution WxH (64x36 .. 1920x1080), e.g. {', '.join(RESOLUTIONS)}")
+    resolution: tuple[int, int] | None = Field(None, description=f"colour resolution WxH (64x36 .. 1920x1080), e.g. {', '.join(RESOLUTIONS)}; "
+                                                             "empty: 640x360 with backend sim, 1920x1080 with real")
     fps: float = Field(30.0, gt=0, le=90, description="colour frame rate (Hz)")
     # the study's fixed trials record 5 s (GazeForHRI/Gaze4HRI@main:config.py:59-69)
     trial_seconds: float = Field(FIXED_TRIAL_S, gt=0, description="recording length of a fixed-camera trial (s; the study: 5); moving trials last their motion")
@@ -114,6 +121,14 @@ class SessionConfig(BaseModel):
             raise ValueError(f"unknown experiment {bad[0]!r}: use some of {', '.join(EXPERIMENTS)}")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _backend_resolution(cls, data):
+        """No resolution given: the backend's (DEFAULT_RESOLUTION)."""
+        if isinstance(data, dict) and data.get("resolution") in (None, ""):
+            data = {**data, "resolution": DEFAULT_RESOLUTION.get(str(data.get("backend", "sim")), DEFAULT_RESOLUTION["real"])}
+        return data
+
     @field_validator("resolution", mode="before")
     @classmethod
     def _wxh(cls, v):
@@ -128,6 +143,8 @@ class SessionConfig(BaseModel):
     @field_validator("resolution")
     @classmethod
     def _in_sensor_range(cls, v):
+        if v is None:
+            raise ValueError("resolution must be WxH such as 1920x1080")
         w, h = v
         if not (64 <= w <= 1920 and 36 <= h <= 1080):
             raise ValueError(f"resolution {w}x{h} outside 64x36 .. 1920x1080 (the D435i colour sensor)")
