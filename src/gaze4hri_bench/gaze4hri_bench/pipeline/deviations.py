@@ -210,12 +210,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from .cli_run import DEFAULT_DATA
 
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, metavar="DIR", help=f"recorded sessions (default {DEFAULT_DATA})")
-    p.add_argument("--format", choices=("auto", "session", "study"), default="auto", dest="data_format")
+    p.add_argument("--format", choices=("auto", "session", "study"), default="auto", dest="data_format",
+                   help="dataset layout of --data: our MCAP sessions, the study's released per-trial folders, or auto-detected (default auto)")
     p.add_argument("--profile", default="study", metavar="NAME", help="profile whose settings are measured (default study)")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
                    help=f"networks (default all: {', '.join(SPECS)})")
-    p.add_argument("--subjects", nargs="+", metavar="ID")
-    p.add_argument("--trials", nargs="+", metavar="TRIAL")
+    p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects (default: every subject in --data)")
+    p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids, e.g. illum100_P5 arc_P3 (default: every trial)")
     p.add_argument("--stride", type=int, default=5, metavar="N", help="every N-th frame (default 5)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default {DEFAULT_OUT})")
 
