@@ -86,3 +86,27 @@ def test_camera_pose_source_mocap_gives_the_same_ground_truth(tmp_path):
     assert load_manifest(sdir).settings["camera_pose_source"] == "mocap"
     _ref, gt, m, err = _gt_vs_truth(tmp_path)
     assert len(m) > 20 and np.median(err) < 0.15
+
+
+def test_camera_source_disagreement_reaches_the_results_and_the_report(tmp_path):
+    """Both camera poses recorded: `gaze4hri-bench run` summarises their disagreement per
+    trial into the results' provenance and `analyze` shows it in the report's Data
+    section, per subject, with the per-trial table in tables/camera_sources.csv."""
+    import pandas as pd
+    from gaze4hri_bench.pipeline.results import read_metadata
+    from gaze4hri_bench.pipeline.run import RunConfig, plan_jobs, run_benchmark
+    from gaze4hri_bench.stats.report import analyze
+
+    run_session_args(_args(tmp_path / "sessions", trial_seconds=1.0, camera_pose_source="mocap"))
+    cfg = RunConfig(data=tmp_path / "sessions", out=tmp_path / "results", methods=("head_pose",), blinks="off")
+    (path,) = run_benchmark(cfg, log=lambda *_: None, jobs=plan_jobs(cfg))
+    rec = read_metadata(path)["camera_sources"]["S04__illum100_P1"]
+    ref, gt, _m, _err = _gt_vs_truth(tmp_path / "sessions")
+    d = gt["camera_src_diff_mm"].dropna()
+    assert rec["source"] == "mocap" and rec["frames"] == len(d) > 20
+    assert rec["median_mm"] == pytest.approx(float(np.percentile(d, 50)), abs=1e-3) and rec["max_mm"] == pytest.approx(float(d.max()), abs=1e-3)
+    s = analyze([tmp_path / "results"], tmp_path / "report", figures=False)
+    tab = pd.read_csv(tmp_path / "report" / "tables" / "camera_sources.csv")
+    assert list(tab["trial"]) == ["illum100_P1"] and tab["source"].iloc[0] == "mocap"
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "Camera pose sources per subject" in md and s["subjects"] == 1

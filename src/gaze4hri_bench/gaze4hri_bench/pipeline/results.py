@@ -114,10 +114,13 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
     backends: dict[str, str] = {}  # subject -> acquisition backend (sim, real, study)
     reasons: dict[str, int] = {}
     excluded: dict[str, str] = {}
+    cams: dict[str, dict] = {}  # subject__trial -> camera pose sources' disagreement (run.camera_source_summary)
     for p in parts:
         t = read_part_timing(p)
         if t.get("excluded"):
             excluded[p.stem] = t["excluded"]
+        if t.get("camera_sources"):
+            cams[p.stem] = t["camera_sources"]
         for k, v in (t.get("reasons") or {}).items():
             reasons[k] = reasons.get(k, 0) + int(v)
         for k in keys:
@@ -147,6 +150,7 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
         "excluded_trials": excluded,
     }
     timing["data_backends"] = backends
+    timing["camera_sources"] = cams
     if subjects:
         timing["subjects"] = subjects  # subject metadata (e.g. glasses, gender) for grouped analyses
     return timing, cal
@@ -187,6 +191,7 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
         "excluded_trials": timing.pop("excluded_trials", {}),  # subject__trial -> why the profile dropped it
         "subjects": timing.pop("subjects", {}),  # subject -> metadata (study: subject_info.json; docs/results_schema.md)
         "data_source": {"backends": timing.pop("data_backends", {})},  # subject -> sim/real/study: the report's status box
+        "camera_sources": timing.pop("camera_sources", {}),  # subject__trial -> FK vs camera rigid body (issue 13): the report's data section
         "timing": timing,
     }
 

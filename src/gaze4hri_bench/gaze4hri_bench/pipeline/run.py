@@ -275,11 +275,36 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None =
     if rec is not None and rec.clip_shift:  # the study compared frame f with the output for f - shift
         preds = {f + rec.clip_shift: v for f, v in preds.items()}
     times.excluded = None
+    times.camera_sources = camera_source_summary(tref, gt)
     if rec is not None and rec.missing_face == "trial" and faces is not None and job.method.needs_face(job.input_type):
         times.excluded = trial_exclusion(gt["frame"].to_numpy(), faces.table())
         if times.excluded:
             preds = {}  # the whole trial is excluded: every frame no_face
     return rows_for_trial(job, tref, gt, preds), times, peak / 2**20
+
+
+def camera_source_summary(tref, gt: pd.DataFrame) -> dict | None:
+    """Forward kinematics x hand-eye against the camera's motion-capture rigid body over
+    one trial (issue 13, camera pose source): the frames with both poses and the median,
+    95th percentile and maximum of their position (mm) and orientation (deg)
+    disagreement (data.backends.session.tracked_inputs); None when a source is missing."""
+    if "camera_src_diff_mm" not in gt.columns or "camera_src_diff_deg" not in gt.columns:
+        return None
+    mm = gt["camera_src_diff_mm"].to_numpy(float)
+    deg = gt["camera_src_diff_deg"].to_numpy(float)
+    ok = np.isfinite(mm) & np.isfinite(deg)
+    if not ok.any():
+        return None
+    source = "fk"
+    try:
+        from gaze4hri_core.session import load_manifest
+
+        source = str(load_manifest(tref.session_dir).settings.get("camera_pose_source", "fk"))
+    except (Gaze4HRIError, OSError, AttributeError):
+        pass
+    q = lambda v, x: round(float(np.percentile(v[ok], x)), 4)  # noqa: E731
+    return {"source": source, "frames": int(ok.sum()), "median_mm": q(mm, 50), "p95_mm": q(mm, 95), "max_mm": round(float(mm[ok].max()), 4),
+            "median_deg": q(deg, 50), "p95_deg": q(deg, 95), "max_deg": round(float(deg[ok].max()), 4)}
 
 
 def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray]) -> pd.DataFrame:
@@ -389,6 +414,7 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
             "subject_info": dict(getattr(t, "subject_info", None) or {}),
             "data_backend": _data_backend(t),
             "profile": cfg.profile, "excluded": getattr(times, "excluded", None),
+            "camera_sources": getattr(times, "camera_sources", None),
         })
         if getattr(times, "excluded", None):
             log(f"{label}: {t.subject}/{t.trial} excluded under profile {cfg.profile}: {times.excluded}")

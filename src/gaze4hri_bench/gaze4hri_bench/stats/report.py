@@ -56,6 +56,11 @@ CAPTIONS = {
     "efficiency": "Table S10: pipeline timings per results file.",
     "excluded": "Subjects excluded per analysis and why.",
     "invalid_frames": "Frames left out of the evaluation, by method, input and reason (invalid_reason).",
+    "camera_sources": "Camera pose sources per trial: forward kinematics x hand-eye vs the camera's motion-capture rigid body "
+                      "(position mm, orientation deg; median, 95th percentile, maximum over the frames with both); source: the one the ground truth used.",
+    "camera_sources_subjects": "Camera pose sources per subject: forward kinematics x hand-eye vs the camera's rigid body, "
+                               "median of the trial medians, largest trial 95th percentile and largest disagreement (mm, deg); "
+                               "per trial in tables/camera_sources.csv.",
 }
 # rendered (md/tex/html) columns per table; CSV keeps all
 SHOW = {
@@ -657,6 +662,12 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         w.insert(1, "display", w["method"].map(A.display_name))
         written.extend(_write_table("invalid_frames", inv.assign(display=inv["method"].map(A.display_name))[["method", "display", "input", "reason", "frames"]], tdir, prof.caption(CAPTIONS["invalid_frames"])))
         doc.table(w, CAPTIONS["invalid_frames"])
+    from .camera_sources import camera_source_subjects, camera_source_table
+
+    cams = camera_source_table(loaded.files)
+    if cams is not None:  # issue 13: forward kinematics vs the camera's rigid body, where both were recorded
+        written.extend(_write_table("camera_sources", cams, tdir, CAPTIONS["camera_sources"]))
+        doc.table(camera_source_subjects(cams), CAPTIONS["camera_sources_subjects"], file="tables/camera_sources.csv")
     doc.h(3, f"Exclusions ({excl_list.name})")
     doc.p(f"Exclusion list {excl_list.name!r}{' (' + excl_list.source + ')' if excl_list.source else ''}, applied before every analysis; "
           f"{int(excl_applied['videos'].sum())} video x method rows removed.")
