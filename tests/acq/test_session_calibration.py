@@ -75,3 +75,43 @@ def test_skip_calibration_uses_and_names_the_existing_file(tmp_path, capsys):
     m = load_manifest(sdir)
     assert m.settings["eye_head"]["skipped"] is True and "subjects/S98.yaml" in m.calibration["hashes"]
     assert m.trials["illum100_P5"].status == "done"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("hours_old,calibrates", [(13.0, True), (1.0, False)])
+def test_an_eye_head_file_older_than_the_limit_is_calibrated_again(tmp_path, hours_old, calibrates):
+    """eye_head_max_age_hours (12 h): a file dated 13 h ago is replaced by a new eye-head
+    calibration before the first trial; one dated 1 h ago is used as it is."""
+    from datetime import datetime, timedelta, timezone
+
+    import yaml
+    from gaze4hri_acq.orchestrator.session import _subject_eye_head
+    from gaze4hri_acq.session_config import session_config
+
+    cal = tmp_path / "cal"
+    shutil.copytree(DEFAULT_CALIBRATION, cal)
+    f = cal / "subjects" / "default.yaml"
+    doc = yaml.safe_load(f.read_text())
+    doc["date"] = (datetime.now(timezone.utc) - timedelta(hours=hours_old)).isoformat()
+    f.write_text(yaml.safe_dump(doc))
+    runs = []
+
+    def eye_head(out):
+        runs.append(out)
+        return type("R", (), {"message": "residual 0.4 mm"})()
+
+    class View:
+        def message(self, _t):
+            pass
+
+        def status(self, _t):
+            pass
+
+    cfg = session_config(subject="default", backend="real", calibration_dir=cal)
+    assert cfg.eye_head_max_age_hours == 12.0
+    out, note = _subject_eye_head(cfg, cal, tmp_path / "session", eye_head, View())
+    assert bool(runs) is calibrates and note["calibrated_now"] is calibrates
+    if calibrates:
+        assert note["report"] == "residual 0.4 mm" and runs == [cal]
+    else:
+        assert note["age_hours"] == pytest.approx(hours_old, abs=0.05) and out == cal
