@@ -101,22 +101,25 @@ def test_stride_and_sim_blinks(exported, sessions):
     assert [f.index for f in st.iter_frames(ref)] == gt["frame"].tolist()
 
 
-def test_benchmark_means_agree_across_backends(exported, sessions, tmp_path):
-    """gaze4hri-bench's run loop with the weight-free baselines on the MCAP session and
-    on its lossless study export: per-trial mean errors equal to 0.01 deg."""
+def test_benchmark_means_agree_across_backends(exported, sessions, tmp_path, tiny_models):
+    """gaze4hri-bench's run loop on the MCAP session and on its lossless study export:
+    the weight-free baselines and a network that reads the pixels (the tiny gradient
+    model, through the face pass, on crops and on rectified faces) give the same
+    per-trial mean errors to 0.01 deg."""
     import pandas as pd
     from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
 
     out, _res = exported
     means = {}
     for fmt, data in (("session", sessions), ("study", out)):
-        cfg = RunConfig(methods=("head_pose", "straight"), data=data, out=tmp_path / fmt, subjects=("S01",), blinks="off",
-                        progress=False, command_line="pytest", data_format=fmt)
+        cfg = RunConfig(methods=("head_pose", "straight", "tiny_test"), data=data, out=tmp_path / fmt, subjects=("S01",), blinks="off",
+                        progress=False, command_line="pytest", data_format=fmt, input="both", models_dir=tiny_models)
         for p in run_benchmark(cfg, log=lambda *_: None):
             df = pd.read_parquet(p)
-            m = df[df["valid"]].groupby(["method", "trial"])["error_deg"].mean()
+            m = df[df["valid"]].groupby(["method", "input", "trial"])["error_deg"].mean()
             means.setdefault(fmt, []).append(m)
     a, b = pd.concat(means["session"]), pd.concat(means["study"])
-    assert len(a) == 6 and a.index.equals(b.index)
+    assert len(a) == 12 and a.index.equals(b.index)
+    assert set(a.index.get_level_values("input")) == {"none", "crop", "rectified"}
     assert np.abs(a.to_numpy() - b.to_numpy()).max() < 0.01
     assert a.std() > 1.0  # the means differ between trials and methods: the comparison can fail
