@@ -59,7 +59,18 @@ class _Graph:
         rclpy.init(context=self.ctx, args=[])
         self.listener = rclpy.create_node("gaze_listener", context=self.ctx)
         self.got: list[tuple[int, np.ndarray]] = []
+        self.markers: list = []
+        self.boxes: list = []
+        self.diags: list = []
         self.listener.create_subscription(Vector3Stamped, GazeTopics.GAZE, self._on_gaze, 500)
+        from diagnostic_msgs.msg import DiagnosticArray
+        from gaze4hri_core.session import Topics
+        from geometry_msgs.msg import PolygonStamped
+        from visualization_msgs.msg import MarkerArray
+
+        self.listener.create_subscription(MarkerArray, GazeTopics.MARKERS, self.markers.append, 500)
+        self.listener.create_subscription(PolygonStamped, GazeTopics.FACE_BOX, self.boxes.append, 500)
+        self.listener.create_subscription(DiagnosticArray, Topics.DIAGNOSTICS, self.diags.append, 50)
         self.node = GazeNode("gaze", context=self.ctx, parameter_overrides=params, estimator_factory=estimator_factory)
         self.ex = MultiThreadedExecutor(num_threads=2, context=self.ctx)
         self.ex.add_node(self.listener)
@@ -90,7 +101,8 @@ def _live(short_session, params: dict, rate: float, estimator_factory=None):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and (g.node._slot is not None or g.node.busy or len(g.got) < g.node.published):
             time.sleep(0.05)
-        time.sleep(0.3)
+        time.sleep(1.2)  # one more 1 Hz diagnostics message after the last frame
+        _live.graph = g  # the markers, face boxes and diagnostics the listener heard
         return g.got, g.node.stats()
     finally:
         g.close()
@@ -121,6 +133,41 @@ def test_live_gaze_equals_bench_run(short_session, tiny_models, bench_rows, meth
         else:
             assert not np.isfinite(v).any()
     assert compared >= 0.8 * len(live)  # the face (or the head band) is seen in nearly every frame
+    _markers_boxes_and_diagnostics(_live.graph, live, short_session, with_box=params.get("input") == "crop")
+
+
+def _markers_boxes_and_diagnostics(g, live: dict, session, with_box: bool) -> None:
+    """Per estimate: an arrow from the eye midpoint along the published gaze (the sphere
+    at the same point, the ground truth's eye midpoint in the camera frame to 1 mm with
+    motion capture), the face box (crop input), and diagnostics naming latency and drops."""
+    from gaze4hri_bench.data.reader import Dataset
+
+    assert len(g.markers) == len(live)
+    ds = Dataset(session.parent, trials=[TRIAL])
+    gt = ds.trial_ground_truth(ds.trials()[0]).set_index("t_ns")
+    drawn = 0
+    for arr in g.markers:
+        arrow, eye = arr.markers
+        t = arrow.header.stamp.sec * 1_000_000_000 + arrow.header.stamp.nanosec
+        assert arrow.header.frame_id == "camera_color_optical_frame" and t in live
+        if arrow.action != arrow.ADD:
+            continue
+        a, b = (np.array([p.x, p.y, p.z]) for p in arrow.points)
+        np.testing.assert_allclose(a, [eye.pose.position.x, eye.pose.position.y, eye.pose.position.z], atol=1e-9)
+        np.testing.assert_allclose((b - a) / np.linalg.norm(b - a), live[t], atol=1e-6)
+        if not with_box and t in gt.index and bool(gt.loc[t, "valid"]):  # head pose from motion capture: the eye is the ground truth's
+            np.testing.assert_allclose(a, gt.loc[t, ["eye_cx", "eye_cy", "eye_cz"]].to_numpy(float), atol=1e-3)
+        drawn += 1
+    assert drawn >= 0.8 * len(live)
+    if with_box:
+        assert len(g.boxes) >= 0.8 * len(live)
+        for box in g.boxes:
+            xs, ys = [p.x for p in box.polygon.points], [p.y for p in box.polygon.points]
+            assert len(xs) == 4 and 0 <= min(xs) < max(xs) <= 320 and 0 <= min(ys) < max(ys) <= 180
+    ours = [st for m in g.diags for st in m.status if st.name == "gaze4hri/gaze"]
+    assert ours, "no diagnostics from the gaze node"
+    keys = {kv.key for kv in ours[-1].values}
+    assert {"received", "processed", "dropped", "latency_ms_median"} <= keys, keys
 
 
 class _Slow:
