@@ -15,6 +15,7 @@ import random
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -368,3 +369,82 @@ def test_replay_launch_republishes_the_launched_session(ws, launched_session):
         with Reader(bag_dir(sdir, t)) as r:  # every message whose type this Python can publish (tf2_msgs: a ROS install)
             want += sum(1 for c, _t, _raw in r.messages() if _installed(c.msgtype))
     assert n == want
+
+
+_LISTENER = textwrap.dedent("""
+    import sys, time
+    import rclpy
+    from geometry_msgs.msg import Vector3Stamped
+    rclpy.init()
+    node = rclpy.create_node("gaze_listener")
+    got = []
+    node.create_subscription(Vector3Stamped, "/gaze4hri/gaze", lambda m: got.append(m), 100)
+    print("LISTENING", flush=True)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < float(sys.argv[1]) and len(got) < int(sys.argv[2]):
+        rclpy.spin_once(node, timeout_sec=0.1)
+    frames = {m.header.frame_id for m in got}
+    print("GAZE", len(got), ",".join(sorted(frames)), flush=True)
+""")
+
+
+@pytest.mark.launch
+@pytest.mark.slow
+def test_live_gaze_launch_estimates_gaze_on_a_replayed_session(ws, launched_session):
+    """live_gaze.launch.py (the gaze node autostarted in its own process) next to
+    replay.launch.py of the launched session: gaze vectors arrive on /gaze4hri/gaze in
+    the camera optical frame, heard by a third process."""
+    import signal
+    import threading
+
+    _p, sdir = launched_session
+    listener = subprocess.Popen([sys.executable, "-c", _LISTENER, "120", "20"], env=ws.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # its own process group, like a terminal's: Ctrl-C reaches the launch and its processes
+    # at once (launch does not forward a SIGINT it got itself: launch/actions/execute_local.py, due_to_sigint)
+    gaze = subprocess.Popen([sys.executable, "-c", _DRIVER, "live_gaze.launch.py", "method:=head_pose", "head_pose:=mocap",
+                             f"calibration_dir:={sdir / 'calibration'}", "subject:=S77"],
+                            env=ws.env, cwd=ws.install.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines: list[str] = []
+    active = threading.Event()
+
+    def read_gaze_log():
+        for ln in gaze.stdout:
+            lines.append(ln)
+            if "active: head_pose" in ln:
+                active.set()
+
+    reader = threading.Thread(target=read_gaze_log, daemon=True)
+    reader.start()
+    out = err = ""
+    replay = None
+    try:
+        assert listener.stdout.readline().startswith("LISTENING")
+        assert active.wait(120), "".join(lines)[-3000:]  # autostart: configured and activated by itself
+        replay = subprocess.Popen([sys.executable, "-c", _DRIVER, "replay.launch.py", f"session:={sdir}", "rate:=1", "trial:=illum100_P5", "loop:=true"],
+                                  env=ws.env, cwd=ws.install.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            out, err = listener.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            listener.kill()
+            out, err = listener.communicate()
+    finally:
+        for p in (replay, listener):
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        if gaze.poll() is None:
+            os.killpg(gaze.pid, signal.SIGINT)  # Ctrl-C in the launch's terminal
+        t0 = time.monotonic()
+        for p in (replay, gaze):
+            if p is not None:
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        stopped_s = time.monotonic() - t0
+        if listener.poll() is None:
+            listener.kill()
+        reader.join(timeout=5)
+    log = "".join(lines)
+    line = next((ln for ln in out.splitlines() if ln.startswith("GAZE")), "")
+    assert line and int(line.split()[1]) >= 20 and line.split()[2] == "camera_color_optical_frame", out + err + log[-3000:]
+    assert "Traceback" not in log and "escalating to 'SIGTERM'" not in log and stopped_s < 10, log[-3000:]  # Ctrl-C ends it

@@ -287,6 +287,9 @@ class GazeNode(ControlMixin, LifecycleNode):
         self._active = True
         self._thread = threading.Thread(target=self._work, name=f"{self.get_name()}-infer", daemon=True)
         self._thread.start()
+        p = self.params
+        self.get_logger().info(f"active: {p.get('method')} (input {p.get('input')}, profile {p.get('profile')}, head pose {p.get('head_pose')}); "
+                               f"gaze on {GazeTopics.GAZE}")
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
