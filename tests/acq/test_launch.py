@@ -421,26 +421,29 @@ def test_live_gaze_launch_estimates_gaze_on_a_replayed_session(ws, launched_sess
         assert listener.stdout.readline().startswith("LISTENING")
         assert active.wait(120), "".join(lines)[-3000:]  # autostart: configured and activated by itself
         replay = subprocess.Popen([sys.executable, "-c", _DRIVER, "replay.launch.py", f"session:={sdir}", "rate:=1", "trial:=illum100_P5", "loop:=true"],
-                                  env=ws.env, cwd=ws.install.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                  env=ws.env, cwd=ws.install.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             out, err = listener.communicate(timeout=120)
         except subprocess.TimeoutExpired:
             listener.kill()
             out, err = listener.communicate()
     finally:
-        for p in (replay, listener):
-            if p is not None and p.poll() is None:
-                p.send_signal(signal.SIGINT)
-        if gaze.poll() is None:
-            os.killpg(gaze.pid, signal.SIGINT)  # Ctrl-C in the launch's terminal
-        t0 = time.monotonic()
+        if listener.poll() is None:
+            listener.send_signal(signal.SIGINT)
+        stopped_s = 0.0
         for p in (replay, gaze):
-            if p is not None:
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-        stopped_s = time.monotonic() - t0
+            if p is None:
+                continue
+            t0 = time.monotonic()
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGINT)  # Ctrl-C in the launch's terminal
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            if p is gaze:
+                stopped_s = time.monotonic() - t0
         if listener.poll() is None:
             listener.kill()
         reader.join(timeout=5)

@@ -20,6 +20,7 @@ import json
 import queue
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -91,6 +92,7 @@ class RecorderNode(ControlMixin, Node):
         self.dropped_messages = 0
         self.latest_ns = 0
         self._latched: dict[str, tuple[int, bytes]] = {}
+        self._recent: dict[str, deque] = {}  # pose topic -> its latest samples, for the trial window's head
         self._last_by_topic: dict[str, int] = {}
         self._start_ns = 0
         self._end_ns: int | None = None
@@ -98,7 +100,8 @@ class RecorderNode(ControlMixin, Node):
         self._q_bytes = 0
         self._q_cv = threading.Condition()
         self._lock = threading.Lock()
-        self._put_lock = threading.Lock()  # a pose and its /tf go into the queue together, never split by a stop
+        self._put_lock = threading.Lock()  # no queue item between a stop's barrier and its bag's close
+        self._recent_lock = threading.Lock()
         self._writer_done = threading.Event()
         self._writer_error: BaseException | None = None
         self._types = {t: ty for t, ty in RECORDED_TOPICS.items() if self.params["record_sim_truth"] or not t.startswith("/sim/")}
@@ -127,17 +130,29 @@ class RecorderNode(ControlMixin, Node):
             stamped = True
         if topic == Topics.CAMERA_INFO:
             self._latched[topic] = (t, data)
-        bag = self.bag
+        pose = stamped and _is_pose(topic)
+        with self._recent_lock:  # a pose is either in handle_start's pre-roll or sees its bag, never both
+            if pose:
+                self._recent.setdefault(topic, deque(maxlen=16)).append((t, data))
+            bag = self.bag
         if bag is None:
             return
         # the trial is the time window [start_ns, end_ns] of the session clock: a stream
         # lagging behind (a camera rendering slower than the sim clock) is cut at the same stamps
-        # pose streams run 20 ms past the window's end (longer than the robot's 8 ms and the
-        # motion capture's 10 ms periods), so the last frame is bracketed by poses on both sides
+        # pose streams run 20 ms past the window's end and from 20 ms before its start
+        # (longer than the robot's 8 ms and the motion capture's 10 ms periods), so the
+        # first and the last frame are bracketed by poses on both sides
         tail = 0 if topic == Topics.IMAGE or topic in _STAMP_FROM else _POSE_TAIL_NS
-        if stamped and (t < self._start_ns or (self._end_ns is not None and t > self._end_ns + tail)):
+        head = _POSE_TAIL_NS if pose else 0
+        if stamped and (t < self._start_ns - head or (self._end_ns is not None and t > self._end_ns + tail)):
             return
-        t = max(t, self._start_ns)
+        if not pose:
+            t = max(t, self._start_ns)
+        self._enqueue(bag, topic, t, data)
+
+    def _enqueue(self, bag: TrialBag, topic: str, t: int, data: bytes) -> None:
+        """Queue one message (and a pose's /tf twin) for the writer thread; a full queue
+        drops it (live devices) or makes the publisher wait (backpressure, simulation)."""
         n = len(data)
         with self._q_cv:
             limit = self.params["queue_bytes"]
@@ -148,11 +163,12 @@ class RecorderNode(ControlMixin, Node):
                 while self._q_bytes + n > limit and self._q_bytes > 0 and self.bag is not None:
                     self._q_cv.wait(0.1)
             self._q_bytes += n
-        tf = pose_to_tf(topic, data) if topic == Topics.TCP_POSE or topic.startswith(Topics.MOCAP_PREFIX) else None
+        # a pose and its /tf twin (same transform, same stamp; recorder/tf.py) are one queue
+        # item: the writer judges the trial window once for both, so a stop that sets the
+        # window's end between them cannot keep one and drop the other
+        tf = pose_to_tf(topic, data) if _is_pose(topic) else None
         with self._put_lock:
-            self._q.put((bag, topic, t, data))
-            if tf is not None:  # the same transform on /tf, same stamp (recorder/tf.py)
-                self._on_data_direct(bag, TF, t, tf)
+            self._q.put((bag, topic, t, data, tf))
 
     def _writer(self) -> None:
         while True:
@@ -162,13 +178,15 @@ class RecorderNode(ControlMixin, Node):
             if isinstance(item, threading.Event):  # a stop barrier: everything before it is written
                 item.set()
                 continue
-            bag, topic, t, data = item
+            bag, topic, t, data, tf = item
             try:
                 t = self._in_window(topic, t)
                 # never into a closed bag: an item queued after the stop barrier would land behind its summary
                 with self._lock:  # handle_stop closes the bag under the same lock
                     if t is not None and bag is not None and not bag.closed and not bag.broken and self.fault is None:
                         bag.write(topic, t, data)
+                        if tf is not None:
+                            bag.write(TF, t, tf)
             except DiskFullError as e:
                 self._on_disk_full(e.strerror or str(e))
             except OSError as e:
@@ -245,14 +263,18 @@ class RecorderNode(ControlMixin, Node):
             self._on_data_direct(bag, topic, max(self._start_ns, _t), data)
         if static is not None:
             self._on_data_direct(bag, TF_STATIC, self._start_ns, static_cdr(static, self._start_ns))
-        self.bag = bag
+        with self._recent_lock:
+            for topic, recent in self._recent.items():  # the poses of the 20 ms before the window (see _on_data)
+                for t, data in [x for x in recent if self._start_ns - _POSE_TAIL_NS <= x[0] < self._start_ns]:
+                    self._enqueue(bag, topic, t, data)  # no backpressure wait yet: self.bag is still None
+            self.bag = bag
         return {"bag": str(bag_dir), "start_ns": self._start_ns}
 
     def _on_data_direct(self, bag: TrialBag, topic: str, t: int, data: bytes) -> None:
         """Queue ahead of any data (the latched CameraInfo at a trial's start)."""
         with self._q_cv:
             self._q_bytes += len(data)
-        self._q.put((bag, topic, t, data))
+        self._q.put((bag, topic, t, data, None))
 
     def _offered_qos(self) -> dict:
         """Each recorded topic's publishers' offered QoS from the ROS graph, as rosbag2
@@ -334,6 +356,11 @@ class RecorderNode(ControlMixin, Node):
             self.handle_stop({"timeout_s": 30.0})
         self._q.put(None)
         self._thread.join(timeout=10.0)
+
+
+def _is_pose(topic: str) -> bool:
+    """Pose streams that the ground truth interpolates at frame times (robot, motion capture)."""
+    return topic == Topics.TCP_POSE or topic.startswith(Topics.MOCAP_PREFIX)
 
 
 def _msg_class(type_name: str):
