@@ -324,22 +324,13 @@ def test_bad_checkpoints_name_the_keys(official_file):
 
 # --- ONNX export and ONNX Runtime parity ----------------------------------------------------
 
-@pytest.fixture(scope="module")
-def onnx_file(model, tmp_path_factory):
-    import warnings
-
-    path = tmp_path_factory.mktemp("mcgaze_onnx") / "mcgaze_gaze360.onnx"
-    x = torch.randn(1, 7, 3, 448, 448)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (x,), str(path), input_names=["clip"], output_names=["gaze"], opset_version=17,
-                          dynamo=False, dynamic_axes={"clip": {0: "B"}, "gaze": {0: "B"}})
-    return path
-
-
 @pytest.mark.replay
 @pytest.mark.slow
-def test_onnx_contract_and_runtime_parity(model, onnx_file):
+def test_onnx_contract_and_runtime_parity(zoo_imported):
+    """The ONNX model `models import` exported (the session's one MCGaze export,
+    tests/zoo/conftest.py) against the network written into the checkpoint."""
+    imp = zoo_imported("mcgaze")
+    model, onnx_file = imp.model, imp.onnx
     import onnx
     import onnxruntime as ort
 
