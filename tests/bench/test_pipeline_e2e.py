@@ -133,3 +133,28 @@ def test_profile_study_end_to_end(session_root, tiny_models, tmp_path, run_out):
     r = subprocess.run([sys.executable, "-m", "gaze4hri_bench.cli", "run", "--profile", "studdy", "-m", "straight",
                         "--data", str(session_root), "--out", str(tmp_path / "x")], capture_output=True, text=True)
     assert r.returncode != 0 and "did you mean study" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session_root, run_out, tmp_path):
+    """`gaze4hri-bench deviations --out REPORT/deviations` on recorded sessions (the oracle:
+    a perfect network), then `analyze` into REPORT: the report shows the settings and the
+    figure; a setting the oracle sees (no ray correction on crops) has a non-zero effect,
+    one it cannot see (colour order) zero. Bad input is one line."""
+    import pandas as pd
+    from gaze4hri_bench.stats.report import analyze
+
+    report = tmp_path / "report"
+    assert cli(["deviations", "--data", str(session_root), "-m", "l2cs_gaze360", "-m", "gazetr_eth", "--stride", "3",
+                "--out", str(report / "deviations")]) == 0
+    tab = pd.read_parquet(report / "deviations" / "deviations.parquet")
+    eff = tab.groupby("setting")["median_deg"].max()
+    assert eff["no_ray_correction"] > 0.5 and eff["l2cs_first_head_as_pitch"] > 0.1 and eff["gazetr_eth_rgb"] == 0.0
+    out, _ = run_out
+    analyze([out], report, figures=False)
+    md = (report / "report.md").read_text()
+    sec = md[md.index("## Pipeline sensitivity"):md.index("## Provenance")]
+    assert "`no_ray_correction`" in sec or "no_ray_correction" in sec
+    assert "deviations/deviations.png" in sec and "perfect network" in sec
+    html = (report / "report.html").read_text()
+    assert "Pipeline sensitivity" in html
+    assert cli(["deviations", "--data", str(session_root), "--stride", "0", "--out", str(tmp_path / "x")]) == 2

@@ -11,8 +11,9 @@ frame (effect: the gaze change over the shift). Settings a perfect network is bl
 (colour, mean/std, crop rule, clip windows, face-box rules, rectification centre and
 head axes under R^T) show 0 and say so: their effect needs real weights.
 
-Writes ``deviations.csv``, ``deviations.parquet``, ``deviations.md`` (the report's
-"pipeline sensitivity" section reads it) and ``deviations.png``.
+Writes ``deviations.csv``, ``deviations.parquet``, ``deviations.md`` and ``deviations.png``;
+written into REPORT/deviations, ``analyze``'s report shows them as its "Pipeline
+sensitivity" section (report_section).
 """
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ import numpy as np
 import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 
-__all__ = ["add_arguments", "main", "deviation_table", "frame_geometries", "DEFAULT_OUT"]
+__all__ = ["add_arguments", "main", "deviation_table", "frame_geometries", "report_section", "DEFAULT_OUT", "REPORT_SUBDIR"]
 
 DEFAULT_OUT = Path("out/deviations")
+#: where ``analyze``'s report looks for this command's output: REPORT/deviations
+REPORT_SUBDIR = "deviations"
 
 
 def frame_geometries(ds, tref) -> tuple[list, pd.DataFrame]:
@@ -182,6 +185,32 @@ def _markdown(tab: pd.DataFrame, command: str, profile: str) -> str:
             cells.append(f"{ge['median_deg'].max():.2f} / {ge['p95_deg'].max():.2f}" if len(ge) else "-")
         lines.append(f"| `{s}` | {it} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def report_section(report_dir: Path) -> tuple[str, pd.DataFrame, Path | None] | None:
+    """(intro, one row per setting, figure or None) for the report's "Pipeline
+    sensitivity" section, from ``<report_dir>/deviations/deviations.parquet`` (what
+    ``gaze4hri-bench deviations --out REPORT/deviations`` writes); None when absent."""
+    d = Path(report_dir) / REPORT_SUBDIR
+    f = d / "deviations.parquet"
+    if not f.is_file():
+        return None
+    try:
+        tab = pd.read_parquet(f)
+    except (OSError, ValueError):
+        return None
+    need = {"setting", "verdict", "method", "input", "experiment", "median_deg", "p95_deg", "max_deg"}
+    if tab.empty or not need <= set(tab.columns):
+        return None
+    summ = _summary(tab).drop(columns=["methods"])
+    intro = ("Each documented setting of the study profile alone on top of `reference`, measured with the oracle (a perfect "
+             "network in each method's raw output convention, on these sessions' per-frame geometry): the angle between "
+             "the gaze it then reports and what `reference` reports, worst method and experiment. Settings a perfect "
+             "network cannot see (image appearance, crop and face-box rules, clip windows) show 0: their effect needs real "
+             "weights, and whether a setting changes a significant result is not computed here. Per experiment and input: "
+             f"`{REPORT_SUBDIR}/deviations.md`.")
+    png = d / "deviations.png"
+    return intro, summ, (png if png.is_file() else None)
 
 
 def _figure(tab: pd.DataFrame, path: Path) -> None:

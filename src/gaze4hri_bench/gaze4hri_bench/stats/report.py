@@ -726,6 +726,17 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         doc.h(2, "Review clips")
         doc.p(clips[0])
         doc.blocks.append(("raw", clips[1], clips[2]))
+    # pipeline sensitivity (issue 10), written by `gaze4hri-bench deviations --out REPORT/deviations`
+    from ..pipeline.deviations import report_section
+
+    sens = report_section(out)
+    if sens is not None:
+        doc.h(2, "Pipeline sensitivity")
+        doc.p(sens[0])
+        doc.table(sens[1], "Effect of each study-profile setting on a perfect network (deg; median and 95th percentile over frames, "
+                  "worst method and experiment).")
+        if sens[2] is not None:
+            doc.fig(sens[2], "Effect of each study-profile setting on a perfect network, per setting and input (deg).")
     doc.h(2, "Provenance")
     doc.p(f"Results schema {SCHEMA_VERSION}. Analysis software: " + ", ".join(f"{k} {v}" for k, v in _versions().items()) + (f"; git {_git()}" if _git() else "") + ".")
     prov = pd.DataFrame([
