@@ -282,7 +282,7 @@ def test_bad_input_shape_raises(model):
 
 @pytest.fixture(scope="module")
 def official_file(model, tmp_path_factory):
-    path = tmp_path_factory.mktemp("mcgaze") / "multiclue_gaze_r50_gaze360.pth"
+    path = tmp_path_factory.mktemp("mcgaze") / "multiclue_gaze_r50_l2cs.pth"
     mcgaze.write_official_checkpoint(model, path)
     return path
 
@@ -349,3 +349,26 @@ def test_onnx_contract_and_runtime_parity(zoo_imported):
     assert got.shape == (2, 7, 3)
     assert np.abs(got - ref).max() < 1e-4
     np.testing.assert_allclose(np.linalg.norm(got, axis=-1), 1.0, atol=1e-5)
+
+
+@pytest.mark.replay
+def test_import_tells_the_two_official_checkpoints_apart(model, official_file, tmp_path):
+    """Same architecture and keys, two test pipelines: the L2CS-setting file (448 px, the
+    spec's and the study's) is accepted; the Gaze360-setting file (CenterCrop 0.68, 224 px)
+    is refused in one line naming the file to import, by its mmcv config or its name."""
+    from gaze4hri_bench.zoo.manage import import_checkpoint
+
+    obj = torch.load(official_file, map_location="cpu", weights_only=True)
+    assert mcgaze.checkpoint_setting(obj, official_file) == "l2cs" and mcgaze.check_checkpoint(obj, official_file) is None
+    g360 = {"meta": {**obj["meta"], "config": "test_pipeline = [dict(type='CenterCrop', crop_size=(0.68, 0.68)), "
+                                              "dict(type='Resize', img_scale=(224, 224), keep_ratio=True)]"}, "state_dict": obj["state_dict"]}
+    bare = tmp_path / "multiclue_gaze_r50_gaze360.pth"
+    torch.save({"state_dict": obj["state_dict"]}, str(bare))
+    for o, path in ((g360, tmp_path / "renamed.pth"), (torch.load(bare, map_location="cpu", weights_only=True), bare)):
+        assert mcgaze.checkpoint_setting(o, path) == "gaze360"
+        with pytest.raises(Gaze4HRIError, match="Gaze360-setting checkpoint.*import multiclue_gaze_r50_l2cs.pth"):
+            mcgaze.check_checkpoint(o, path)
+    with pytest.raises(Gaze4HRIError, match="Gaze360-setting"):  # the import command refuses it before any export
+        import_checkpoint("mcgaze_gaze360", bare, tmp_path / "models", quiet=True)
+    assert not (tmp_path / "models" / "mcgaze_gaze360.onnx").exists()
+    assert "cannot tell" in mcgaze.check_checkpoint({"state_dict": {}}, tmp_path / "weights.pth")

@@ -107,6 +107,10 @@ def import_checkpoint(method: str, checkpoint: str | Path, models_dir: str | Pat
     manifest = registry.load_method_manifest(spec, mod)
     ckpt = Path(checkpoint)
     obj = load_checkpoint(ckpt, trust_pickle=trust_pickle)
+    check = getattr(mod, "check_checkpoint", None)  # optional family hook: a same-architecture file for another setting
+    note = check(obj, ckpt) if check is not None else None
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
     try:
         sd = mod.convert_checkpoint(obj)
     except Gaze4HRIError as e:

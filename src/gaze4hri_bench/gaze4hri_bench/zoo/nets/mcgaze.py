@@ -181,8 +181,40 @@ def _unwrap(obj: Any) -> Mapping[str, Any]:
     top = ", ".join(map(str, list(obj)[:6])) if isinstance(obj, Mapping) else type(obj).__name__
     raise Gaze4HRIError(
         f"no MCGaze state dict in this checkpoint (top level: {top})", "mcgaze import",
-        "pass multiclue_gaze_r50_gaze360.pth or multiclue_gaze_r50_l2cs.pth (mmdet file with 'state_dict')",
+        "pass multiclue_gaze_r50_l2cs.pth (mmdet file with 'state_dict')",
     )
+
+
+def checkpoint_setting(obj: Any, path: str | Path | None = None) -> str | None:
+    """The MCGaze test setting a checkpoint was trained for: ``l2cs`` (keep-ratio resize
+    to 448 px, configs/multiclue_gaze/multiclue_gaze_r50_l2cs.py; the spec's pipeline and
+    the study's), ``gaze360`` (CenterCrop 0.68 then 224 px, ..._gaze360.py), or None when
+    neither the mmcv ``meta['config']`` text nor the file name tells. Both files hold the
+    same architecture and keys (the l2cs config inherits the model), so the weights alone
+    cannot tell them apart (zgchen33/MCGaze README, "Results and models")."""
+    meta = obj.get("meta") if isinstance(obj, Mapping) else None
+    cfg = str(meta.get("config") or "") if isinstance(meta, Mapping) else ""
+    if "data/l2cs" in cfg or "multiclue_gaze_r50_l2cs" in cfg or re.search(r"img_scale\s*=\s*\(448,\s*448\)", cfg):
+        return "l2cs"
+    if "CenterCrop" in cfg or "multiclue_gaze_r50_gaze360" in cfg or re.search(r"img_scale\s*=\s*\(224,\s*224\)", cfg):
+        return "gaze360"
+    name = Path(path).name.lower() if path else ""
+    return "l2cs" if "l2cs" in name else "gaze360" if "gaze360" in name else None
+
+
+def check_checkpoint(obj: Any, path: str | Path | None = None) -> str | None:
+    """Refuse the Gaze360-setting checkpoint (its own test pipeline is not the one
+    ``mcgaze_gaze360`` feeds); returns a warning when the setting is unknown."""
+    setting = checkpoint_setting(obj, path)
+    if setting == "gaze360":
+        raise Gaze4HRIError(
+            "this is MCGaze's Gaze360-setting checkpoint (tested with CenterCrop 0.68 then 224 px); mcgaze_gaze360 feeds the "
+            "L2CS-setting pipeline (keep-ratio resize to 448 px), as the study did", str(path or "mcgaze import"),
+            "import multiclue_gaze_r50_l2cs.pth (MCGaze README, l2cs-setting; docs/models_video.md)")
+    if setting is None:
+        return ("cannot tell the MCGaze setting of this checkpoint (no mmcv meta config, no l2cs/gaze360 in its name): "
+                "importing it as the L2CS-setting model the pipeline feeds (448 px)")
+    return None
 
 
 def split_checkpoint(obj: Any) -> tuple[OrderedDict[str, torch.Tensor], list[str]]:
@@ -234,7 +266,8 @@ def write_official_checkpoint(model: nn.Module, path: str | Path, seed: int = 0)
     meta = {
         "mmdet_version": "2.23.0",
         "CLASSES": ("face", "eyes", "head"),
-        "config": "configs/multiclue_gaze/multiclue_gaze_r50_gaze360.py (written by gaze4hri tests)",
+        # mmcv stores the merged config text (cfg.pretty_text); an excerpt of the l2cs one
+        "config": "data_root = 'data/l2cs/'\ntest_pipeline = [dict(type='Resize', img_scale=(448, 448), keep_ratio=True)]  # written by gaze4hri tests",
         "iter": 7000,
     }
     torch.save({"meta": meta, "state_dict": sd}, str(path))
