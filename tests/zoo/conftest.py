@@ -28,12 +28,22 @@ from gaze4hri_bench.zoo.export import random_model  # noqa: E402
 FAMILY_METHOD = {fam: methods[0] for fam, methods in registry.FAMILIES.items()}
 
 
-def family_params() -> list:
-    """One pytest param per family in specs.py; unavailable families are skipped."""
+#: families whose ONNX export and parity run take minutes on 2 cores (MCGaze: a 7 x 448 x
+#: 448 clip through ResNet-50 + FPN + 4 query stages, ~2 min of the default suite): their
+#: import/export tests are in the ``long`` tier (`make test-long`)
+HEAVY_EXPORT = frozenset({"mcgaze"})
+
+
+def family_params(heavy: bool = False) -> list:
+    """One pytest param per family in specs.py; unavailable families are skipped.
+    ``heavy``: the test exports the family's ONNX model, so HEAVY_EXPORT families go to
+    the ``long`` tier."""
     out = []
     for fam in registry.FAMILIES:
         status = registry.family_status(fam)
         marks = [] if status == "ok" else [pytest.mark.skip(reason=f"{fam}: {status}")]
+        if heavy and fam in HEAVY_EXPORT:
+            marks.append(pytest.mark.long)
         out.append(pytest.param(fam, id=fam, marks=marks))
     return out
 

@@ -20,7 +20,8 @@ from gaze4hri_bench.zoo.store import sha256_file
 
 from .conftest import family_params
 
-pytestmark = pytest.mark.parametrize("family", family_params())
+CHEAP = pytest.mark.parametrize("family", family_params())
+EXPORTS = pytest.mark.parametrize("family", family_params(heavy=True))  # each family's ONNX export (MCGaze: long tier)
 
 
 def _outputs(model, xs):
@@ -31,6 +32,7 @@ def _outputs(model, xs):
 
 
 @pytest.mark.unit
+@CHEAP
 def test_state_dict_equals_recorded_manifest(family, zoo_model):
     spec, mod, model = zoo_model(family)
     path = registry.manifest_path(spec, mod)
@@ -42,6 +44,7 @@ def test_state_dict_equals_recorded_manifest(family, zoo_model):
 
 
 @pytest.mark.unit
+@CHEAP
 def test_official_layout_is_manifest_plus_dropped(family, zoo_model):
     """What the official container holds = inference tensors + the documented dropped ones."""
     spec, mod, _ = zoo_model(family)
@@ -54,6 +57,7 @@ def test_official_layout_is_manifest_plus_dropped(family, zoo_model):
 
 
 @pytest.mark.unit
+@EXPORTS
 def test_forward_shapes_follow_spec(family, zoo_model):
     spec, _, model = zoo_model(family)
     batch = 2 if spec.clip_len == 1 else 1
@@ -65,6 +69,7 @@ def test_forward_shapes_follow_spec(family, zoo_model):
 
 
 @pytest.mark.replay
+@EXPORTS
 def test_import_of_official_container_records_provenance(family, zoo_imported):
     imp = zoo_imported(family)
     assert imp.onnx.is_file()
@@ -80,6 +85,7 @@ def test_import_of_official_container_records_provenance(family, zoo_imported):
 
 
 @pytest.mark.replay
+@EXPORTS
 def test_onnx_io_is_exactly_the_spec(family, zoo_imported):
     imp = zoo_imported(family)
     g = onnx.load(str(imp.onnx), load_external_data=False).graph
@@ -93,6 +99,7 @@ def test_onnx_io_is_exactly_the_spec(family, zoo_imported):
 
 
 @pytest.mark.replay
+@EXPORTS
 def test_onnx_runtime_matches_the_model_written_into_the_checkpoint(family, zoo_imported):
     """End to end: official layout -> key mapping -> ONNX reproduces the original weights."""
     imp = zoo_imported(family)
@@ -110,6 +117,7 @@ def test_onnx_runtime_matches_the_model_written_into_the_checkpoint(family, zoo_
 
 
 @pytest.mark.replay
+@EXPORTS
 def test_verify_passes_then_detects_tampering(family, zoo_imported, cli, tmp_path):
     imp = zoo_imported(family)
     res = cli("models", "verify", imp.spec.name, "--models-dir", imp.models_dir)

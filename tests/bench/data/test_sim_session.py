@@ -20,7 +20,7 @@ def sim_root(tmp_path_factory):
     root = tmp / "root"
     # the session starts with S01's eye-head calibration against the simulated subject
     # (its own offset, not the default subject's), so no subject file is written by hand
-    run_sim_session(root, "S01", ["illum100_P5", "arc_P1", "mutual_h_fast"], resolution=(640, 360), trial_seconds=1.0)
+    run_sim_session(root, "S01", ["illum100_P5", "arc_P1", "mutual_h_fast"], resolution=(640, 360), trial_seconds=1.0, real_time_factor=50)
     return root
 
 
