@@ -142,7 +142,7 @@ class RecorderNode(ControlMixin, Node):
         # pose streams run 20 ms past the window's end and from 20 ms before its start
         # (longer than the robot's 8 ms and the motion capture's 10 ms periods), so the
         # first and the last frame are bracketed by poses on both sides
-        tail = 0 if topic == Topics.IMAGE or topic in _STAMP_FROM else _POSE_TAIL_NS
+        tail = _POSE_TAIL_NS if pose else 0  # frame-bound streams (images, their metadata and truth) end with the window
         head = _POSE_TAIL_NS if pose else 0
         if stamped and (t < self._start_ns - head or (self._end_ns is not None and t > self._end_ns + tail)):
             return
@@ -206,7 +206,7 @@ class RecorderNode(ControlMixin, Node):
         if end is None:
             return t
         ty = self._types.get(topic, "")
-        tail = 0 if topic == Topics.IMAGE or topic in _STAMP_FROM else _POSE_TAIL_NS
+        tail = _POSE_TAIL_NS if _is_pose(topic) else 0
         if (ty in _NO_HEADER or topic in _RECEIPT_TIME) and topic not in _STAMP_FROM:
             return min(t, end + tail)
         return None if t > end + tail else t
@@ -360,7 +360,7 @@ class RecorderNode(ControlMixin, Node):
 
 def _is_pose(topic: str) -> bool:
     """Pose streams that the ground truth interpolates at frame times (robot, motion capture)."""
-    return topic == Topics.TCP_POSE or topic.startswith(Topics.MOCAP_PREFIX)
+    return topic == Topics.TCP_POSE or (topic.startswith(Topics.MOCAP_PREFIX) and topic.endswith("/pose"))
 
 
 def _msg_class(type_name: str):
