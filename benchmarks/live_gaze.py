@@ -30,7 +30,7 @@ from _machine import cpu_name  # benchmarks/_machine.py (this script's folder is
 
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")
 
-DEFAULT_METHODS = ["straight", "head_pose", "tiny_test", "gazetr_eth", "puregaze_eth", "l2cs_gaze360"]
+DEFAULT_METHODS = ["straight", "head_pose", "tiny_test", "gazetr_eth", "puregaze_eth", "l2cs_gaze360", "mcgaze_gaze360", "gat_gaze360"]
 TRIAL = "illum100_P5"
 
 
