@@ -49,7 +49,7 @@ from ..nodes.common import (
 )
 from .bag import COMPRESSIONS, DiskFullError, TrialBag, bag_qos
 from .ballast import DiskBallast
-from .tf import TF, TF_STATIC, TF_TYPES, pose_to_tf, static_cdr, static_transforms
+from .tf import TF, TF_STATIC, TF_TYPES, is_pose_topic, pose_to_tf, static_cdr, static_transforms
 
 __all__ = ["RecorderNode", "PARAMS", "RECORDED_TOPICS"]
 
@@ -93,6 +93,7 @@ class RecorderNode(ControlMixin, Node):
         self.latest_ns = 0
         self._latched: dict[str, tuple[int, bytes]] = {}
         self._recent: dict[str, deque] = {}  # pose topic -> its latest samples, for the trial window's head
+        self._ballast: DiskBallast | None = None  # held while a trial records (ballast.py)
         self._last_by_topic: dict[str, int] = {}
         self._start_ns = 0
         self._end_ns: int | None = None
@@ -130,7 +131,7 @@ class RecorderNode(ControlMixin, Node):
             stamped = True
         if topic == Topics.CAMERA_INFO:
             self._latched[topic] = (t, data)
-        pose = stamped and _is_pose(topic)
+        pose = stamped and is_pose_topic(topic)
         with self._recent_lock:  # a pose is either in handle_start's pre-roll or sees its bag, never both
             if pose:
                 self._recent.setdefault(topic, deque(maxlen=16)).append((t, data))
@@ -166,7 +167,7 @@ class RecorderNode(ControlMixin, Node):
         # a pose and its /tf twin (same transform, same stamp; recorder/tf.py) are one queue
         # item: the writer judges the trial window once for both, so a stop that sets the
         # window's end between them cannot keep one and drop the other
-        tf = pose_to_tf(topic, data) if _is_pose(topic) else None
+        tf = pose_to_tf(topic, data)
         with self._put_lock:
             self._q.put((bag, topic, t, data, tf))
 
@@ -206,7 +207,7 @@ class RecorderNode(ControlMixin, Node):
         if end is None:
             return t
         ty = self._types.get(topic, "")
-        tail = _POSE_TAIL_NS if _is_pose(topic) else 0
+        tail = _POSE_TAIL_NS if is_pose_topic(topic) else 0
         if (ty in _NO_HEADER or topic in _RECEIPT_TIME) and topic not in _STAMP_FROM:
             return min(t, end + tail)
         return None if t > end + tail else t
@@ -326,9 +327,8 @@ class RecorderNode(ControlMixin, Node):
         return out
 
     def _release_ballast(self) -> None:
-        b = getattr(self, "_ballast", None)
-        if b is not None:
-            b.release()
+        if self._ballast is not None:
+            self._ballast.release()
             self._ballast = None
 
     def handle_status(self, req: dict) -> dict:
@@ -356,11 +356,6 @@ class RecorderNode(ControlMixin, Node):
             self.handle_stop({"timeout_s": 30.0})
         self._q.put(None)
         self._thread.join(timeout=10.0)
-
-
-def _is_pose(topic: str) -> bool:
-    """Pose streams that the ground truth interpolates at frame times (robot, motion capture)."""
-    return topic == Topics.TCP_POSE or (topic.startswith(Topics.MOCAP_PREFIX) and topic.endswith("/pose"))
 
 
 def _msg_class(type_name: str):

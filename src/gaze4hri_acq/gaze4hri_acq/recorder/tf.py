@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from gaze4hri_core.session import FRAMES, Topics
 
-__all__ = ["TF", "TF_STATIC", "TF_TYPES", "tf_cdr", "pose_to_tf", "static_transforms", "static_cdr", "body_frame"]
+__all__ = ["TF", "TF_STATIC", "TF_TYPES", "tf_cdr", "pose_to_tf", "is_pose_topic", "static_transforms", "static_cdr", "body_frame"]
 
 TF = Topics.TF
 TF_STATIC = Topics.TF_STATIC
@@ -74,14 +74,20 @@ def tf_cdr(transforms: list[tuple[int, str, str, tuple, tuple]]) -> bytes:
     return b"\x00\x01\x00\x00" + bytes(w.b)
 
 
+def is_pose_topic(topic: str) -> bool:
+    """Pose streams (robot tool0, motion-capture bodies): each has a /tf twin, and the
+    ground truth interpolates them at frame times (the recorder's trial window margins)."""
+    return topic == Topics.TCP_POSE or (topic.startswith(Topics.MOCAP_PREFIX) and topic.endswith("/pose"))
+
+
 def pose_to_tf(topic: str, data: bytes) -> bytes | None:
     """The /tf message for one recorded pose message, else None (not a pose topic)."""
+    if not is_pose_topic(topic):
+        return None
     if topic == Topics.TCP_POSE:
         child = FRAMES["tool0"]
-    elif topic.startswith(Topics.MOCAP_PREFIX) and topic.endswith("/pose"):
-        child = body_frame(topic[len(Topics.MOCAP_PREFIX):-len("/pose")])
     else:
-        return None
+        child = body_frame(topic[len(Topics.MOCAP_PREFIX):-len("/pose")])
     from geometry_msgs.msg import PoseStamped
     from rclpy.serialization import deserialize_message
 
