@@ -135,26 +135,46 @@ def test_profile_study_end_to_end(session_root, tiny_models, tmp_path, run_out):
     assert r.returncode != 0 and "did you mean study" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session_root, run_out, tmp_path):
-    """`gaze4hri-bench deviations --out REPORT/deviations` on recorded sessions (the oracle:
-    a perfect network), then `analyze` into REPORT: the report shows the settings and the
-    figure; a setting the oracle sees (no ray correction on crops) has a non-zero effect,
-    one it cannot see (colour order) zero. Bad input is one line."""
+def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session_root, run_out, tiny_models, tmp_path):
+    """`gaze4hri-bench deviations --out REPORT/deviations` on recorded sessions: the oracle
+    (a perfect network), then every setting through `run --profile study:SETTING` with the
+    networks whose weights are present (here tiny gradient networks: random weights), then
+    `analyze` into REPORT: the report shows the settings, both measurements and the figure.
+    A setting the oracle sees (no ray correction on crops) has a non-zero effect, one it
+    cannot see (the face box's margin) zero with the oracle and non-zero with a network. Bad input
+    is one line."""
     import pandas as pd
     from gaze4hri_bench.stats.report import analyze
 
     report = tmp_path / "report"
     assert cli(["deviations", "--data", str(session_root), "-m", "l2cs_gaze360", "-m", "gazetr_eth", "--stride", "3",
-                "--out", str(report / "deviations")]) == 0
+                "--models-dir", str(tiny_models), "--trials", "illum100_P5", "--out", str(report / "deviations")]) == 0
     tab = pd.read_parquet(report / "deviations" / "deviations.parquet")
     eff = tab.groupby("setting")["median_deg"].max()
     assert eff["no_ray_correction"] > 0.5 and eff["l2cs_first_head_as_pitch"] > 0.1 and eff["gazetr_eth_rgb"] == 0.0
+    net = pd.read_parquet(report / "deviations" / "network.parquet")
+    assert set(net["network"]) == {"random weights"} and set(net["method"]) == {"l2cs_gaze360", "gazetr_eth"}
+    ne = net.groupby(["setting", "method", "input"])["median_deg"].max()
+    assert ne["box_margin_10pct", "l2cs_gaze360", "crop"] > 0.01  # the crop: blind oracle, not a network
+    assert ne["no_ray_correction", "l2cs_gaze360", "crop"] > 0.5
+    assert ne["denorm_inverse_warp", "gazetr_eth", "crop"] == 0.0  # a crop is not de-normalized
+    assert "gazetr_eth_rgb" not in set(net.loc[net["method"] == "l2cs_gaze360", "setting"])
+    sig = pd.read_parquet(report / "deviations" / "significance.parquet")
+    assert sig["note"].str.contains("fewer than 3 subjects").all()  # one subject: no test to change
+    runs = sorted(p.name for p in (report / "deviations" / "runs").iterdir())
+    assert "reference" in runs and "study" in runs and "study_gazetr_eth_rgb" in runs
+    md = json.loads(pq.read_schema(report / "deviations" / "runs" / "study_gazetr_eth_rgb" / "gazetr_eth__rectified.parquet")
+                    .metadata[METADATA_KEY])
+    assert md["profile"] == "study:gazetr_eth_rgb" and md["profile_settings"]["settings"] == ["gazetr_eth_rgb"]
     out, _ = run_out
     analyze([out], report, figures=False)
     md = (report / "report.md").read_text()
     sec = md[md.index("## Pipeline sensitivity"):md.index("## Provenance")]
     assert "no_ray_correction" in sec
-    assert "deviations/deviations.png" in sec and "perfect network" in sec
+    assert "deviations/deviations.png" in sec and "perfect network" in sec and "network median deg" in sec
     html = (report / "report.html").read_text()
     assert "Pipeline sensitivity" in html
     assert cli(["deviations", "--data", str(session_root), "--stride", "0", "--out", str(tmp_path / "x")]) == 2
+    assert cli(["deviations", "--data", str(session_root), "-m", "straight", "--out", str(tmp_path / "x")]) == 2
+    assert cli(["deviations", "--data", str(session_root), "-m", "gat_gaze360", "--network", "on",
+                "--models-dir", str(tmp_path / "none"), "--out", str(tmp_path / "x")]) != 0

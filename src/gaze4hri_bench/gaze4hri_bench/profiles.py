@@ -1,6 +1,7 @@
 """Pipeline profiles: how each method's input is prepared and its output decoded, as
 data. A profile is a frozen record per method (:class:`MethodProfile`), looked up by
-name in :data:`PROFILES` (``gaze4hri-bench run --profile NAME``).
+name in :data:`PROFILES` (``gaze4hri-bench run --profile NAME``); ``BASE:SETTING``
+names one setting of a profile alone on top of ``reference``.
 
 * ``reference`` (default): each method per its own official code and Zhang et al.
   2018 (data normalization, de-normalization by R^T), with the camera->face ray
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -28,7 +30,7 @@ from gaze4hri_core.errors import Gaze4HRIError
 from .specs import IMAGENET_MEAN, IMAGENET_STD, SPECS, MethodSpec
 
 __all__ = ["MethodProfile", "Setting", "Profile", "PROFILES", "DEFAULT_PROFILE", "get_profile", "profile_names",
-           "reference_record", "FIELD_CHOICES", "VERDICTS"]
+           "reference_record", "FIELD_CHOICES", "VERDICTS", "single_setting_names"]
 
 DEFAULT_PROFILE = "reference"
 
@@ -297,10 +299,36 @@ def profile_names() -> list[str]:
 
 
 def get_profile(name: str | None) -> Profile:
-    """Profile by name (None: the default); unknown names raise with a did-you-mean."""
+    """Profile by name (None: the default). ``BASE:SETTING`` names one documented
+    setting of profile BASE alone on top of ``reference`` (``study:no_ray_correction``:
+    what that one difference does; ``gaze4hri-bench deviations`` runs each so).
+    Unknown names raise with a did-you-mean."""
     key = (name or DEFAULT_PROFILE).lower()
     if key in PROFILES:
         return PROFILES[key]
+    if ":" in key:
+        base, _, setting = key.partition(":")
+        return _single_setting(get_profile(base).name, setting)
     near = difflib.get_close_matches(key, list(PROFILES), n=2, cutoff=0.4)
     hint = f"did you mean {' or '.join(near)}? " if near else ""
-    raise Gaze4HRIError(f"unknown profile {name!r}", "--profile", f"{hint}known: {', '.join(PROFILES)}")
+    raise Gaze4HRIError(f"unknown profile {name!r}", "--profile", f"{hint}known: {', '.join(PROFILES)} "
+                        "(or BASE:SETTING for one setting alone, e.g. study:no_ray_correction)")
+
+
+@functools.cache
+def _single_setting(base: str, setting: str) -> Profile:
+    """``reference`` with only ``setting`` of profile ``base`` applied (validated, cached)."""
+    prof = PROFILES[base]
+    names = [s.name for s in prof.settings]
+    if setting not in names:
+        near = difflib.get_close_matches(setting, names, n=2, cutoff=0.4)
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
+        raise Gaze4HRIError(f"profile {base} has no setting {setting!r}", "--profile",
+                            f"{hint}settings of {base}: {', '.join(names) or 'none'} (docs/pipeline.md)")
+    s = prof.setting(setting)
+    return make_profile(f"{base}:{setting}", f"{base}'s setting {setting} alone on top of reference", (s,))
+
+
+def single_setting_names(base: str = "study") -> list[str]:
+    """``BASE:SETTING`` for every documented setting of ``base``."""
+    return [f"{base}:{s.name}" for s in get_profile(base).settings]

@@ -86,11 +86,11 @@ def _sequence(m, geos, frames, sel, it) -> np.ndarray:
 
 def _variants(profile_name: str):
     """(label, setting or None, per-method records): each setting alone, then all."""
-    from ..profiles import get_profile, make_profile
+    from ..profiles import get_profile
 
     prof = get_profile(profile_name)
-    out = [(s.name, s, make_profile(f"{profile_name}:{s.name}", "", (s,))) for s in prof.settings]
-    out.append((f"{profile_name} (all)", None, prof))
+    out = [(s.name, s, get_profile(f"{prof.name}:{s.name}")) for s in prof.settings]
+    out.append((f"{prof.name} (all)", None, prof))
     return out
 
 
@@ -104,9 +104,8 @@ def deviation_table(ds, trefs, methods: list[str], profile: str = "study", input
     from gaze4hri_core.gaze import angular_error_deg
     from gaze4hri_core.protocol import trial_by_id
 
-    from ..methods.network import OnnxMethod
+    from ..methods import get_method
     from ..profiles import get_profile
-    from ..specs import get_spec
 
     variants = _variants(profile)
     recs = []
@@ -120,13 +119,13 @@ def deviation_table(ds, trefs, methods: list[str], profile: str = "study", input
             exp = "unknown"
         frames = rows["frame"].to_numpy(np.int64)
         sel = np.arange(0, len(geos), stride)
-        ref = {(name, it): _sequence(OnnxMethod(name, get_spec(name), get_profile("reference")), geos, frames, sel, it)
+        ref = {(name, it): _sequence(get_method(name, profile=get_profile("reference")), geos, frames, sel, it)
                for name in methods for it in inputs}
         for label, setting, prof in variants:
             for name in methods:
                 if setting is not None and setting.methods != ("*",) and name not in setting.methods:
                     continue
-                m = OnnxMethod(name, get_spec(name), prof)
+                m = get_method(name, profile=prof)
                 for it in inputs:
                     v = _sequence(m, geos, frames, sel, it)
                     eff = np.asarray(angular_error_deg(v, ref[(name, it)]), float)
@@ -162,15 +161,35 @@ def _summary(tab: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _markdown(tab: pd.DataFrame, command: str, profile: str) -> str:
+def _network_summary(net: pd.DataFrame, sig: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per setting of the runs with the networks: methods, worst median / p95 of
+    the prediction change, worst mean error change, significant results changed."""
+    rows = []
+    for s, g in net.groupby("setting", sort=False):
+        e = g["error_change_deg"].abs()
+        worst = g.loc[e.idxmax(), "error_change_deg"] if e.notna().any() else np.nan
+        rows.append({"setting": s, "networks": ", ".join(sorted(set(g["method"] + " (" + g["network"] + ")"))),
+                     "median_deg (max over rows)": round(float(g["median_deg"].max()), 3),
+                     "p95_deg (max over rows)": round(float(g["p95_deg"].max()), 3),
+                     "error change deg (largest)": round(float(worst), 3)})
+    out = pd.DataFrame(rows)
+    if sig is not None and len(sig) and len(out):
+        lab = sig.set_index("setting").apply(
+            lambda r: r["note"] if r["note"] else f"{int(r['changed'])} of {int(r['tested'])}", axis=1)
+        out["significant results changed"] = out["setting"].map(lab).fillna("-")
+    return out
+
+
+def _markdown(tab: pd.DataFrame, command: str, profile: str, net: pd.DataFrame | None = None,
+              sig: pd.DataFrame | None = None, changes: pd.DataFrame | None = None) -> str:
     summ = _summary(tab)
     lines = ["## Pipeline sensitivity", "",
              f"Each documented setting of profile `{profile}` alone on top of `reference`, with the oracle (a "
              "perfect network); effect = angle between the gaze it then reports and what `reference` reports (the "
              "truth, except MCGaze's official smoothing), over valid frames. "
              "Settings a perfect network cannot see (image appearance, crop and face-box rules, clip windows) show 0: "
-             "their effect needs real weights. Whether a setting changes a significant result of the report is not "
-             "computed here.", "", f"Command: `{command}`", "",
+             "their effect needs real weights: see the section with the networks below, when weights were present.",
+             "", f"Command: `{command}`", "",
              "| setting | verdict | methods affected (oracle) | median deg (worst row) | p95 deg (worst row) |",
              "|---|---|---|---|---|"]
     for r in summ.itertuples(index=False):
@@ -184,6 +203,29 @@ def _markdown(tab: pd.DataFrame, command: str, profile: str) -> str:
             ge = g[g["experiment"] == e]
             cells.append(f"{ge['median_deg'].max():.2f} / {ge['p95_deg'].max():.2f}" if len(ge) else "-")
         lines.append(f"| `{s}` | {it} | " + " | ".join(cells) + " |")
+    lines += ["", "### With the networks", ""]
+    if net is None or net.empty:
+        lines.append("Not run: no network weights were present (`gaze4hri-bench models` lists where to get them), or "
+                     "`--network off`.")
+        return "\n".join(lines) + "\n"
+    lines += ["Each setting alone (`run --profile " + profile + ":SETTING`) and the whole profile, run with the networks "
+              "through the full pipeline on the same sessions as `reference`: the angle between the two predictions of a "
+              "frame (median / p95, worst method, input and experiment), the mean change in angular error (variant - "
+              "reference, frames valid in both), and how many of the report's tested results (Holm-corrected, "
+              "`reference` analysis profile) change outcome. Networks marked *random weights* are not gaze "
+              "estimators: their rows measure how much a setting changes a network's input, not accuracy.", "",
+              "| setting | networks | median deg | p95 deg | error change deg | significant results changed |",
+              "|---|---|---|---|---|---|"]
+    for r in _network_summary(net, sig).to_dict("records"):
+        lines.append(f"| `{r['setting']}` | {r['networks']} | {r['median_deg (max over rows)']:.3f} | "
+                     f"{r['p95_deg (max over rows)']:.3f} | {r['error change deg (largest)']:+.3f} | "
+                     f"{r.get('significant results changed', '-')} |")
+    if changes is not None and len(changes):
+        lines += ["", "Changed results:", "", "| setting | analysis | table | result | change | p reference | p variant |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in changes.itertuples(index=False):
+            lines.append(f"| `{r.setting}` | {r.analysis} | {r.table} | {r.key} | {r.change} | {r.p_reference:.3g} | "
+                         f"{r.p_variant:.3g} |")
     return "\n".join(lines) + "\n"
 
 
@@ -203,14 +245,32 @@ def report_section(report_dir: Path) -> tuple[str, pd.DataFrame, Path | None] | 
     if tab.empty or not need <= set(tab.columns):
         return None
     summ = _summary(tab).drop(columns=["methods"])
+    net = _read_optional(d / "network.parquet")
+    sig = _read_optional(d / "significance.parquet")
     intro = ("Each documented setting of the study profile alone on top of `reference`, measured with the oracle (a perfect "
              "network in each method's raw output convention, on these sessions' per-frame geometry): the angle between "
              "the gaze it then reports and what `reference` reports, worst method and experiment. Settings a perfect "
-             "network cannot see (image appearance, crop and face-box rules, clip windows) show 0: their effect needs real "
-             "weights, and whether a setting changes a significant result is not computed here. Per experiment and input: "
-             f"`{REPORT_SUBDIR}/deviations.md`.")
+             "network cannot see (image appearance, crop and face-box rules, clip windows) show 0 there. ")
+    if net is not None and len(net):
+        ns = _network_summary(net, sig).rename(columns={
+            "median_deg (max over rows)": "network median deg", "p95_deg (max over rows)": "network p95 deg",
+            "error change deg (largest)": "error change deg"})
+        summ = summ.merge(ns, on="setting", how="outer", sort=False)
+        intro += ("The network columns run each setting through the whole pipeline with the networks named there "
+                  "(random weights are not gaze estimators: input sensitivity only), with the change in mean error and how "
+                  "many of this report's tested results change outcome. ")
+    else:
+        intro += "No run with network weights: their effect, and whether a setting changes a significant result, is not measured. "
+    intro += f"Per experiment and input: `{REPORT_SUBDIR}/deviations.md`."
     png = d / "deviations.png"
     return intro, summ, (png if png.is_file() else None)
+
+
+def _read_optional(f: Path) -> pd.DataFrame | None:
+    try:
+        return pd.read_parquet(f) if f.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 def _figure(tab: pd.DataFrame, path: Path) -> None:
@@ -237,6 +297,7 @@ def _figure(tab: pd.DataFrame, path: Path) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..specs import SPECS
     from .cli_run import DEFAULT_DATA
+    from .run import DEFAULT_DETECTOR
 
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, metavar="DIR", help=f"recorded sessions (default {DEFAULT_DATA})")
     p.add_argument("--format", choices=("auto", "session", "study"), default="auto", dest="data_format",
@@ -248,6 +309,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids, e.g. illum100_P5 arc_P3 (default: every trial)")
     p.add_argument("--stride", type=int, default=5, metavar="N", help="every N-th frame (default 5)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default {DEFAULT_OUT})")
+    g = p.add_argument_group("with the networks (each setting through `run`, where weights are present)")
+    g.add_argument("--network", choices=("auto", "on", "off"), default="auto",
+                   help="auto: also run every setting with the networks whose weights are present; on: every named "
+                        "network must have weights; off: the oracle only (default auto)")
+    g.add_argument("--runs", type=Path, default=None, metavar="DIR",
+                   help="where the per-setting runs go (default OUT/runs; re-running resumes)")
+    g.add_argument("--models-dir", type=Path, default=None, metavar="DIR", help="ONNX models folder (default models/)")
+    g.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "tensorrt"), help="inference device (default auto)")
+    g.add_argument("--batch", type=int, default=8, metavar="N", help="frames per inference batch (default 8)")
+    g.add_argument("--detector", default=DEFAULT_DETECTOR, metavar="NAME", help=f"face detector (default {DEFAULT_DETECTOR})")
+    g.add_argument("--alpha", type=float, default=0.05, help="significance level of the report's tests (default 0.05)")
+    g.add_argument("--min-subjects", type=int, default=3, metavar="N", help="fewest subjects for a test (default 3)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -255,16 +328,27 @@ def main(args: argparse.Namespace) -> int:
     import sys
 
     from ..data.reader import Dataset
+    from ..methods import get_entry
     from ..profiles import get_profile
-    from ..specs import SPECS, get_spec
+    from ..specs import SPECS
+    from . import deviations_real as R
 
     get_profile(args.profile)
-    methods = [get_spec(m).name for m in (args.methods or list(SPECS))]
+    methods = []
+    for m in args.methods or list(SPECS):
+        e = get_entry(m)
+        if e.kind != "onnx":
+            raise Gaze4HRIError(f"{e.name} is a weight-free baseline: no pipeline setting applies to it", "--method",
+                                f"name networks (default all: {', '.join(SPECS)})")
+        methods.append(e.name)
     if args.stride < 1:
         raise Gaze4HRIError("--stride must be >= 1", "gaze4hri-bench deviations", "e.g. --stride 5")
     if not args.data.is_dir():
         raise Gaze4HRIError(f"data folder {args.data} does not exist", "--data",
                             "pass a folder of recorded sessions, or create the demo data with `gaze4hri-bench demo`")
+    present, missing = ({}, {}) if args.network == "off" else R.networks_present(methods, args.models_dir)
+    if args.network == "on" and missing:
+        raise next(iter(missing.values()))
     ds = Dataset(args.data, subjects=args.subjects, trials=args.trials, stride=1, format=args.data_format)
     trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
     if not trefs:
@@ -274,9 +358,30 @@ def main(args: argparse.Namespace) -> int:
     command = "gaze4hri-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     tab.to_csv(args.out / "deviations.csv", index=False)
     tab.to_parquet(args.out / "deviations.parquet", index=False)
-    (args.out / "deviations.md").write_text(_markdown(tab, command, args.profile))
     _figure(tab, args.out / "deviations.png")
     print(_summary(tab).to_string(index=False))
-    print(f"wrote {args.out}/deviations.{{md,csv,parquet,png}}")
+    net = sig = changes = None
+    if args.network != "off" and not present:
+        print(f"with the networks: skipped, no weights present for {', '.join(methods)} "
+              f"(`gaze4hri-bench models` lists where to get them); the oracle table above stands alone")
+    elif present:
+        if missing:
+            print(f"with the networks: {', '.join(present)} (no weights: {', '.join(missing)})")
+        vs = R.variants(args.profile, list(present))
+        runs = args.runs or args.out / "runs"
+        folders = R.run_variants(vs, args.data, runs, models_dir=args.models_dir, device=args.device, batch=args.batch,
+                                 detector=args.detector, subjects=args.subjects, trials=args.trials,
+                                 data_format=args.data_format)
+        net = pd.concat([R.frame_effects(folders["reference"], folders[v.label], v, present) for v in vs[1:]],
+                        ignore_index=True)
+        sig, changes = R.significance_changes(folders["reference"], folders, vs, args.alpha, args.min_subjects)
+        net.to_csv(args.out / "network.csv", index=False)
+        net.to_parquet(args.out / "network.parquet", index=False)
+        sig.to_csv(args.out / "significance.csv", index=False)
+        sig.to_parquet(args.out / "significance.parquet", index=False)
+        changes.to_csv(args.out / "findings_changed.csv", index=False)
+        print(_network_summary(net, sig).to_string(index=False))
+    (args.out / "deviations.md").write_text(_markdown(tab, command, args.profile, net, sig, changes))
+    print(f"wrote {args.out}/deviations.{{md,csv,parquet,png}}" + (" and network.*, significance.*, findings_changed.csv"
+                                                                   if net is not None else ""))
     return 0
-

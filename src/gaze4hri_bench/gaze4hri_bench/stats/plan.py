@@ -12,11 +12,11 @@ import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 
 from . import analyses as A
-from .exclusions import Exclusions, apply_exclusions
-from .load import LoadedResults
+from .exclusions import Exclusions, apply_exclusions, load_exclusions
+from .load import LoadedResults, load_results
 from .profiles import PROFILES, AnalysisProfile, get_profile
 
-__all__ = ["Context", "ANALYSES", "check_pipeline_profiles", "resolve_profile", "exclude", "run_analyses"]
+__all__ = ["Context", "Prepared", "ANALYSES", "check_pipeline_profiles", "resolve_profile", "exclude", "prepare", "run_analyses"]
 
 
 @dataclass(frozen=True)
@@ -97,3 +97,50 @@ def exclude(loaded: LoadedResults, excl: Exclusions) -> tuple[pd.DataFrame, pd.D
 def run_analyses(ctx: Context, run: Callable[..., A.Analysis]) -> list[A.Analysis]:
     """Every registered analysis through ``run(fn, ctx, name=...)`` (the report's failure isolation)."""
     return [run(fn, ctx, name=name) for name, fn in ANALYSES.items()]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Results loaded, profile-checked and exclusion-filtered, ready for the analyses."""
+
+    ctx: Context
+    loaded: LoadedResults
+    coverage: pd.DataFrame
+    pipeline_profiles: list[str]
+    profile: AnalysisProfile
+    profile_source: str
+    exclusions: Exclusions
+    exclusions_applied: pd.DataFrame
+    warnings: list[str]
+
+
+def prepare(inputs: list[Path], alpha: float, profile: str = "auto", exclusions: str | None = None,
+            min_subjects: int = A.MIN_SUBJECTS, allow_mixed: bool = False) -> Prepared:
+    """Load per-frame results, check their pipeline profiles, resolve the analysis
+    profile, apply its exclusion list, choose each method's input: everything
+    ``analyze`` and ``gaze4hri-bench deviations`` run the analyses on."""
+    loaded = load_results([Path(p) for p in inputs])
+    pipeline_profiles, warnings = check_pipeline_profiles(loaded, allow_mixed)
+    prof, profile_source = resolve_profile(profile, pipeline_profiles)
+    excl_list = load_exclusions(exclusions or prof.exclusions)
+    warnings = [f"{Path(i.path).name} not used: {i.reason}" for i in loaded.files if i.status != "used"] + warnings
+    loaded.videos, loaded.mutual_frames, excl_applied = exclude(loaded, excl_list)
+    videos = loaded.videos
+    if loaded.duplicates:
+        warnings.append(f"{loaded.duplicates} video(s) appear in more than one results file: the first file's copy is used")
+    if loaded.no_valid:
+        bad = set(loaded.no_valid)
+        for m, i in sorted(bad):
+            warnings.append(f"{A.display_name(m)} ({i}) has no valid frames: left out of every analysis")
+        key = pd.MultiIndex.from_frame(videos[["method", "input"]].astype(str))
+        videos = videos[~key.isin(list(bad))]
+    if videos.empty:
+        raise Gaze4HRIError("no method has valid frames", "analyze RESULTS", "check the results' valid and error_deg columns")
+    cov = A.coverage(loaded.videos)
+    main, choice = A.select_inputs(videos)
+    n_subj = int(main["subject"].nunique())
+    if n_subj < min_subjects:
+        warnings.append(f"only {n_subj} subject(s), fewer than --min-subjects {min_subjects}: inferential analyses skipped, "
+                        "descriptive tables only")
+    ctx = Context(main, videos, loaded.mutual_frames, choice, loaded, alpha, prof, min_subjects)
+    return Prepared(ctx, loaded, cov, pipeline_profiles, prof, profile_source, excl_list, excl_applied, warnings)

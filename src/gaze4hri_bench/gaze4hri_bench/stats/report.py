@@ -27,8 +27,6 @@ from . import analyses as A
 from . import figures as F
 from . import layouts as L
 from . import plan as P
-from .exclusions import load_exclusions
-from .load import load_results
 from .profiles import get_profile
 from .status import build_status
 from .tables import to_html, to_latex, to_markdown
@@ -532,32 +530,11 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         from gaze4hri_core.errors import Gaze4HRIError
 
         raise Gaze4HRIError(f"--min-subjects {min_subjects} is too small", "analyze --min-subjects", "give 2 or more (a paired t-test needs 2 subjects; default 3)")
-    loaded = load_results([Path(p) for p in inputs])
-    pipeline_profiles, warnings = P.check_pipeline_profiles(loaded, allow_mixed_profiles)
-    prof, profile_source = P.resolve_profile(profile, pipeline_profiles)
-    excl_list = load_exclusions(exclusions or prof.exclusions)
-    warnings = [f"{Path(i.path).name} not used: {i.reason}" for i in loaded.files if i.status != "used"] + warnings
-    loaded.videos, loaded.mutual_frames, excl_applied = P.exclude(loaded, excl_list)
-    videos = loaded.videos
-    if loaded.duplicates:
-        warnings.append(f"{loaded.duplicates} video(s) appear in more than one results file: the first file's copy is used")
-    if loaded.no_valid:
-        bad = set(loaded.no_valid)
-        for m, i in sorted(bad):
-            warnings.append(f"{A.display_name(m)} ({i}) has no valid frames: left out of every analysis")
-        key = pd.MultiIndex.from_frame(videos[["method", "input"]].astype(str))
-        videos = videos[~key.isin(list(bad))]
-    if videos.empty:
-        from gaze4hri_core.errors import Gaze4HRIError
-
-        raise Gaze4HRIError("no method has valid frames", "analyze RESULTS", "check the results' valid and error_deg columns")
-    cov = A.coverage(loaded.videos)
-    main, choice = A.select_inputs(videos)
-    frames = loaded.mutual_frames
-    n_subj = int(main["subject"].nunique())
-    if n_subj < min_subjects:
-        warnings.append(f"only {n_subj} subject(s), fewer than --min-subjects {min_subjects}: inferential analyses skipped, descriptive tables only")
-    results = P.run_analyses(P.Context(main, videos, frames, choice, loaded, alpha, prof, min_subjects), _run)
+    pre = P.prepare([Path(p) for p in inputs], alpha, profile, exclusions, min_subjects, allow_mixed_profiles)
+    loaded, pipeline_profiles, warnings = pre.loaded, pre.pipeline_profiles, pre.warnings
+    prof, profile_source, excl_list, excl_applied = pre.profile, pre.profile_source, pre.exclusions, pre.exclusions_applied
+    videos, cov, main, choice, frames = pre.ctx.videos, pre.coverage, pre.ctx.main, pre.ctx.choice, pre.ctx.frames
+    results = P.run_analyses(pre.ctx, _run)
     # ---- tables
     written: list[Path] = []
     written += _write_table("coverage", cov, tdir, prof.caption(CAPTIONS["coverage"]))
