@@ -152,6 +152,9 @@ def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session
     tab = pd.read_parquet(report / "deviations" / "deviations.parquet")
     eff = tab.groupby("setting")["median_deg"].max()
     assert eff["no_ray_correction"] > 0.5 and eff["l2cs_first_head_as_pitch"] > 0.1 and eff["gazetr_eth_rgb"] == 0.0
+    org = pd.read_csv(report / "deviations" / "origin.csv")  # face-centre vs eye-midpoint origin
+    assert list(org["experiment"]) == ["illumination"] and 0.5 < org["median_deg"].iloc[0] < 10
+    assert "### Where rectified predictions start" in (report / "deviations" / "deviations.md").read_text()
     net = pd.read_parquet(report / "deviations" / "network.parquet")
     assert set(net["network"]) == {"random weights"} and set(net["method"]) == {"l2cs_gaze360", "gazetr_eth"}
     ne = net.groupby(["setting", "method", "input"])["median_deg"].max()
@@ -178,3 +181,67 @@ def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session
     assert cli(["deviations", "--data", str(session_root), "-m", "straight", "--out", str(tmp_path / "x")]) == 2
     assert cli(["deviations", "--data", str(session_root), "-m", "gat_gaze360", "--network", "on",
                 "--models-dir", str(tmp_path / "none"), "--out", str(tmp_path / "x")]) != 0
+
+
+def _tiny_run(data, models, out, prof, input_type="crop"):
+    """tiny_test through run_benchmark with a hand-made profile (jobs=: the loop is the one users run)."""
+    import pandas as pd
+    from gaze4hri_bench.methods import get_method
+    from gaze4hri_bench.pipeline.run import Job, RunConfig, run_benchmark
+    from gaze4hri_bench.pipeline.runtime import resolve_model
+
+    m = get_method("tiny_test", profile=prof)
+    cfg = RunConfig(methods=("tiny_test",), data=data, out=out, input=input_type, models_dir=models, progress=False,
+                    batch=4, profile=prof.name if ":" in prof.name else "reference")
+    run_benchmark(cfg, log=lambda *_: None, jobs=[Job(m, input_type, model=resolve_model(m.spec, models))])
+    df = pd.read_parquet(out / f"tiny_test__{input_type}.parquet")
+    return df, json.loads(pq.read_schema(out / f"tiny_test__{input_type}.parquet").metadata[METADATA_KEY])
+
+
+def _one(field, value):
+    from gaze4hri_bench.profiles import Setting, make_profile
+
+    return make_profile(f"test_{field}", "one field", (Setting(f"test_{field}", field, value, ("*",), "tests", "deliberate choice", "test"),))
+
+
+def test_clip_shift_and_smoothing_in_the_run_loop(session_root, tiny_models, run_out, tmp_path):
+    """A profile's clip_shift moves each prediction to frame f + shift; its smoothing
+    replaces frame f by normalize(a p[f] + (1-a)/2 (p[f-1] + p[f+1])): both checked against
+    the reference run of the same network on the same frames."""
+    ref = pq.read_table(run_out[0] / "tiny_test__crop.parquet").to_pandas()
+    P = ["pred_x", "pred_y", "pred_z"]
+    key = ["subject", "trial", "frame"]
+    shifted, _ = _tiny_run(session_root, tiny_models, tmp_path / "shift", _one("clip_shift", 2))
+    j = shifted.merge(ref.assign(frame=ref["frame"] + 2), on=key, suffixes=("", "_r"))
+    both = j[P].notna().all(axis=1) & j[[c + "_r" for c in P]].notna().all(axis=1)
+    assert both.sum() >= 20
+    np.testing.assert_allclose(j.loc[both, P].to_numpy(), j.loc[both, [c + "_r" for c in P]].to_numpy(), atol=1e-9)
+    assert shifted.loc[shifted["frame"] < 2, "pred_x"].isna().all()  # nothing to show before the shift
+    smooth, _ = _tiny_run(session_root, tiny_models, tmp_path / "smooth", _one("smoothing", 0.6))
+    for (_s, _t), g in ref.groupby(["subject", "trial"]):
+        r = g.set_index("frame")[P]
+        sm = smooth[(smooth["subject"] == _s) & (smooth["trial"] == _t)].set_index("frame")[P]
+        n = 0
+        for f in r.index:
+            if {f - 1, f, f + 1} <= set(r.dropna().index):
+                v = 0.6 * r.loc[f].to_numpy() + 0.2 * (r.loc[f - 1].to_numpy() + r.loc[f + 1].to_numpy())
+                np.testing.assert_allclose(sm.loc[f].to_numpy(), v / np.linalg.norm(v), atol=1e-9)
+                n += 1
+        assert n >= 8
+    assert not np.allclose(smooth[P].fillna(0).to_numpy(), ref.sort_values(key)[P].fillna(0).to_numpy())
+
+
+def test_a_frame_without_a_face_excludes_the_trial_under_the_study_rule(tiny_models, tmp_path):
+    """study:trial_needs_every_face drops the whole trial with a reason naming the frame
+    (log, provenance excluded_trials, every row no_face); reference loses only that frame."""
+    write_session(tmp_path / "s", "S01", [TrialSpec("illum100_P5", size=(320, 180), seconds=0.3, no_face=(4,))], tmp=tmp_path)
+    from gaze4hri_bench.profiles import get_profile
+
+    ref, md_r = _tiny_run(tmp_path / "s", tiny_models, tmp_path / "ref", get_profile("reference"))
+    assert ref.loc[ref["frame"] == 4, "invalid_reason"].item() == "no_face"
+    assert (ref.loc[ref["frame"] != 4, "valid"]).all() and not md_r["excluded_trials"]
+    st, md = _tiny_run(tmp_path / "s", tiny_models, tmp_path / "study", get_profile("study:trial_needs_every_face"))
+    assert md["profile"] == "study:trial_needs_every_face"
+    assert (st["invalid_reason"] == "no_face").all() and st["pred_x"].isna().all()
+    (why,) = md["excluded_trials"].values()
+    assert "frame 4" in str(why)

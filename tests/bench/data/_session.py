@@ -31,6 +31,7 @@ class TrialSpec:
     size: tuple[int, int] = (160, 90)
     encoding: str = "rgb8"
     drop: tuple[int, ...] = ()  # frame indices the camera counted but the bag lacks
+    no_face: tuple[int, ...] = ()  # frame indices rendered without the face (an empty grey frame)
     duplicate: tuple[int, ...] = ()  # frame indices written twice
     mocap_gap: tuple[float, float] | None = None  # (start, end) s with no head-band pose
     robot_gap: tuple[float, float] | None = None
@@ -200,6 +201,8 @@ def write_trial(session: Path, cal, spec: TrialSpec) -> tuple[Path, int]:
             if i in spec.drop:
                 continue
             img = render(spec.size, t)
+            if i in spec.no_face:
+                img[:] = 90
             data = img[..., ::-1] if spec.encoding == "bgr8" else img
             msg = g["sensor_msgs/msg/Image"](header=_header(ts, t_ns, "camera_color_optical_frame"), height=h, width=w,
                                              encoding=spec.encoding, is_bigendian=0, step=w * 3,

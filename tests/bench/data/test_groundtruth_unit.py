@@ -55,6 +55,7 @@ def test_frontal_face_geometry(cal):
     assert np.allclose(R, np.eye(3), atol=1e-9)
     assert np.allclose(r[["eye_cx", "eye_cy", "eye_cz"]].to_numpy(float), [0, 0, 0.5], atol=1e-9)
     assert np.allclose(r[["face_cx", "face_cy", "face_cz"]].to_numpy(float), [0, 0, 0.5] + EYE_TO_FACE_CENTRE_MM / 1000, atol=1e-9)
+    assert np.allclose(r[["target_cx", "target_cy", "target_cz"]].to_numpy(float), 0.0, atol=1e-9)  # mutual: the camera
 
 
 def test_head_turn_and_table_target(cal):
@@ -68,6 +69,11 @@ def test_head_turn_and_table_target(cal):
     assert r["gt_pitch_deg"] < -20 and abs(r["gt_yaw_deg"]) < 4.0  # H2 is 1 cm off the seat axis
     g = r[["gt_x", "gt_y", "gt_z"]].to_numpy(float)
     assert r["head_gaze_conflict_deg"] == pytest.approx(np.degrees(np.arccos(np.clip(g @ fwd, -1, 1))), abs=1e-6)
+    # the target in the camera frame is the surveyed marker, and the gaze points at it from the eyes
+    tgt = r[["target_cx", "target_cy", "target_cz"]].to_numpy(float)
+    assert np.allclose(tgt, T_wc.inv().apply(cal.targets["H2"]), atol=1e-9)
+    eye = r[["eye_cx", "eye_cy", "eye_cz"]].to_numpy(float)
+    assert np.allclose((tgt - eye) / np.linalg.norm(tgt - eye), g, atol=1e-9)
 
 
 def test_fk_equals_tcp(cal):

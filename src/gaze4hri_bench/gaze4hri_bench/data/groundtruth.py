@@ -46,7 +46,7 @@ R_REP_TO_CV_HEAD = np.array([[0.0, 0.0, -1.0], [1.0, 0.0, 0.0], [0.0, -1.0, 0.0]
 GT_COLUMNS = (
     ["frame", "t_ns", "frame_number", "gt_x", "gt_y", "gt_z", "gt_pitch_deg", "gt_yaw_deg",
      "head_gaze_conflict_deg", "camera_yaw_deg", "head_fwd_x", "head_fwd_y", "head_fwd_z",
-     "eye_cx", "eye_cy", "eye_cz", "face_cx", "face_cy", "face_cz"]
+     "eye_cx", "eye_cy", "eye_cz", "face_cx", "face_cy", "face_cz", "target_cx", "target_cy", "target_cz"]
     + [f"R_head_{i}{j}" for i in range(3) for j in range(3)]
     + ["valid", "invalid_reason"]
 )
@@ -306,6 +306,7 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
     fwd = normalize(np.einsum("nij,nj->ni", R_cw, R_we[:, :, 0]))
     R_head_cam = R_cw @ R_we @ R_REP_TO_CV_HEAD
     eye_c = np.einsum("nij,nj->ni", R_cw, eye_w - p_wc)
+    target_c = np.einsum("nij,nj->ni", R_cw, target_w - p_wc)
     face_c = eye_c + (np.einsum("nij,j->ni", R_head_cam, EYE_TO_FACE_CENTRE_MM / 1000.0) if options.face_center == "eth" else 0.0)
     py = np.degrees(vector_to_pitchyaw(g))
     conflict = np.asarray(angular_error_deg(fwd, g), float).reshape(n)
@@ -320,6 +321,7 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
         "head_fwd_x": fwd[:, 0], "head_fwd_y": fwd[:, 1], "head_fwd_z": fwd[:, 2],
         "eye_cx": eye_c[:, 0], "eye_cy": eye_c[:, 1], "eye_cz": eye_c[:, 2],
         "face_cx": face_c[:, 0], "face_cy": face_c[:, 1], "face_cz": face_c[:, 2],
+        "target_cx": target_c[:, 0], "target_cy": target_c[:, 1], "target_cz": target_c[:, 2],
     }
     for i in range(3):
         for j in range(3):
