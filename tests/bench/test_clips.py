@@ -72,3 +72,58 @@ def test_single_image_assembly_skips_frames_without_input():
     m = get_method("tiny_test")
     out = list(assemble(m, _stream(4, missing={2})))
     assert [s.frames for s in out] == [[100], [101], [103]]
+
+
+def _official_mcgaze(n: int, out) -> list[float]:
+    """MCGaze's official test loop re-derived from its description (tools/test_gaze360_gaze.py,
+    main(): clips of 7 every 4, the last clip the last 7 frames, the frames a new clip
+    shares with the video so far set to (old + new) / 2); ``out(clip, frame)`` a clip's
+    output for a frame."""
+    import math
+
+    num = 1 if n <= 7 else math.ceil((n - 7) / 4) + 1
+    video: list[float] = []
+    for c in range(num):
+        if c != num - 1:
+            frames, overlap = list(range(4 * c, 4 * c + 7)), 3
+        else:
+            frames = list(range(n - 7, n))
+            overlap = 7 - (n - 7) % 4 if (n - 7) % 4 else 3
+        vals = [out(c, f) for f in frames]
+        if c == 0:
+            video = vals
+            continue
+        video = video + vals[overlap:]
+        for k in range(overlap):
+            i = len(video) - 7 + k
+            video[i] = (video[i] + vals[k]) / 2
+    return video
+
+
+def test_mcgaze_overlaps_are_averaged_pairwise_as_its_official_test():
+    """Every video length from 7 to 40 with a different output per (clip, frame): our
+    windows combined per frame (clips.combine, as the run loop and live node do) equal the
+    official loop; a frame in three windows weighs them 1/4, 1/4, 1/2, not 1/3 each."""
+    from gaze4hri_bench.methods.clips import combine
+
+    pol = get_method("mcgaze").clip_policy
+    assert pol.overlap == "pairwise"
+    rng = np.random.default_rng(0)
+    for n in range(7, 41):
+        table = rng.normal(size=(20, n))
+        acc: dict[int, tuple] = {}
+        for c, s in enumerate(pol.starts(n)):
+            for f in pol.window(s, n):
+                acc[f] = combine(pol, acc.get(f), table[c, f])
+        ours = [acc[f][0] / acc[f][1] for f in range(n)]
+        np.testing.assert_allclose(ours, _official_mcgaze(n, lambda c, f: table[c, f]), atol=1e-12)
+    # n = 20: frame 13 lies in the windows starting at 8, 12 and 13
+    acc = {}
+    for v in (1.0, 2.0, 4.0):
+        acc[13] = combine(pol, acc.get(13), v)
+    assert acc[13][0] / acc[13][1] == 0.25 * 1 + 0.25 * 2 + 0.5 * 4
+    mean = SlidingWindow(7, 4)  # the plain mean, for contrast
+    a = None
+    for v in (1.0, 2.0, 4.0):
+        a = combine(mean, a, v)
+    assert a[0] / a[1] == 7 / 3

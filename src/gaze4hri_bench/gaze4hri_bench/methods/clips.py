@@ -3,14 +3,17 @@
 GaT (idiap/gaze3d): for frame f the window is f-3s .. f+4s (8 frames, s = stride);
 frames outside the video are black (cropped with the current box); the prediction for
 f is read at index 3. MCGaze (zgchen33/MCGaze): windows of 7 consecutive frames
-starting every 4 frames; each frame's prediction is the mean of the windows that
-cover it (edge frames repeated when the video is shorter than a window).
+starting every 4 frames, the last one ending at the last frame; overlaps are averaged
+pairwise in window order (zgchen33/MCGaze@0c681ba:tools/test_gaze360_gaze.py, main():
+clip_len 7, stride 4, the last clip the last 7 frames, overlap = (old + new) / 2: a
+frame in two windows gets 1/2, 1/2; one in three, at a video's end, 1/4, 1/4, 1/2). A video shorter than a window runs officially as a shorter clip; the ONNX
+graph has a fixed T = 7, so its edge frames are repeated instead.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CentredWindow", "SlidingWindow", "policy_for", "smooth_sequence"]
+__all__ = ["CentredWindow", "SlidingWindow", "policy_for", "smooth_sequence", "combine"]
 
 
 @dataclass(frozen=True)
@@ -39,11 +42,14 @@ class CentredWindow:
 @dataclass(frozen=True)
 class SlidingWindow:
     """Windows of ``length`` frames every ``step`` frames, covering the whole video;
-    overlapping predictions are averaged. Short videos repeat their edge frames."""
+    overlapping predictions are combined per ``overlap`` (``mean`` of every window, or
+    ``pairwise``: running (old + new) / 2 in window order). Short videos repeat their
+    edge frames."""
 
     length: int
     step: int
     pad: str = "edge"
+    overlap: str = "mean"
 
     def starts(self, n: int) -> list[int]:
         if n <= self.length:
@@ -74,6 +80,18 @@ def smooth_sequence(vectors, alpha: float):
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
+def combine(policy, prev: tuple | None, v) -> tuple:
+    """A frame's accumulator (sum, n; its value is sum / n) after one more window output
+    ``v``: the mean over windows, or a :class:`SlidingWindow` with ``overlap="pairwise"``'s
+    running pairwise mean."""
+    if prev is None:
+        return v, 1
+    s, n = prev
+    if getattr(policy, "overlap", "mean") == "pairwise":
+        return 0.5 * (s / n + v), 1
+    return s + v, n + 1
+
+
 def policy_for(spec, record=None) -> CentredWindow | SlidingWindow | None:
     """The clip policy of a spec under a profile record (profiles.MethodProfile; None:
     official): None for single images. ``causal``: windows f-T+1..f read at the last
@@ -86,5 +104,5 @@ def policy_for(spec, record=None) -> CentredWindow | SlidingWindow | None:
     if record is not None and record.clip == "causal":
         return CentredWindow(spec.clip_len, out_index=spec.clip_len - 1, stride=1)
     if spec.family == "mcgaze":
-        return SlidingWindow(spec.clip_len, step=4)
+        return SlidingWindow(spec.clip_len, step=4, overlap="pairwise")
     return CentredWindow(spec.clip_len, out_index=int(spec.out_index or 0), stride=spec.clip_stride)

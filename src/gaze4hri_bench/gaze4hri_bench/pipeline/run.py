@@ -26,7 +26,7 @@ from ..data import validity
 from ..faces.blinks import blink_source
 from ..methods import get_entry, get_method
 from ..methods.base import GazeMethod
-from ..methods.clips import smooth_sequence
+from ..methods.clips import combine, smooth_sequence
 from ..profiles import get_profile
 from . import results
 from .face_pass import (
@@ -187,6 +187,7 @@ def _infer(job: Job, batch: list[Sample], acc_sum: dict, acc_n: dict, times: Sta
     x = np.stack([s.tensor for s in batch])
     outs = job.runner.run(x)
     g = job.method.decode(outs)  # (B,3) or (B,T,3), network frame
+    pol = getattr(job.method, "clip_policy", None)
     for i, s in enumerate(batch):
         if g.ndim == 2:
             v = job.method.to_camera(g[i][None], s.to_cam[None])[0]
@@ -199,8 +200,7 @@ def _infer(job: Job, batch: list[Sample], acc_sum: dict, acc_n: dict, times: Sta
             if f is None:
                 continue
             v = job.method.to_camera(g[i, k][None], s.to_cam[k][None])[0]
-            acc_sum[f] = acc_sum.get(f, 0.0) + v
-            acc_n[f] = acc_n.get(f, 0) + 1
+            acc_sum[f], acc_n[f] = combine(pol, (acc_sum[f], acc_n[f]) if f in acc_sum else None, v)
     times.infer_s += time.perf_counter() - t0
 
 

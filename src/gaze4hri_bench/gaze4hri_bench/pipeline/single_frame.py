@@ -29,7 +29,7 @@ from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.gaze import normalize
 
 from ..methods import get_method
-from ..methods.clips import SlidingWindow
+from ..methods.clips import SlidingWindow, combine
 from .frames import Direct, Sample, assemble, frame_context
 
 __all__ = ["Estimate", "FrameEstimator", "mocap_geometry", "landmark_geometry", "LIVE_TRIAL"]
@@ -365,8 +365,7 @@ class FrameEstimator:
         return self._final([], sorted(done))
 
     def _add(self, f: int, v: np.ndarray) -> None:
-        s, n = self._acc.get(f, (0.0, 0))
-        self._acc[f] = (s + v, n + 1)
+        self._acc[f] = combine(self.method.clip_policy, self._acc.get(f), v)
 
     def _final(self, direct: list[Direct], frames: list[int]) -> list[Estimate]:
         for d in direct:
