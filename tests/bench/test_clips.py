@@ -116,7 +116,7 @@ def test_mcgaze_overlaps_are_averaged_pairwise_as_its_official_test():
             for f in pol.window(s, n):
                 acc[f] = combine(pol, acc.get(f), table[c, f])
         ours = [acc[f][0] / acc[f][1] for f in range(n)]
-        np.testing.assert_allclose(ours, _official_mcgaze(n, lambda c, f: table[c, f]), atol=1e-12)
+        np.testing.assert_allclose(ours, _official_mcgaze(n, lambda c, f, t=table: t[c, f]), atol=1e-12)
     # n = 20: frame 13 lies in the windows starting at 8, 12 and 13
     acc = {}
     for v in (1.0, 2.0, 4.0):

@@ -65,6 +65,27 @@ def test_registry_default_and_did_you_mean():
     assert "did you mean study" in str(e.value) and "\n" not in str(e.value)
 
 
+def test_one_setting_alone_is_a_profile_named_base_colon_setting():
+    """``study:SETTING`` is reference with exactly that field changed, for exactly the
+    methods the setting names; every setting of study has one; typos get a did-you-mean."""
+    ref, study = P.get_profile("reference"), P.get_profile("study")
+    for s in study.settings:
+        one = P.get_profile(f"study:{s.name}")
+        assert one.name == f"study:{s.name}" and one.settings == (s,) and one is P.get_profile(f"STUDY:{s.name}")
+        for m, r in one.records.items():
+            applies = s.methods == ("*",) or m in s.methods
+            diff = {f for f in r.__dataclass_fields__ if getattr(r, f) != getattr(ref.records[m], f)}
+            assert diff == ({s.field} if applies and getattr(ref.records[m], s.field) != s.value else set()), (s.name, m)
+    assert P.single_setting_names() == [f"study:{s.name}" for s in study.settings]
+    with pytest.raises(Gaze4HRIError) as e:
+        P.get_profile("study:no_ray_corection")
+    assert "did you mean no_ray_correction" in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(Gaze4HRIError, match="did you mean study"):
+        P.get_profile("studdy:no_ray_correction")
+    with pytest.raises(Gaze4HRIError, match="has no setting"):
+        P.get_profile("reference:no_ray_correction")
+
+
 def test_a_profile_lacking_a_method_or_with_a_bad_value_is_refused_at_load_time():
     ref = P.get_profile("reference")
     partial = {k: v for k, v in ref.records.items() if k != "gat_gaze360"}
