@@ -23,12 +23,13 @@ def _analyses(folder):
 
 
 def test_findings_are_keyed_once_and_follow_alpha(small_results):
-    f = findings(_analyses(small_results), 0.05)
+    an = _analyses(small_results)
+    f = findings(an, 0.05)
     assert len(f) > 100 and f["significant"].any() and (~f["significant"]).any()
     assert not f.duplicated(["analysis", "table", "key"]).any()
     assert (f["significant"] == (f["p"] < 0.05)).all()
     assert {"illumination_pairwise", "viewpoint", "conflict_pairwise", "crop_vs_rectified"} <= set(f["table"])
-    strict = findings(_analyses(small_results), 1e-9)
+    strict = findings(an, 1e-9)
     assert strict["significant"].sum() < f["significant"].sum()
 
 
