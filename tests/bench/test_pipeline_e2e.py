@@ -179,6 +179,7 @@ def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session
     assert "Pipeline sensitivity" in html
     assert cli(["deviations", "--data", str(session_root), "--stride", "0", "--out", str(tmp_path / "x")]) == 2
     assert cli(["deviations", "--data", str(session_root), "-m", "straight", "--out", str(tmp_path / "x")]) == 2
+    assert cli(["deviations", "--data", str(session_root), "--alpha", "1.5", "--out", str(tmp_path / "x")]) == 2
     assert cli(["deviations", "--data", str(session_root), "-m", "gat_gaze360", "--network", "on",
                 "--models-dir", str(tmp_path / "none"), "--out", str(tmp_path / "x")]) != 0
 

@@ -354,7 +354,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"networks (default all: {', '.join(SPECS)})")
     p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects (default: every subject in --data)")
     p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids, e.g. illum100_P5 arc_P3 (default: every trial)")
-    p.add_argument("--stride", type=int, default=5, metavar="N", help="every N-th frame (default 5)")
+    p.add_argument("--stride", type=int, default=5, metavar="N", help="the oracle: every N-th frame (default 5; the runs with the networks use every frame)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default {DEFAULT_OUT})")
     g = p.add_argument_group("with the networks (each setting through `run`, where weights are present)")
     g.add_argument("--network", choices=("auto", "on", "off"), default="auto",
@@ -390,6 +390,9 @@ def main(args: argparse.Namespace) -> int:
         methods.append(e.name)
     if args.stride < 1:
         raise Gaze4HRIError("--stride must be >= 1", "gaze4hri-bench deviations", "e.g. --stride 5")
+    if not 0 < args.alpha < 1 or args.min_subjects < 2 or args.batch < 1:
+        raise Gaze4HRIError(f"--alpha {args.alpha}, --min-subjects {args.min_subjects}, --batch {args.batch}: out of range",
+                            "gaze4hri-bench deviations", "alpha in (0, 1) e.g. 0.05, --min-subjects >= 2, --batch >= 1")
     if not args.data.is_dir():
         raise Gaze4HRIError(f"data folder {args.data} does not exist", "--data",
                             "pass a folder of recorded sessions, or create the demo data with `gaze4hri-bench demo`")
