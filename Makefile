@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make demo   - simulated session -> benchmark -> report (out/demo)"
 	@echo "make test   - the default test suite (no hardware, no GPU)"
-	@echo "make test-long - the long tier (whole 63-trial session, MCGaze export, SIGTERM; ~12 min)"
+	@echo "make test-long - the long tier (whole 63-trial session, MCGaze export, GaT direct export, SIGTERM; ~12 min)"
 	@echo "make lint   - ruff"
 	@echo "make bench  - performance benchmarks (benchmarks/, figures in docs/PERFORMANCE.md)"
 

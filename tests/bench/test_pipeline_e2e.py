@@ -138,17 +138,24 @@ def test_profile_study_end_to_end(session_root, tiny_models, tmp_path, run_out):
 def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session_root, run_out, tiny_models, tmp_path):
     """`gaze4hri-bench deviations --out REPORT/deviations` on recorded sessions: the oracle
     (a perfect network), then every setting through `run --profile study:SETTING` with the
-    networks whose weights are present (here tiny gradient networks: random weights), then
+    networks whose weights are present (here a tiny gradient GazeTR: random weights), then
     `analyze` into REPORT: the report shows the settings, both measurements and the figure.
     A setting the oracle sees (no ray correction on crops) has a non-zero effect, one it
     cannot see (the face box's margin) zero with the oracle and non-zero with a network. Bad input
     is one line."""
+    import shutil
+
     import pandas as pd
     from gaze4hri_bench.stats.report import analyze
+    from gaze4hri_bench.zoo import store
 
     report = tmp_path / "report"
+    models = tmp_path / "models"  # weights for gazetr_eth only: the other network is measured by the oracle alone
+    models.mkdir()
+    shutil.copy2(tiny_models / "gazetr_eth.onnx", models / "gazetr_eth.onnx")
+    store.write_record(models, "gazetr_eth", store.read_records(tiny_models)["gazetr_eth"])
     assert cli(["deviations", "--data", str(session_root), "-m", "l2cs_gaze360", "-m", "gazetr_eth", "--stride", "3",
-                "--models-dir", str(tiny_models), "--trials", "illum100_P5", "--out", str(report / "deviations")]) == 0
+                "--models-dir", str(models), "--trials", "illum100_P5", "--out", str(report / "deviations")]) == 0
     tab = pd.read_parquet(report / "deviations" / "deviations.parquet")
     eff = tab.groupby("setting")["median_deg"].max()
     assert eff["no_ray_correction"] > 0.5 and eff["l2cs_first_head_as_pitch"] > 0.1 and eff["gazetr_eth_rgb"] == 0.0
@@ -156,12 +163,13 @@ def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session
     assert list(org["experiment"]) == ["illumination"] and 0.5 < org["median_deg"].iloc[0] < 10
     assert "### Where rectified predictions start" in (report / "deviations" / "deviations.md").read_text()
     net = pd.read_parquet(report / "deviations" / "network.parquet")
-    assert set(net["network"]) == {"random weights"} and set(net["method"]) == {"l2cs_gaze360", "gazetr_eth"}
+    assert set(net["network"]) == {"random weights"} and set(net["method"]) == {"gazetr_eth"}
     ne = net.groupby(["setting", "method", "input"])["median_deg"].max()
-    assert ne["box_margin_10pct", "l2cs_gaze360", "crop"] > 0.01  # the crop: blind oracle, not a network
-    assert ne["no_ray_correction", "l2cs_gaze360", "crop"] > 0.5
+    assert ne["box_margin_10pct", "gazetr_eth", "crop"] > 0.01  # the crop: blind oracle, not a network
+    assert ne["no_ray_correction", "gazetr_eth", "crop"] > 0.5
     assert ne["denorm_inverse_warp", "gazetr_eth", "crop"] == 0.0  # a crop is not de-normalized
-    assert "gazetr_eth_rgb" not in set(net.loc[net["method"] == "l2cs_gaze360", "setting"])
+    assert ne["denorm_inverse_warp", "gazetr_eth", "rectified"] > 0.01
+    assert "l2cs_first_head_as_pitch" not in set(net["setting"])  # l2cs has no weights here
     sig = pd.read_parquet(report / "deviations" / "significance.parquet")
     assert sig["note"].str.contains("fewer than 3 subjects").all()  # one subject: no test to change
     runs = sorted(p.name for p in (report / "deviations" / "runs").iterdir())
@@ -184,7 +192,7 @@ def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session
                 "--models-dir", str(tmp_path / "none"), "--out", str(tmp_path / "x")]) != 0
 
 
-def _tiny_run(data, models, out, prof, input_type="crop"):
+def _tiny_run(data, models, out, prof, input_type="crop", share_faces=None):
     """tiny_test through run_benchmark with a hand-made profile (jobs=: the loop is the one users run)."""
     import pandas as pd
     from gaze4hri_bench.methods import get_method
@@ -192,6 +200,10 @@ def _tiny_run(data, models, out, prof, input_type="crop"):
     from gaze4hri_bench.pipeline.runtime import resolve_model
 
     m = get_method("tiny_test", profile=prof)
+    if share_faces is not None:  # the reference run's face tables: detect once (as `deviations` does)
+        from gaze4hri_bench.pipeline.deviations_real import _share_face_cache
+
+        _share_face_cache(share_faces, out)
     cfg = RunConfig(methods=("tiny_test",), data=data, out=out, input=input_type, models_dir=models, progress=False,
                     batch=4, profile=prof.name if ":" in prof.name else "reference")
     run_benchmark(cfg, log=lambda *_: None, jobs=[Job(m, input_type, model=resolve_model(m.spec, models))])
@@ -212,13 +224,13 @@ def test_clip_shift_and_smoothing_in_the_run_loop(session_root, tiny_models, run
     ref = pq.read_table(run_out[0] / "tiny_test__crop.parquet").to_pandas()
     P = ["pred_x", "pred_y", "pred_z"]
     key = ["subject", "trial", "frame"]
-    shifted, _ = _tiny_run(session_root, tiny_models, tmp_path / "shift", _one("clip_shift", 2))
+    shifted, _ = _tiny_run(session_root, tiny_models, tmp_path / "shift", _one("clip_shift", 2), share_faces=run_out[0])
     j = shifted.merge(ref.assign(frame=ref["frame"] + 2), on=key, suffixes=("", "_r"))
     both = j[P].notna().all(axis=1) & j[[c + "_r" for c in P]].notna().all(axis=1)
     assert both.sum() >= 20
     np.testing.assert_allclose(j.loc[both, P].to_numpy(), j.loc[both, [c + "_r" for c in P]].to_numpy(), atol=1e-9)
     assert shifted.loc[shifted["frame"] < 2, "pred_x"].isna().all()  # nothing to show before the shift
-    smooth, _ = _tiny_run(session_root, tiny_models, tmp_path / "smooth", _one("smoothing", 0.6))
+    smooth, _ = _tiny_run(session_root, tiny_models, tmp_path / "smooth", _one("smoothing", 0.6), share_faces=run_out[0])
     for (_s, _t), g in ref.groupby(["subject", "trial"]):
         r = g.set_index("frame")[P]
         sm = smooth[(smooth["subject"] == _s) & (smooth["trial"] == _t)].set_index("frame")[P]
