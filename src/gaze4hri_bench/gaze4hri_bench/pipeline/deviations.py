@@ -423,7 +423,8 @@ def main(args: argparse.Namespace) -> int:
         runs = args.runs or args.out / "runs"
         folders = R.run_variants(vs, args.data, runs, models_dir=args.models_dir, device=args.device, batch=args.batch,
                                  detector=args.detector, subjects=args.subjects, trials=args.trials,
-                                 data_format=args.data_format)
+                                 data_format=args.data_format, log=lambda m: print(m, flush=True),
+                                 progress=sys.stderr.isatty())
         net = pd.concat([R.frame_effects(folders["reference"], folders[v.label], v, present) for v in vs[1:]],
                         ignore_index=True)
         sig, changes = R.significance_changes(folders["reference"], folders, vs, args.alpha, args.min_subjects)

@@ -75,8 +75,10 @@ def variants(profile: str, methods: list[str]) -> list[Variant]:
 
 
 def run_variants(vs: list[Variant], data: Path, runs: Path, *, models_dir=None, device="auto", batch=8,
-                 detector="auto", subjects=None, trials=None, data_format="auto", log=print) -> dict[str, Path]:
-    """Run every variant (the reference one with the baselines too); {label: folder}."""
+                 detector="auto", subjects=None, trials=None, data_format="auto", log=print,
+                 progress: bool = False) -> dict[str, Path]:
+    """Run every variant (the reference one with the baselines too); {label: folder}.
+    ``progress``: `run`'s bars per job on stderr (a terminal)."""
     from .run import RunConfig, run_benchmark
 
     out = {}
@@ -85,10 +87,10 @@ def run_variants(vs: list[Variant], data: Path, runs: Path, *, models_dir=None, 
         if out:  # the first run's face tables (same detector and frames): detect once, not per setting
             _share_face_cache(out[vs[0].label], folder)
         ms = v.methods + (BASELINES if v.profile == "reference" else ())
-        log(f"deviations: {v.label}: run --profile {v.profile} ({', '.join(v.methods)})")
+        log(f"deviations: {len(out) + 1}/{len(vs)} {v.label}: run --profile {v.profile} ({', '.join(v.methods)})")
         cfg = RunConfig(methods=ms, data=data, out=folder, input="both", detector=detector,
                         subjects=tuple(subjects) if subjects else None, trials=tuple(trials) if trials else None,
-                        device=device, batch=batch, models_dir=models_dir, progress=False, data_format=data_format,
+                        device=device, batch=batch, models_dir=models_dir, progress=progress, data_format=data_format,
                         profile=v.profile, command_line=f"gaze4hri-bench deviations ({v.profile})")
         run_benchmark(cfg, log=lambda m: None)
         out[v.label] = folder
