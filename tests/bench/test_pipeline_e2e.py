@@ -201,9 +201,9 @@ def _tiny_run(data, models, out, prof, input_type="crop", share_faces=None):
 
     m = get_method("tiny_test", profile=prof)
     if share_faces is not None:  # the reference run's face tables: detect once (as `deviations` does)
-        from gaze4hri_bench.pipeline.deviations_real import _share_face_cache
+        from gaze4hri_bench.pipeline.deviations_real import share_face_cache
 
-        _share_face_cache(share_faces, out)
+        share_face_cache(share_faces, out)
     cfg = RunConfig(methods=("tiny_test",), data=data, out=out, input=input_type, models_dir=models, progress=False,
                     batch=4, profile=prof.name if ":" in prof.name else "reference")
     run_benchmark(cfg, log=lambda *_: None, jobs=[Job(m, input_type, model=resolve_model(m.spec, models))])

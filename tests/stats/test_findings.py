@@ -12,14 +12,13 @@ import pytest
 from gaze4hri_bench.pipeline.deviations_real import Variant, significance_changes
 from gaze4hri_bench.stats import plan as P
 from gaze4hri_bench.stats.findings import changed_findings, findings
-from gaze4hri_bench.stats.report import _run
 
 pytestmark = pytest.mark.unit
 
 
 def _analyses(folder):
     pre = P.prepare(sorted(folder.glob("*.parquet")), 0.05, "reference", None, 3, allow_mixed=True)
-    return P.run_analyses(pre.ctx, _run)
+    return P.run_analyses(pre.ctx)
 
 
 def test_findings_are_keyed_once_and_follow_alpha(small_results):

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 
-__all__ = ["add_arguments", "main", "deviation_table", "frame_geometries", "origin_table", "report_section", "DEFAULT_OUT",
+__all__ = ["add_arguments", "main", "deviation_table", "frame_geometries", "trial_truths", "origin_table", "report_section", "DEFAULT_OUT",
            "REPORT_SUBDIR"]
 
 DEFAULT_OUT = Path("out/deviations")
@@ -52,6 +52,25 @@ def frame_geometries(ds, tref) -> tuple[list, pd.DataFrame]:
     geos = [FrameGeometry(K, size, e[i], c[i], R[i], g[i], face_box_from_geometry(K, c[i], shape=(size[1], size[0])))
             for i in range(len(rows))]
     return geos, rows
+
+
+def trial_truths(ds, trefs) -> list[tuple]:
+    """(trial ref, experiment, FrameGeometry per valid frame, valid ground-truth rows) per
+    trial with valid frames: each trial's ground truth is computed once, for the oracle
+    table and the origin table alike."""
+    from gaze4hri_core.protocol import trial_by_id
+
+    out = []
+    for t in trefs:
+        geos, rows = frame_geometries(ds, t)
+        if not geos:
+            continue
+        try:
+            exp = trial_by_id(t.trial).experiment
+        except KeyError:
+            exp = "unknown"
+        out.append((t, exp, geos, rows))
+    return out
 
 
 def _sequence(m, geos, frames, sel, it) -> np.ndarray:
@@ -95,29 +114,21 @@ def _variants(profile_name: str):
     return out
 
 
-def deviation_table(ds, trefs, methods: list[str], profile: str = "study", inputs=("crop", "rectified"),
+def deviation_table(truths: list[tuple], methods: list[str], profile: str = "study", inputs=("crop", "rectified"),
                     stride: int = 1, log=print) -> pd.DataFrame:
     """Per (setting, method, input, experiment): frames, median and 95th percentile of
     the angular effect (deg: the variant's output vs ``reference``'s, both with the
-    oracle), and whether a perfect network sees the setting. ``ds`` is read at full
-    rate (a shift or smoothing is in frames); every ``stride``-th valid frame is
-    evaluated."""
+    oracle), and whether a perfect network sees the setting. ``truths``: trial_truths of
+    data read at full rate (a shift or smoothing is in frames); every ``stride``-th
+    valid frame is evaluated."""
     from gaze4hri_core.gaze import angular_error_deg
-    from gaze4hri_core.protocol import trial_by_id
 
     from ..methods import get_method
     from ..profiles import get_profile
 
     variants = _variants(profile)
     recs = []
-    for t in trefs:
-        geos, rows = frame_geometries(ds, t)
-        if not geos:
-            continue
-        try:
-            exp = trial_by_id(t.trial).experiment
-        except KeyError:
-            exp = "unknown"
+    for t, exp, geos, rows in truths:
         frames = rows["frame"].to_numpy(np.int64)
         sel = np.arange(0, len(geos), stride)
         ref = {(name, it): _sequence(get_method(name, profile=get_profile("reference")), geos, frames, sel, it)
@@ -150,34 +161,27 @@ def deviation_table(ds, trefs, methods: list[str], profile: str = "study", input
     return tab
 
 
-def origin_table(ds, trefs) -> pd.DataFrame:
+def origin_table(truths: list[tuple]) -> pd.DataFrame:
     """Where rectified predictions start: per experiment, the angle between the gaze from
     the ETH face centre to the target (what a perfect network trained on normalized labels
     answers on a patch centred there: Zhang, Sugano, Bulling, ETRA 2018, Sec. 3, labels
     g_n = R (t - c) with c the face centre) and the ground truth from the eye midpoint
-    (Sezer et al., the ground-truth gaze vector); frames valid, deg. Under ``study`` (rect_eye_midpoint) the patch is centred on the eye midpoint
-    and this cost is ~0."""
+    (Sezer et al., the ground-truth gaze vector); valid frames of ``truths``
+    (trial_truths), deg. Under ``study`` (rect_eye_midpoint) the patch is centred on the
+    eye midpoint and this cost is ~0."""
     from gaze4hri_core.gaze import angular_error_deg, normalize
-    from gaze4hri_core.protocol import trial_by_id
 
+    need = ["target_cx", "target_cy", "target_cz", "face_cx", "face_cy", "face_cz", "gt_x", "gt_y", "gt_z"]
     recs = []
-    for t in trefs:
-        gt = ds.trial_ground_truth(t)
-        need = ["target_cx", "target_cy", "target_cz", "face_cx", "face_cy", "face_cz", "gt_x", "gt_y", "gt_z"]
-        if any(c not in gt.columns for c in need):
+    for _t, exp, _geos, r in truths:
+        if any(c not in r.columns for c in need):
             continue
-        r = gt[gt["valid"].astype(bool)]
         tgt = r[need[:3]].to_numpy(float)
         face = r[need[3:6]].to_numpy(float)
         ok = np.isfinite(tgt).all(1) & np.isfinite(face).all(1)
-        if not ok.any():
-            continue
-        a = np.asarray(angular_error_deg(normalize(tgt[ok] - face[ok]), r[need[6:]].to_numpy(float)[ok]), float).reshape(-1)
-        try:
-            exp = trial_by_id(t.trial).experiment
-        except KeyError:
-            exp = "unknown"
-        recs.append((exp, a))
+        if ok.any():
+            recs.append((exp, np.asarray(angular_error_deg(normalize(tgt[ok] - face[ok]), r[need[6:]].to_numpy(float)[ok]),
+                                         float).reshape(-1)))
     rows = []
     for exp in sorted({e for e, _ in recs}):
         a = np.concatenate([x for e, x in recs if e == exp])
@@ -403,8 +407,9 @@ def main(args: argparse.Namespace) -> int:
     trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
     if not trefs:
         raise Gaze4HRIError(f"no recorded trials under {args.data}", "--data", "check --subjects/--trials")
-    tab = deviation_table(ds, trefs, methods, args.profile, stride=args.stride)
-    origin = origin_table(ds, trefs)
+    truths = trial_truths(ds, trefs)
+    tab = deviation_table(truths, methods, args.profile, stride=args.stride)
+    origin = origin_table(truths)
     args.out.mkdir(parents=True, exist_ok=True)
     origin.to_csv(args.out / "origin.csv", index=False)
     command = "gaze4hri-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:])

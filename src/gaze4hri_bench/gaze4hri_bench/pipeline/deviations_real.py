@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 
-__all__ = ["Variant", "networks_present", "variants", "run_variants", "frame_effects", "significance_changes",
+__all__ = ["Variant", "networks_present", "variants", "run_variants", "share_face_cache", "frame_effects", "significance_changes",
            "BASELINES"]
 
 #: weight-free baselines run once under reference: every report compares against them
@@ -85,7 +85,7 @@ def run_variants(vs: list[Variant], data: Path, runs: Path, *, models_dir=None, 
     for v in vs:
         folder = runs / v.folder
         if out:  # the first run's face tables (same detector and frames): detect once, not per setting
-            _share_face_cache(out[vs[0].label], folder)
+            share_face_cache(out[vs[0].label], folder)
         ms = v.methods + (BASELINES if v.profile == "reference" else ())
         log(f"deviations: {len(out) + 1}/{len(vs)} {v.label}: run --profile {v.profile} ({', '.join(v.methods)})")
         cfg = RunConfig(methods=ms, data=data, out=folder, input="both", detector=detector,
@@ -97,7 +97,7 @@ def run_variants(vs: list[Variant], data: Path, runs: Path, *, models_dir=None, 
     return out
 
 
-def _share_face_cache(src: Path, dst: Path) -> None:
+def share_face_cache(src: Path, dst: Path) -> None:
     """Hard-link (else copy) the face tables of ``src``'s run into ``dst``'s cache; a
     table keyed by a profile's face rule is only reused by a run with the same rule."""
     import os
@@ -170,11 +170,10 @@ def significance_changes(ref: Path, folders: dict[str, Path], vs: list[Variant],
     ``reference`` analysis profile, on reference's results and on each variant's set."""
     from ..stats import plan as P
     from ..stats.findings import changed_findings, findings
-    from ..stats.report import _run
 
     def run(files: list[Path]):
         pre = P.prepare(files, alpha, "reference", None, min_subjects, allow_mixed=True)
-        return findings(P.run_analyses(pre.ctx, _run), alpha)
+        return findings(P.run_analyses(pre.ctx), alpha)
 
     base = run(_result_set(ref, None, None))
     summary, changes = [], []

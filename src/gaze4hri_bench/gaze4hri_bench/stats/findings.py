@@ -16,8 +16,9 @@ __all__ = ["findings", "changed_findings", "P_COLUMNS"]
 
 #: corrected p-value columns, first present wins
 P_COLUMNS = ("p_holm", "p_adj")
-#: signed effect columns, first present wins (the direction of a significant result)
-_DIRECTION = ("mean_diff", "diff", "slope", "mean")
+#: signed effect columns, first present wins (the direction of a significant result;
+#: the conflict table's slope test is one-sided, its mean slope the direction)
+_DIRECTION = ("mean_diff", "slope_mean")
 #: identifying columns that hold numbers
 _NUMERIC_KEYS = ("level", "row", "col", "level_a", "level_b", "point", "point_a", "point_b")
 #: labels that are derived from other columns, not identity
@@ -45,8 +46,7 @@ def findings(analyses, alpha: float) -> pd.DataFrame:
                 continue
             keys = _key_columns(df)
             dcol = next((c for c in _DIRECTION if c in df.columns and pd.api.types.is_numeric_dtype(df[c])), None)
-            for r in df.itertuples(index=False):
-                d = r._asdict()
+            for d in df.to_dict("records"):
                 p = float(d[pcol]) if d[pcol] is not None and np.isfinite(d[pcol]) else np.nan
                 if not np.isfinite(p):  # no test ran for this row (too few subjects or pairs)
                     continue

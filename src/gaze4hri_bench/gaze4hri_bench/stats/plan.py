@@ -16,7 +16,7 @@ from .exclusions import Exclusions, apply_exclusions, load_exclusions
 from .load import LoadedResults, load_results
 from .profiles import PROFILES, AnalysisProfile, get_profile
 
-__all__ = ["Context", "Prepared", "ANALYSES", "check_pipeline_profiles", "resolve_profile", "exclude", "prepare", "run_analyses"]
+__all__ = ["Context", "Prepared", "ANALYSES", "check_pipeline_profiles", "resolve_profile", "exclude", "prepare", "isolated", "run_analyses"]
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,20 @@ def exclude(loaded: LoadedResults, excl: Exclusions) -> tuple[pd.DataFrame, pd.D
     return videos, frames, applied
 
 
-def run_analyses(ctx: Context, run: Callable[..., A.Analysis]) -> list[A.Analysis]:
-    """Every registered analysis through ``run(fn, ctx, name=...)`` (the report's failure isolation)."""
+def isolated(fn, *args, name: str, **kw) -> A.Analysis:
+    """Run one analysis so that a failure in it leaves the others standing (reported as
+    status ``failed`` with the error, not hidden)."""
+    try:
+        return fn(*args, **kw)
+    except Exception as e:  # noqa: BLE001 - isolation by design, the error is reported
+        a = A.Analysis(name, name)
+        a.status = "failed"
+        a.skipped = [f"{type(e).__name__}: {e}"]
+        return a
+
+
+def run_analyses(ctx: Context, run: Callable[..., A.Analysis] = isolated) -> list[A.Analysis]:
+    """Every registered analysis through ``run(fn, ctx, name=...)`` (default: :func:`isolated`)."""
     return [run(fn, ctx, name=name) for name, fn in ANALYSES.items()]
 
 

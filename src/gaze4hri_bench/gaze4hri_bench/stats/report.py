@@ -477,17 +477,6 @@ def _write_layout(lay: L.Layout, tdir: Path) -> list[Path]:
     return paths
 
 
-def _run(fn, *args, name: str, **kw) -> A.Analysis:
-    """Run one analysis so that a failure in it leaves the others standing (reported, not hidden)."""
-    try:
-        return fn(*args, **kw)
-    except Exception as e:  # noqa: BLE001 - isolation by design, the error is reported
-        a = A.Analysis(name, name)
-        a.status = "failed"
-        a.skipped = [f"{type(e).__name__}: {e}"]
-        return a
-
-
 def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool = True, profile: str = "auto",
             exclusions: str | None = None, min_subjects: int = A.MIN_SUBJECTS, allow_mixed_profiles: bool = False) -> dict:
     """Run every analysis of the study on per-frame results and write the report.
@@ -534,7 +523,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     loaded, pipeline_profiles, warnings = pre.loaded, pre.pipeline_profiles, pre.warnings
     prof, profile_source, excl_list, excl_applied = pre.profile, pre.profile_source, pre.exclusions, pre.exclusions_applied
     videos, cov, main, choice, frames = pre.ctx.videos, pre.coverage, pre.ctx.main, pre.ctx.choice, pre.ctx.frames
-    results = P.run_analyses(pre.ctx, _run)
+    results = P.run_analyses(pre.ctx)
     # ---- tables
     written: list[Path] = []
     written += _write_table("coverage", cov, tdir, prof.caption(CAPTIONS["coverage"]))
