@@ -91,7 +91,7 @@ def test_fixed_trial_contents(short_session):
     assert kinds[0] == "start" and kinds[-1] == "stop"
     assert ev[0]["target"] == "P1" and ev[0]["condition"] == "10" and ev[0]["illumination"] == 10
     # simulator truth travels with the frames
-    assert len(by[Topics.SIM_GAZE_TRUTH]) == len(imgs)
+    assert len(by[Topics.SIM_GAZE_TRUTH]) == len(by[Topics.FRAME_META]) == len(imgs)
 
 
 @pytest.mark.replay

@@ -62,6 +62,10 @@ _STAMP_FROM = {Topics.FRAME_META: Topics.IMAGE, Topics.SIM_BLINK_TRUTH: Topics.I
 _RECEIPT_TIME = {Topics.DIAGNOSTICS, Topics.SAFETY}
 RECORDED_TOPICS = {t: ty for t, ty in MSG_TYPES.items() if t not in TF_TYPES}  # subscribed; /tf and /tf_static are derived (tf.py)
 _POSE_TAIL_NS = 20_000_000
+# Streams published with each camera frame, right after its image: a stop waits until
+# each of them has caught up with the last image inside the window (_await_frame_companions)
+_FRAME_COMPANIONS = (Topics.FRAME_META, Topics.SIM_GAZE_TRUTH, Topics.SIM_BLINK_TRUTH)
+_COMPANION_WAIT_S = 1.0
 
 PARAMS = (
     Param("compression", "none", "MCAP chunk compression (lossless either way)", COMPRESSIONS),
@@ -95,6 +99,8 @@ class RecorderNode(ControlMixin, Node):
         self._recent: dict[str, deque] = {}  # pose topic -> its latest samples, for the trial window's head
         self._ballast: DiskBallast | None = None  # held while a trial records (ballast.py)
         self._last_by_topic: dict[str, int] = {}
+        self._frame_stamps: dict[str, deque] = {}  # frame-bound topic -> stamps accepted into this trial
+        self._frames_cv = threading.Condition()
         self._start_ns = 0
         self._end_ns: int | None = None
         self._q: queue.Queue = queue.Queue()
@@ -149,7 +155,34 @@ class RecorderNode(ControlMixin, Node):
             return
         if not pose:
             t = max(t, self._start_ns)
+        # an image is announced before it is queued and its companions after: a stop
+        # that has seen every companion of the last image puts its barrier behind all of them
+        if topic == Topics.IMAGE:
+            self._note_frame(topic, t)
         self._enqueue(bag, topic, t, data)
+        if topic in _FRAME_COMPANIONS:
+            self._note_frame(topic, t)
+
+    def _note_frame(self, topic: str, t: int) -> None:
+        with self._frames_cv:
+            self._frame_stamps.setdefault(topic, deque(maxlen=64)).append(t)
+            self._frames_cv.notify_all()
+
+    def _await_frame_companions(self, end_ns: int | None, timeout_s: float = _COMPANION_WAIT_S) -> list[str]:
+        """Wait until each frame-bound stream (metadata, simulator truth) has delivered its
+        message for the last image inside the window: the camera publishes them one after
+        another, so a stop arriving between them would keep a frame without its metadata
+        or truth. Returns the streams still behind at the timeout (a camera that stalled)."""
+        def behind() -> list[str]:
+            imgs = [t for t in self._frame_stamps.get(Topics.IMAGE, ()) if end_ns is None or t <= end_ns]
+            if not imgs:
+                return []
+            last = imgs[-1]
+            return [c for c in _FRAME_COMPANIONS if c in self._frame_stamps and self._frame_stamps[c][-1] < last]
+
+        with self._frames_cv:
+            self._frames_cv.wait_for(lambda: not behind(), timeout=timeout_s)
+            return behind()
 
     def _enqueue(self, bag: TrialBag, topic: str, t: int, data: bytes) -> None:
         """Queue one message (and a pose's /tf twin) for the writer thread; a full queue
@@ -260,6 +293,8 @@ class RecorderNode(ControlMixin, Node):
         # published a sample inside it before the bag existed
         self._start_ns = max(int(req.get("start_ns", 0)), self.latest_ns + 1)
         self._end_ns = None
+        with self._frames_cv:
+            self._frame_stamps = {}
         for topic, (_t, data) in self._latched.items():  # CameraInfo once per trial even if published before it began
             self._on_data_direct(bag, topic, max(self._start_ns, _t), data)
         if static is not None:
@@ -302,6 +337,9 @@ class RecorderNode(ControlMixin, Node):
             return {"counts": {}, "note": "not recording"}
         if req.get("end_ns") is not None:
             self._end_ns = int(req["end_ns"])
+        late = self._await_frame_companions(self._end_ns)
+        if late:
+            self.get_logger().warning(f"{self.trial}: stopped without the last frame's {', '.join(late)} (not delivered within {_COMPANION_WAIT_S:g} s)")
         barrier = threading.Event()
         with self._put_lock:
             self._q.put(barrier)
