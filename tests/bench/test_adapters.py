@@ -43,7 +43,8 @@ def _net_angles(m, runner, tensors: list[np.ndarray]) -> np.ndarray:
     x = np.stack(tensors)
     if m.spec.clip_len > 1:
         x = np.repeat(x[:, None], m.spec.clip_len, axis=1)
-    g = m.decode(runner.run(x))
+    xs = [x] + ([np.full((*x.shape[:2], 2), m.spec.size, np.float32)] if m.takes_hw else [])  # MCGaze: whole frames
+    g = m.decode(runner.run(*xs))
     if g.ndim == 3:
         g = g[:, m.spec.out_index or 0]
     return vector_to_pitchyaw(g)
@@ -116,10 +117,10 @@ def _rot(yaw_deg, pitch_deg):
 def _predict(m, r, ctx, input_type):
     prep = m.prepare(ctx, input_type)
     assert prep is not None
-    x = prep.tensor[None]
+    xs = [prep.tensor[None]] + ([prep.hw[None]] if prep.hw is not None else [])
     if m.spec.clip_len > 1:
-        x = np.repeat(x[:, None], m.spec.clip_len, axis=1)
-    g = m.decode(r.run(x))
+        xs = [np.repeat(x[:, None], m.spec.clip_len, axis=1) for x in xs]
+    g = m.decode(r.run(*xs))
     if g.ndim == 3:
         g = g[:, m.spec.out_index or 0]
     return m.to_camera(g, prep.to_cam[None])[0]

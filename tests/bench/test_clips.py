@@ -25,9 +25,11 @@ def test_mcgaze_windows_cover_every_frame():
     assert isinstance(pol, SlidingWindow) and (pol.length, pol.step) == (7, 4)
     assert pol.starts(20) == [0, 4, 8, 12, 13]
     assert pol.starts(15) == [0, 4, 8]
-    assert pol.starts(5) == [0] and pol.window(0, 5) == [0, 1, 2, 3, 4, 4, 4]
+    # a video shorter than a window: one shorter clip (the rest absent), as officially
+    assert pol.pad == "absent" and pol.starts(5) == [0] and pol.window(0, 5) == [0, 1, 2, 3, 4, None, None]
+    assert SlidingWindow(7, 4, pad="edge").window(0, 5) == [0, 1, 2, 3, 4, 4, 4]
     for n in range(1, 40):
-        covered = {i for s in pol.starts(n) for i in pol.window(s, n)}
+        covered = {i for s in pol.starts(n) for i in pol.window(s, n)} - {None}
         assert covered == set(range(n))
 
 
@@ -66,6 +68,44 @@ def test_sliding_assembly_windows_and_edge_padding():
     assert all(s.read is None for s in samples)
     short = list(assemble(_Fake(SlidingWindow(7, 4)), _stream(3)))
     assert len(short) == 1 and short[0].tensor[:, 0].tolist() == [100, 101, 102, 102, 102, 102, 102]
+
+
+def test_mcgaze_short_video_is_one_shorter_clip_at_its_official_padded_size():
+    """A 3-frame video: one clip whose last 4 positions are absent (frame_hw (0, 0)), its
+    frames cut at the border (300 x 448 images) padded to 320 x 448 as the official
+    collate pads them; a frame without a face inside a window is absent too."""
+    from gaze4hri_bench.faces.crops import clip_pad_size
+
+    m = get_method("mcgaze_gaze360")
+
+    def stream(n, missing=()):
+        for f in range(n):
+            x = np.zeros((3, 448, 448), np.float32)
+            x[:, :300] = f + 1
+            yield f, None if f in missing else Prepared(x, np.eye(3), None, np.array([300.0, 448.0], np.float32))
+
+    (s,) = list(assemble(m, stream(3)))
+    assert s.frames == [0, 1, 2, None, None, None, None]
+    assert s.hw.tolist() == [[300, 448]] * 3 + [[0, 0]] * 4
+    assert s.tensor.shape == (7, 3, 320, 448)
+    assert [float(s.tensor[k, 0, 0, 0]) for k in range(7)] == [1, 2, 3, 0, 0, 0, 0] and not s.tensor[:, :, 300:].any()
+    samples = list(assemble(m, stream(9, missing={5})))
+    assert samples[0].frames[5] is None and samples[0].hw[5].tolist() == [0, 0]
+    assert clip_pad_size([[448, 300], [0, 0], [440, 250]], 448) == (448, 320) and clip_pad_size(np.zeros((7, 2)), 448) == (448, 448)
+
+
+def test_run_samples_groups_clips_of_different_sizes():
+    from gaze4hri_bench.pipeline.frames import Sample, run_samples
+
+    calls = []
+
+    def run(x, hw):
+        calls.append(x.shape)
+        return [x.reshape(len(x), -1)[:, :1] * 0 + np.array(x.shape[-2:]).prod()]
+
+    batch = [Sample(np.ones((7, 3, h, 448), np.float32), np.eye(3), [0], None, np.zeros((7, 2))) for h in (448, 320, 448)]
+    (out,) = run_samples(run, batch)
+    assert out[:, 0].tolist() == [448 * 448, 320 * 448, 448 * 448] and len(calls) == 2
 
 
 def test_single_image_assembly_skips_frames_without_input():

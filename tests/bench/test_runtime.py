@@ -2,6 +2,8 @@
 fallback), spec-checked sessions, batching, and the bounded prefetch thread."""
 from __future__ import annotations
 
+import dataclasses
+
 import shutil
 import threading
 import time
@@ -66,6 +68,18 @@ def test_runner_batches_and_checks_the_contract(tiny_models, tmp_path):
     other = build_gradient_onnx(SPECS["mcgaze_gaze360"], tmp_path / "x.onnx")
     with pytest.raises(Gaze4HRIError):
         Runner(other, SPECS["gat_gaze360"], "cpu")
+    # two inputs (MCGaze's clip and frame sizes), each batched
+    mc = Runner(other, SPECS["mcgaze_gaze360"], "cpu", batch=1)
+    clips = np.random.default_rng(1).random((2, 7, 3, 448, 448), dtype=np.float32)
+    (g,) = mc.run(clips, np.full((2, 7, 2), 448.0, np.float32))
+    assert g.shape == (2, 7, 3)
+    with pytest.raises(ValueError, match="inputs"):
+        mc.run(clips)
+    # an MCGaze export from before the frame_hw input is refused with the re-import command
+    old = build_gradient_onnx(dataclasses.replace(SPECS["mcgaze_gaze360"], onnx_inputs={"clip": ("B", 7, 3, 448, 448)}),
+                              tmp_path / "old.onnx")
+    with pytest.raises(Gaze4HRIError, match="models import mcgaze_gaze360"):
+        Runner(old, SPECS["mcgaze_gaze360"], "cpu")
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not onnx")
     with pytest.raises(Gaze4HRIError, match="cannot load"):
@@ -104,4 +118,4 @@ def test_prefetch_overlaps_is_bounded_and_reraises():
 def test_method_keeps_its_spec_shapes():
     for name in SPECS:
         m = get_method(name)
-        assert m.input_name == next(iter(m.spec.onnx_inputs))
+        assert m.input_names == list(m.spec.onnx_inputs)

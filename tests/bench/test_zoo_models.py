@@ -69,7 +69,8 @@ def test_zoo_export_decodes_to_unit_camera_vectors(name, zoo_cache):
     patches = (rng.random((3, size, size, 3)) * 255).astype(np.uint8)
     frames = np.stack([m.to_tensor(p) for p in patches])
     x = frames if spec.clip_len == 1 else np.stack([np.stack([frames[i]] * spec.clip_len) for i in range(1)])
-    g = m.decode(runner.run(x))
+    xs = [x] + ([np.full((*x.shape[:2], 2), size, np.float32)] if m.takes_hw else [])  # MCGaze: whole frames
+    g = m.decode(runner.run(*xs))
     assert np.isfinite(g).all()
     vecs = g.reshape(-1, 3)
     ray = np.array([0.1, -0.05, 1.0])

@@ -273,6 +273,44 @@ def test_frames_interact_within_a_clip_only(small_model, small_clips):
 
 
 @pytest.mark.unit
+def test_absent_frames_give_the_shorter_clip(small_model, small_clips):
+    """frame_hw height 0 leaves a frame out of the temporal attention: the present frames
+    get exactly what the official shorter clip gives them (a video under 7 frames; the
+    study's first causal windows), wherever the absent positions lie."""
+    x, y = small_clips
+    full = torch.full((1, 7, 2), 64.0)
+    for present in ([0, 1, 2, 3], [3, 4, 5, 6], [0, 2, 6]):
+        hw = torch.zeros(1, 7, 2)
+        hw[0, present] = 64.0
+        with torch.no_grad():
+            masked = small_model(x[:1], hw)
+            short = small_model(x[:1, present])
+        torch.testing.assert_close(masked[0, present], short[0], atol=1e-5, rtol=0)
+        assert (masked[0, present] - y[0, present]).abs().max() > 1e-3  # the absent frames did count before
+    with torch.no_grad():
+        torch.testing.assert_close(small_model(x[:1], full), y[:1], atol=1e-5, rtol=0)  # all present: unchanged
+
+
+@pytest.mark.unit
+def test_proposals_follow_each_frames_image_size(small_model, small_clips):
+    """The learned boxes scale with each frame's image (the official img_shape of a crop
+    cut at the border), not with the padded input."""
+    b = small_model.rpn_head.frame_boxes(torch.tensor([[64.0, 64.0], [40.0, 64.0]]))
+    torch.testing.assert_close(b[0], small_model.rpn_head.boxes(64, 64))
+    torch.testing.assert_close(b[1], small_model.rpn_head.boxes(40, 64))
+    torch.testing.assert_close(b[1][:, [0, 2]], b[0][:, [0, 2]])
+    torch.testing.assert_close(b[1][:, [1, 3]], b[0][:, [1, 3]] * 40 / 64)
+    x, y = small_clips
+    hw = torch.full((1, 7, 2), 64.0)
+    hw[0, 2, 0] = 40.0
+    with torch.no_grad():
+        cut = small_model(x[:1], hw)
+    assert (cut[0, 2] - y[0, 2]).abs().max() > 1e-3
+    with pytest.raises(Gaze4HRIError, match="frame_hw"):
+        small_model(x[:1], torch.zeros(1, 7))
+
+
+@pytest.mark.unit
 def test_bad_input_shape_raises(model):
     with pytest.raises(Gaze4HRIError, match="clip tensor"):
         model(torch.zeros(7, 3, 64, 64))
@@ -342,10 +380,21 @@ def test_onnx_contract_and_runtime_parity(zoo_imported):
     # traced at batch 1, run at batch 2: the batch axis is dynamic
     g = torch.Generator().manual_seed(7)
     x = torch.randn(2, 7, 3, 448, 448, generator=g)
+    hw = torch.full((2, 7, 2), 448.0)
+    hw[0, 1, 0] = 300.0  # a frame cut at the image border
+    hw[1, 5:] = 0.0  # two absent frames (a shorter clip)
     sess = ort.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
-    got = sess.run(["gaze"], {"clip": x.numpy()})[0]
+    got = sess.run(["gaze"], {"clip": x.numpy(), "frame_hw": hw.numpy()})[0]
     with torch.no_grad():
-        ref = model(x).numpy()
+        ref = model(x, hw).numpy()
+        short = model(x[1:, :5]).numpy()
+    np.testing.assert_allclose(got[1, :5], short[0], atol=1e-4)  # the exported mask is the shorter clip
+    # dynamic image axes: a clip cut at the border, padded to 320 x 448 as the official collate does
+    hw_cut = torch.tensor([[[300.0, 448.0]] * 7])
+    got_cut = sess.run(["gaze"], {"clip": x[:1, :, :, :320].numpy(), "frame_hw": hw_cut.numpy()})[0]
+    with torch.no_grad():
+        ref_cut = model(x[:1, :, :, :320].contiguous(), hw_cut).numpy()
+    assert np.abs(got_cut - ref_cut).max() < 1e-4
     assert got.shape == (2, 7, 3)
     assert np.abs(got - ref).max() < 1e-4
     np.testing.assert_allclose(np.linalg.norm(got, axis=-1), 1.0, atol=1e-5)

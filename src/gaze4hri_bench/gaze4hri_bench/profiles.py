@@ -239,7 +239,7 @@ STUDY_SETTINGS: tuple[Setting, ...] = (
             "ImageNet std (with the mean above)"),
     Setting("mcgaze_causal_7", "clip", "causal", ("mcgaze_gaze360",),
             "GazeForHRI/Gaze4HRI@main:gaze_model_mcgaze.py:71,88", "deliberate choice",
-            "one pass per frame on frames f-6..f, the value at the last frame (online use)"),
+            "one pass per frame on frames f-6..f (a shorter clip for the first 6 frames), the value at the last frame (online use)"),
     Setting("mcgaze_no_smoothing", "smoothing", None, ("mcgaze_gaze360",),
             "GazeForHRI/Gaze4HRI@main:gaze_model_mcgaze.py:88", "deliberate choice",
             "each frame's value as the causal pass returns it, without the official 0.6/0.2/0.2 smoothing"),

@@ -4,14 +4,20 @@ configuration of the study (Sezer et al., Table II); facts from the official
 repositories (see docs/models.md and ../shared/reference/methods.md).
 
 Each ONNX file has exactly the input and output names and shapes given here, with a
-dynamic batch axis ``B``. Every method adapter turns the decoded output into a unit
+dynamic batch axis ``B`` (and dynamic image axes ``H``, ``W`` where named: at most
+``size``). Every method adapter turns the decoded output into a unit
 vector in the OpenCV camera frame before it leaves the method.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["MethodSpec", "SPECS", "ALIASES", "get_spec", "IMAGENET_MEAN", "IMAGENET_STD"]
+__all__ = ["MethodSpec", "SPECS", "ALIASES", "get_spec", "IMAGENET_MEAN", "IMAGENET_STD", "FRAME_HW"]
+
+#: second input of a clip network that takes each frame's image size (B, T, 2) =
+#: (height, width) in input pixels, image at the top left, zeros after it; height 0
+#: marks an absent frame (MCGaze: zoo/nets/mcgaze.py)
+FRAME_HW = "frame_hw"
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -112,11 +118,11 @@ SPECS: dict[str, MethodSpec] = {
         name="mcgaze_gaze360", family="mcgaze", train_set="Gaze360", input_type="crop", size=448,
         colour="rgb", mean=(123.675 / 255, 116.28 / 255, 103.53 / 255), std=(58.395 / 255, 57.12 / 255, 57.375 / 255),
         clip_len=7, clip_stride=1, out_index=3,
-        onnx_inputs={"clip": ("B", 7, 3, 448, 448)}, onnx_outputs={"gaze": ("B", 7, 3)},
+        onnx_inputs={"clip": ("B", 7, 3, "H", "W"), FRAME_HW: ("B", 7, 2)}, onnx_outputs={"gaze": ("B", 7, 3)},
         output="vector_b", gaze_frame="B", licence="MIT (code); Gaze360 data research-only",
         source_url="https://github.com/zgchen33/MCGaze", weights_file="mcgaze_gaze360.onnx",
         crop_rule="mcgaze_head_square", table_name="MCGaze (G)",
-        notes="L2CS setting; sliding window 7, stride 4, overlapping predictions averaged.",
+        notes="L2CS setting; sliding window 7, stride 4, overlaps averaged pairwise; crops cut at the border keep their aspect ratio.",
     ),
     "gat_gaze360": MethodSpec(
         name="gat_gaze360", family="gat", train_set="Gaze360", input_type="crop", size=224,

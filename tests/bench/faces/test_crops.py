@@ -33,9 +33,31 @@ def test_crop_samples_the_right_pixels_and_pads_black():
     assert p.shape == (192, 192, 3)
     assert p[0, 0, 0] == (150 - 96) % 256 and p[0, 0, 1] == (110 - 96) % 256
     assert p[191, 191, 0] == (150 + 95) % 256
-    # a box at the image corner: the outside is black
-    q = crops.crop(img, [0, 0, 40, 40], "mcgaze_head_square", 64, box_kind="head")
+    # a box at the image corner: GaT's square is black outside the image
+    q = crops.crop(img, [-30, -30, 10, 10], "gat_head_box", 64, box_kind="head")
     assert (q[0, 0] == 0).all() and q[-1, -1, 2] == 200
+
+
+def test_mcgaze_crop_is_cut_at_the_border_and_keeps_its_aspect_ratio():
+    """MCGaze's demo slices the square out of the image (cut at its edges) and its test
+    pipeline resizes with the aspect ratio kept, long side 448 (mmcv imrescale), here
+    re-derived step by step for a head at the top border."""
+    import cv2
+
+    img = _grid(360, 640)
+    box = [300.0, 10.0, 380.0, 110.0]  # head box: centre (340, 60), half side int(0.8 * 100) = 80
+    p = crops.crop(img, box, "mcgaze_head_square", 448, box_kind="head")
+    part = img[0:140, 260:420]  # rows max(0, 60 - 80):60 + 80, cols 340 - 80:340 + 80
+    h, w = int(140 * 448 / 160 + 0.5), 448
+    assert p.shape == (h, w, 3) == (392, 448, 3)
+    np.testing.assert_array_equal(p, cv2.resize(part, (w, h), interpolation=cv2.INTER_LINEAR))
+    # inside the image the square is the whole patch, resized like the official one too
+    inside = crops.crop(img, [300.0, 100.0, 380.0, 200.0], "mcgaze_head_square", 448, box_kind="head")
+    np.testing.assert_array_equal(inside, cv2.resize(img[70:230, 260:420], (448, 448), interpolation=cv2.INTER_LINEAR))
+    assert crops.keep_ratio_size(140, 160, 448) == (392, 448) and crops.keep_ratio_size(300, 100, 448) == (448, 149)
+    # padding happens after normalisation: zeros, the mean colour
+    x = crops.pad_tensor(np.ones((3, 392, 448), np.float32), 448)
+    assert x.shape == (3, 448, 448) and x[:, :392].min() == 1 and not x[:, 392:].any()
 
 
 def test_l2cs_face_box_resizes_224_then_size():

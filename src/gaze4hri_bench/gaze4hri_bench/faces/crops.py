@@ -1,14 +1,20 @@
 """Crop rules named by ``MethodSpec.crop_rule`` and the tensor conversion of a patch.
 
 Every rule maps a box [x1, y1, x2, y2] (pixels) to a patch of ``size`` x ``size`` RGB
-uint8; parts of the square outside the image are black (zero), as the official code
-paths pad. Rules (facts in ../shared/reference/methods.md):
+uint8 (parts of the square outside the image black, as the official code paths pad),
+except the :data:`KEEP_RATIO` rules, whose patch keeps the aspect ratio of the region
+left after cutting it at the image border (long side ``size``). Rules (facts in
+../shared/reference/methods.md):
 
 * ``l2cs_face_box``: the face box itself, no margin (not squared), resized to 224 and
   then to ``size`` (448), as L2CS-Net's official demo.
 * ``mcgaze_head_square``: square of half side int(0.8 max(w, h)) about the integer
-  head box centre ((x1 + x2) // 2, as MCGaze's demo rounds them; its cut at the
-  image border is not reproduced: outside stays black).
+  head box centre ((x1 + x2) // 2), cut at the image border and resized with its
+  aspect ratio kept so that its long side is ``size`` (MCGaze_demo/demo.ipynb: the
+  slice ``img[max(0, cy - l):min(cy + l, H), max(0, cx - l):min(cx + l, W)]``, then the
+  L2CS-setting test pipeline's ``Resize(img_scale=(448, 448), keep_ratio=True)``, mmcv
+  ``imrescale``). Its patch is not square at a border: the network pads it after
+  normalisation and takes its size as a second input (:data:`KEEP_RATIO`).
 * ``gat_head_box``: square of side 0.9 max(w, h), horizontally centred on the head
   box, top edge at ymin + 0.09 max(w, h) (GaT, idiap/gaze3d), truncated to integer
   pixels and resized with anti-aliasing (bilinear with a widened kernel, as
@@ -28,7 +34,8 @@ from collections.abc import Callable
 import cv2
 import numpy as np
 
-__all__ = ["CROP_RULES", "crop", "crop_square", "crop_int_antialiased", "grow_box", "head_box_from_face", "rule_square", "to_tensor", "HEAD_FROM_FACE"]
+__all__ = ["CROP_RULES", "KEEP_RATIO", "crop", "crop_square", "crop_int_antialiased", "crop_cut_keep_ratio", "keep_ratio_size",
+           "grow_box", "head_box_from_face", "rule_square", "to_tensor", "pad_tensor", "clip_pad_size", "HEAD_FROM_FACE"]
 
 # Face box -> head box factors (fractions of the face box width w and height h).
 # Face detectors (WIDER FACE style: YOLOv8-face, MediaPipe BlazeFace) box roughly brows
@@ -96,6 +103,51 @@ def crop_int_antialiased(image: np.ndarray, region, size: int) -> np.ndarray:
     return np.asarray(Image.fromarray(out).resize((int(size), int(size)), Image.BILINEAR))
 
 
+def keep_ratio_size(h: int, w: int, size: int) -> tuple[int, int]:
+    """(height, width) of an h x w image rescaled into size x size with its aspect ratio
+    kept: mmcv ``rescale_size`` for ``img_scale=(size, size)`` (scale = size / long
+    side, each side ``int(side * scale + 0.5)``)."""
+    scale = min(size / max(h, w), size / min(h, w))
+    return int(h * scale + 0.5), int(w * scale + 0.5)
+
+
+def crop_cut_keep_ratio(image: np.ndarray, region, size: int) -> np.ndarray:
+    """MCGaze's official crop: the integer ``region`` cut at the image border (numpy
+    slicing), resized with bilinear interpolation (mmcv ``imresize``: ``cv2.resize``
+    INTER_LINEAR) so that its long side is ``size``, aspect ratio kept."""
+    x1, y1, x2, y2 = (int(v) for v in np.asarray(region, float).reshape(4))
+    H, W = image.shape[:2]
+    part = image[max(0, y1):min(y2, H), max(0, x1):min(x2, W)]
+    if part.shape[0] == 0 or part.shape[1] == 0:
+        raise ValueError(f"crop: region {[x1, y1, x2, y2]} lies outside the {W}x{H} image")
+    h, w = keep_ratio_size(part.shape[0], part.shape[1], int(size))
+    return cv2.resize(np.ascontiguousarray(part), (w, h), interpolation=cv2.INTER_LINEAR)
+
+
+def pad_tensor(x: np.ndarray, size: int) -> np.ndarray:
+    """A (3, h, w) normalised tensor padded with zeros at the bottom and right to
+    (3, size, size): mmdet's ``Pad`` after ``Normalize`` (a zero is the mean colour)."""
+    c, h, w = x.shape
+    if h == size and w == size:
+        return x
+    out = np.zeros((c, size, size), x.dtype)
+    out[:, :h, :w] = x
+    return out
+
+
+def clip_pad_size(hw, size: int, divisor: int = 32) -> tuple[int, int]:
+    """The padded (height, width) of a clip whose frames' images are ``hw`` (T, 2) (rows
+    (0, 0): absent frames): mmdet's ``Pad(size_divisor=32)`` rounds each image up to a
+    multiple of 32, mmcv's ``collate`` pads the batch (the clip) to its largest; at most
+    ``size``. A clip without a present frame keeps ``size`` x ``size``."""
+    a = np.asarray(hw, float).reshape(-1, 2)
+    a = a[a[:, 0] > 0]
+    if not len(a):
+        return int(size), int(size)
+    up = np.ceil(a.max(axis=0) / divisor) * divisor
+    return int(min(up[0], size)), int(min(up[1], size))
+
+
 def grow_box(box, margin: float, shape) -> np.ndarray:
     """The study's box margin (GazeForHRI/Gaze4HRI@main:head_detection.py:114-120): each
     side moved out by ``margin`` x the box width (x) or height (y), clamped to the image."""
@@ -126,8 +178,11 @@ CROP_RULES: dict[str, tuple[bool, Callable]] = {
     "gat_head_box": (True, _square_gat),
 }
 
-#: head rules resampled the official way (integer region + anti-aliased resize)
-_INT_ANTIALIASED = {"gat_head_box"}
+#: how a head rule's region becomes its patch (default: crop_square, black outside)
+_SAMPLERS: dict[str, Callable] = {"gat_head_box": crop_int_antialiased, "mcgaze_head_square": crop_cut_keep_ratio}
+#: rules whose patch keeps the aspect ratio of the region cut at the image border: the
+#: method pads it after normalisation (pad_tensor) and needs its size as an input
+KEEP_RATIO = frozenset({"mcgaze_head_square"})
 
 
 def rule_square(box, rule: str, box_kind: str = "face") -> np.ndarray:
@@ -155,17 +210,16 @@ def _rule(rule: str):
 
 
 def crop(image: np.ndarray, box, rule: str, size: int, box_kind: str = "face") -> np.ndarray:
-    """Patch (size, size, 3) of ``image`` for ``box`` by crop rule ``rule``. ``box_kind``
-    ``face`` (a face detector's box; head rules derive the head box) or ``head``."""
+    """Patch (size, size, 3) of ``image`` for ``box`` by crop rule ``rule`` (a
+    :data:`KEEP_RATIO` rule: (h, w, 3) with max(h, w) = size). ``box_kind`` ``face`` (a
+    face detector's box; head rules derive the head box) or ``head``."""
     needs_head, fn = _rule(rule)
     b = np.asarray(box, float).reshape(4)
     if not np.isfinite(b).all() or b[2] <= b[0] or b[3] <= b[1]:
         raise ValueError(f"crop: invalid box {b.tolist()}")
     if not needs_head:
         return fn(image, b, int(size))
-    if rule in _INT_ANTIALIASED:
-        return crop_int_antialiased(image, rule_square(b, rule, box_kind), int(size))
-    return crop_square(image, rule_square(b, rule, box_kind), int(size))
+    return _SAMPLERS.get(rule, crop_square)(image, rule_square(b, rule, box_kind), int(size))
 
 
 def to_tensor(patch: np.ndarray, spec) -> np.ndarray:

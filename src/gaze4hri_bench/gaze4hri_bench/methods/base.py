@@ -47,11 +47,14 @@ class Prepared:
     camera frame (R_norm^T for rectified inputs, the ray basis for crops); ``frame_rot``
     (3x3, rows: the axes of the camera the network's input was made in, in the camera
     frame: R_norm for rectified inputs, the ray frame for crops), what a perfect
-    network's output is relative to (methods.oracle)."""
+    network's output is relative to (methods.oracle); ``hw`` (2,) the image's (height,
+    width) inside ``tensor`` for networks that take it (specs.FRAME_HW; (0, 0): an
+    absent clip frame), else None."""
 
     tensor: np.ndarray
     to_cam: np.ndarray
     frame_rot: np.ndarray | None = None
+    hw: np.ndarray | None = None
 
 
 class GazeMethod:

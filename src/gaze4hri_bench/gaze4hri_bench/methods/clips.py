@@ -6,8 +6,13 @@ f is read at index 3. MCGaze (zgchen33/MCGaze): windows of 7 consecutive frames
 starting every 4 frames, the last one ending at the last frame; overlaps are averaged
 pairwise in window order (zgchen33/MCGaze@0c681ba:tools/test_gaze360_gaze.py, main():
 clip_len 7, stride 4, the last clip the last 7 frames, overlap = (old + new) / 2: a
-frame in two windows gets 1/2, 1/2; one in three, at a video's end, 1/4, 1/4, 1/2). A video shorter than a window runs officially as a shorter clip; the ONNX
-graph has a fixed T = 7, so its edge frames are repeated instead.
+frame in two windows gets 1/2, 1/2; one in three, at a video's end, 1/4, 1/4, 1/2).
+A video shorter than a window runs officially as a shorter clip: the ONNX graph has a
+fixed T = 7, and the missing positions are absent frames (``pad="absent"``: its
+``frame_hw`` input marks them and the temporal attention ignores them, which gives the
+present frames exactly the shorter clip's output; zoo/nets/mcgaze.py). Under the study's
+causal windows the first frames of a video run as shorter clips the same way
+(GazeForHRI/Gaze4HRI@main:gaze_model_mcgaze.py:71-76, "do not pad/duplicate").
 """
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ __all__ = ["CentredWindow", "SlidingWindow", "policy_for", "smooth_sequence", "c
 
 @dataclass(frozen=True)
 class CentredWindow:
-    """One window per frame; out-of-video positions are ``None`` (black frames)."""
+    """One window per frame; out-of-video positions are ``None``: black frames
+    (``pad="black"``) or absent ones (``pad="absent"``)."""
 
     length: int
     out_index: int
@@ -43,8 +49,9 @@ class CentredWindow:
 class SlidingWindow:
     """Windows of ``length`` frames every ``step`` frames, covering the whole video;
     overlapping predictions are combined per ``overlap`` (``mean`` of every window, or
-    ``pairwise``: running (old + new) / 2 in window order). Short videos repeat their
-    edge frames."""
+    ``pairwise``: running (old + new) / 2 in window order). A video shorter than a
+    window repeats its edge frames (``pad="edge"``) or leaves the rest of the window
+    absent (``pad="absent"``, positions None)."""
 
     length: int
     step: int
@@ -59,7 +66,9 @@ class SlidingWindow:
             s.append(n - self.length)  # last window ends at the last frame
         return s
 
-    def window(self, start: int, n: int) -> list[int]:
+    def window(self, start: int, n: int) -> list[int | None]:
+        if self.pad == "absent":
+            return [start + k if 0 <= start + k < n else None for k in range(self.length)]
         return [min(max(start + k, 0), n - 1) for k in range(self.length)]
 
 
@@ -97,12 +106,16 @@ def policy_for(spec, record=None) -> CentredWindow | SlidingWindow | None:
     official): None for single images. ``causal``: windows f-T+1..f read at the last
     position (the study: GazeForHRI/Gaze4HRI@main:gaze_model_mcgaze.py:71,88;
     GazeForHRI/GazeModels@gaze3d:gaze_model_gaze3d.py:91-99,161-164); frames before
-    the first full window are padded black (the study ran a shorter clip for MCGaze
-    and gave GaT no output there)."""
+    the first full window are absent for a network that can leave frames out (a
+    ``frame_hw`` input: MCGaze, whose study code ran a shorter clip there), else black
+    (GaT; the study gave it no output there)."""
+    from ..specs import FRAME_HW
+
     if spec.clip_len <= 1:
         return None
+    pad = "absent" if FRAME_HW in spec.onnx_inputs else None
     if record is not None and record.clip == "causal":
-        return CentredWindow(spec.clip_len, out_index=spec.clip_len - 1, stride=1)
+        return CentredWindow(spec.clip_len, out_index=spec.clip_len - 1, stride=1, pad=pad or "black")
     if spec.family == "mcgaze":
-        return SlidingWindow(spec.clip_len, step=4, overlap="pairwise")
+        return SlidingWindow(spec.clip_len, step=4, overlap="pairwise", pad=pad or "edge")
     return CentredWindow(spec.clip_len, out_index=int(spec.out_index or 0), stride=spec.clip_stride)

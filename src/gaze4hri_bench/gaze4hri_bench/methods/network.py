@@ -23,7 +23,7 @@ import numpy as np
 from gaze4hri_core.gaze import normalize, ray_frame_to_camera
 
 from ..profiles import DEFAULT_CROP_RULE, MethodProfile, Profile, get_profile
-from ..specs import MethodSpec, get_spec
+from ..specs import FRAME_HW, MethodSpec, get_spec
 from .base import FrameContext, GazeMethod, Prepared
 from .clips import policy_for
 from .decoders import decode
@@ -56,8 +56,19 @@ class OnnxMethod(GazeMethod):
         self.profile_name = prof.name
         self.settings: MethodProfile = prof.record(name, self.spec)
         self.clip_policy = policy_for(self.spec, self.settings)
-        (self.input_name, self.input_shape), = self.spec.onnx_inputs.items()
+        self.input_names = list(self.spec.onnx_inputs)
+        self.takes_hw = FRAME_HW in self.spec.onnx_inputs
+        # named image axes (MCGaze's H, W): a clip is cut to its official padded size
+        self.dynamic_image = any(isinstance(d, str) for d in next(iter(self.spec.onnx_inputs.values()))[1:])
         self.output_names = list(self.spec.onnx_outputs)
+        from ..faces.crops import KEEP_RATIO
+
+        if self.settings.crop_rule in KEEP_RATIO and not self.takes_hw:
+            from gaze4hri_core.errors import Gaze4HRIError
+
+            raise Gaze4HRIError(f"{name}: crop rule {self.settings.crop_rule} keeps the aspect ratio, but the network has no "
+                                f"{FRAME_HW} input to tell it the image size", f"profile {self.profile_name}",
+                                "use a square crop rule for this method")
 
     # -- pre-processing -------------------------------------------------------------
     def needs_face(self, input_type: str) -> bool:
@@ -74,6 +85,15 @@ class OnnxMethod(GazeMethod):
 
         return np.asarray(to_tensor(patch, self.settings), dtype=np.float32)
 
+    def _prepared(self, patch: np.ndarray, to_cam, frame_rot) -> Prepared:
+        """The network input of a patch: a keep-ratio patch (faces.crops.KEEP_RATIO) is
+        padded after normalisation; networks with a FRAME_HW input get its size."""
+        from ..faces.crops import pad_tensor
+
+        h, w = patch.shape[:2]
+        x = pad_tensor(self.to_tensor(patch), self.spec.size)
+        return Prepared(x, to_cam, frame_rot, np.array([h, w], np.float32) if self.takes_hw else None)
+
     def prepare(self, ctx: FrameContext, input_type: str) -> Prepared | None:
         """The network input of one frame, or None when it cannot be built (no face
         box for a crop; no head pose for rectification)."""
@@ -88,7 +108,7 @@ class OnnxMethod(GazeMethod):
             patch = crop(ctx.image, box, st.crop_rule, size)
             basis = ray_basis(box_ray(box, ctx.K))
             to_cam = basis if st.ray_correction else np.eye(3)
-            return Prepared(self.to_tensor(patch), to_cam, basis.T)
+            return self._prepared(patch, to_cam, basis.T)
         if input_type == "rectified":
             st = self.settings
             c = np.asarray(ctx.face_center_cam if st.rect_centre == "face_centre" else
@@ -104,13 +124,28 @@ class OnnxMethod(GazeMethod):
             norm = self.spec.normalization or {"focal_px": 960.0, "distance_mm": 600.0}
             d = float(norm["distance_mm"])
             patch, R_norm = rectify(ctx.image, ctx.K, c, R, float(norm["focal_px"]), d, size)
-            return Prepared(self.to_tensor(patch), denormalization_map(R_norm, c, d, st.denorm), np.asarray(R_norm, float))
+            return self._prepared(patch, denormalization_map(R_norm, c, d, st.denorm), np.asarray(R_norm, float))
         raise ValueError(f"{self.name}: unknown input type {input_type!r}")
 
     def black(self, like: Prepared) -> Prepared:
         """A black frame (clip padding) cropped with the same box (GaT's rule)."""
         z = np.zeros((self.spec.size, self.spec.size, 3), np.uint8)
-        return Prepared(self.to_tensor(z), like.to_cam)
+        return Prepared(self.to_tensor(z), like.to_cam, None, None if like.hw is None else np.asarray(like.hw))
+
+    def fit_clip(self, clip: np.ndarray, hw: np.ndarray | None) -> np.ndarray:
+        """A clip (T, 3, S, S) of frames padded to S, cut to the padded size the official
+        pipeline gives it (faces.crops.clip_pad_size) when the network's image axes are
+        dynamic; unchanged otherwise."""
+        if not self.dynamic_image or hw is None:
+            return clip
+        from ..faces.crops import clip_pad_size
+
+        ph, pw = clip_pad_size(hw, self.spec.size)
+        return np.ascontiguousarray(clip[..., :ph, :pw])
+
+    def absent(self, like: Prepared) -> Prepared:
+        """A frame the network ignores (FRAME_HW (0, 0)): what a shorter clip leaves out."""
+        return Prepared(np.zeros_like(like.tensor), like.to_cam, None, np.zeros(2, np.float32))
 
     # -- decoding -------------------------------------------------------------------
     def decode(self, outputs: list[np.ndarray]) -> np.ndarray:

@@ -57,9 +57,9 @@ def build_gradient_onnx(spec: MethodSpec, path: str | Path, opset: int = 18) -> 
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    (in_name, in_shape), = spec.onnx_inputs.items()
+    (in_name, in_shape), *extra = spec.onnx_inputs.items()  # extra inputs (FRAME_HW) are declared, not read
     clip = len(in_shape) == 5
-    h, w = int(in_shape[-2]), int(in_shape[-1])
+    dynamic = isinstance(in_shape[-1], str) or isinstance(in_shape[-2], str)  # named image axes (MCGaze's H, W)
     T = int(in_shape[1]) if clip else 1
     nodes, inits = [], []
 
@@ -71,13 +71,30 @@ def build_gradient_onnx(spec: MethodSpec, path: str | Path, opset: int = 18) -> 
         nodes.append(helper.make_node(op, ins, [out], **kw))
         return out
 
+    def ramp(axis: int, tag: str) -> str:
+        """_weights(n) for the input's size n along ``axis``, as a (n, 1) column."""
+        if not dynamic:
+            n = int(in_shape[axis])
+            return const(f"w{tag}", _weights(n).reshape(n, 1))
+        n_i = node("Gather", [node("Shape", [in_name], f"shape_{tag}"), const(f"ax_{tag}", np.array(axis, np.int64))], f"n_{tag}")
+        n_f = node("Cast", [n_i], f"nf_{tag}", to=TensorProto.FLOAT)
+        idx = node("Cast", [node("Range", [const(f"zero_{tag}", np.array(0, np.int64)), n_i, const(f"one_{tag}", np.array(1, np.int64))],
+                                 f"range_{tag}")], f"idx_{tag}", to=TensorProto.FLOAT)
+        half = node("Div", [node("Sub", [n_f, const(f"c1_{tag}", np.float32(1))], f"nm1_{tag}"), const(f"c2_{tag}", np.float32(2))], f"half_{tag}")
+        c = node("Div", [node("Sub", [idx, half], f"ctr_{tag}"), half], f"c_{tag}")
+        w = node("Div", [c, n_f], f"wv_{tag}")
+        return node("Unsqueeze", [w, const(f"axw_{tag}", np.array([1], np.int64))], f"w{tag}")
+
     x = in_name
     if clip:
-        x = node("Reshape", [x, const("shape_frames", np.array([-1, 3, h, w], np.int64))], "frames")
+        shape = node("Concat", [const("shape_head", np.array([-1, 3], np.int64)),
+                                node("Slice", [node("Shape", [in_name], "clip_shape"), const("s3", np.array([3], np.int64)),
+                                               const("s5", np.array([5], np.int64))], "clip_hw")], "shape_frames", axis=0)
+        x = node("Reshape", [x, shape], "frames")
     gray = node("ReduceMean", [x, const("ax1", np.array([1], np.int64))], "gray", keepdims=1)  # N,1,H,W
-    gx = node("MatMul", [gray, const("wx", _weights(w).reshape(w, 1))], "gx4")  # N,1,H,1
+    gx = node("MatMul", [gray, ramp(-1, "x")], "gx4")  # N,1,H,1
     gyt = node("Transpose", [gray], "grayT", perm=[0, 1, 3, 2])
-    gy = node("MatMul", [gyt, const("wy", _weights(h).reshape(h, 1))], "gy4")  # N,1,W,1
+    gy = node("MatMul", [gyt, ramp(-2, "y")], "gy4")  # N,1,W,1
     axes = const("ax123", np.array([1, 2, 3], np.int64))
     yaw = node("Mul", [node("ReduceMean", [gx, axes], "gx", keepdims=0), const("gain", np.float32(GAIN))], "yaw")
     pitch = node("Mul", [node("ReduceMean", [gy, axes], "gy", keepdims=0), "gain"], "pitch")
@@ -111,7 +128,7 @@ def build_gradient_onnx(spec: MethodSpec, path: str | Path, opset: int = 18) -> 
             t = node("Reshape", [t, const(f"shape_out{i}", np.array([-1, T, k], np.int64))], f"clip_out{i}")
         nodes.append(helper.make_node("Identity", [t], [out_name]))
         final.append(out_name)
-    inputs = [helper.make_tensor_value_info(in_name, TensorProto.FLOAT, list(in_shape))]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(d)) for n, d in [(in_name, in_shape), *extra]]
     outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(spec.onnx_outputs[n])) for n in final]
     graph = helper.make_graph(nodes, f"gradient_{spec.name}", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="gaze4hri-tests")

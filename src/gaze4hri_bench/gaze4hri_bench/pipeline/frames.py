@@ -17,7 +17,7 @@ import numpy as np
 from ..methods.base import FrameContext, Prepared
 from ..methods.clips import CentredWindow, SlidingWindow
 
-__all__ = ["Sample", "Direct", "StageTimes", "assemble"]
+__all__ = ["Sample", "Direct", "StageTimes", "assemble", "stack_inputs", "run_samples"]
 
 
 @dataclass
@@ -40,12 +40,42 @@ class StageTimes:
 class Sample:
     """One network input: tensor (C,H,W) or clip (T,C,H,W); to_cam (3,3) or (T,3,3);
     frames: the frame index each output position belongs to (None: padding, unused);
-    read: the output position to keep (centred windows) or None (use every position)."""
+    read: the output position to keep (centred windows) or None (use every position);
+    hw: each frame's image size (2,) or (T, 2) for networks that take it (specs.FRAME_HW)."""
 
     tensor: np.ndarray
     to_cam: np.ndarray
     frames: list[int | None]
     read: int | None = None
+    hw: np.ndarray | None = None
+
+
+def stack_inputs(batch: list[Sample]) -> list[np.ndarray]:
+    """A batch's network inputs in spec order: the tensors, then the image sizes when
+    the network takes them."""
+    xs = [np.stack([s.tensor for s in batch])]
+    if batch and batch[0].hw is not None:
+        xs.append(np.stack([s.hw for s in batch]))
+    return xs
+
+
+def run_samples(run, batch: list[Sample]) -> list[np.ndarray]:
+    """``run(*inputs)`` (runtime.Runner.run) over a batch whose samples may differ in
+    image size (MCGaze clips cut to their padded size): one call per size, outputs
+    back in batch order."""
+    groups: dict[tuple, list[int]] = {}
+    for i, s in enumerate(batch):
+        groups.setdefault(s.tensor.shape, []).append(i)
+    if len(groups) == 1:
+        return run(*stack_inputs(batch))
+    outs: list[np.ndarray] | None = None
+    for idx in groups.values():
+        part = run(*stack_inputs([batch[i] for i in idx]))
+        if outs is None:
+            outs = [np.empty((len(batch), *a.shape[1:]), a.dtype) for a in part]
+        for k, a in enumerate(part):
+            outs[k][idx] = a
+    return outs
 
 
 @dataclass
@@ -63,11 +93,18 @@ class _Slot:
 
 
 def _clip_sample(method, slots: list[_Slot | None], frames_of: list[int | None], read: int | None) -> Sample | None:
+    """A clip from its slots; a slot without input (outside the video, or no face) is a
+    black frame, or an absent one for policies with ``pad="absent"`` (methods.clips)."""
     ref = next((s.prepared for s in slots if s is not None and s.prepared is not None), None)
     if ref is None:
         return None
-    items = [s.prepared if (s is not None and s.prepared is not None) else method.black(ref) for s in slots]
-    return Sample(np.stack([p.tensor for p in items]), np.stack([p.to_cam for p in items]), frames_of, read)
+    pad = method.absent if getattr(method.clip_policy, "pad", "") == "absent" else method.black
+    items = [s.prepared if (s is not None and s.prepared is not None) else pad(ref) for s in slots]
+    hw = np.stack([p.hw for p in items]) if ref.hw is not None else None
+    clip = np.stack([p.tensor for p in items])
+    if hasattr(method, "fit_clip"):
+        clip = method.fit_clip(clip, hw)
+    return Sample(clip, np.stack([p.to_cam for p in items]), frames_of, read, hw)
 
 
 def assemble(method, prepared: Iterator[tuple[int, Prepared | None]]) -> Iterator[Sample]:
@@ -77,7 +114,7 @@ def assemble(method, prepared: Iterator[tuple[int, Prepared | None]]) -> Iterato
     if pol is None:
         for f, p in prepared:
             if p is not None:
-                yield Sample(p.tensor, p.to_cam, [f])
+                yield Sample(p.tensor, p.to_cam, [f], None, p.hw)
         return
     if isinstance(pol, CentredWindow):
         # buffer of the last lookbehind + lookahead + 1 stream positions
@@ -125,8 +162,8 @@ def assemble(method, prepared: Iterator[tuple[int, Prepared | None]]) -> Iterato
         if starts[-1] != last_start:  # final window (or the only one, edge-padded)
             s0 = starts[-1]
             first = n - len(buf2)
-            slots = [buf2[q - first] for q in pol.window(s0, n)]
-            smp = _clip_sample(method, slots, [sl.frame if sl.prepared is not None else None for sl in slots], None)
+            slots = [buf2[q - first] if q is not None else None for q in pol.window(s0, n)]
+            smp = _clip_sample(method, slots, [sl.frame if sl is not None and sl.prepared is not None else None for sl in slots], None)
             if smp is not None:
                 yield smp
         return

@@ -39,7 +39,7 @@ from .face_pass import (
     needs_profile_pass,
     trial_exclusion,
 )
-from .frames import Direct, Sample, StageTimes, assemble, frame_context, timed_iter
+from .frames import Direct, Sample, StageTimes, assemble, frame_context, run_samples, timed_iter
 from .progress import RunProgress
 from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
 
@@ -184,8 +184,7 @@ def _stream(job: Job, ds, tref, geo: dict[int, dict], faces: TrialFaces | None, 
 
 def _infer(job: Job, batch: list[Sample], acc_sum: dict, acc_n: dict, times: StageTimes) -> None:
     t0 = time.perf_counter()
-    x = np.stack([s.tensor for s in batch])
-    outs = job.runner.run(x)
+    outs = run_samples(job.runner.run, batch)
     g = job.method.decode(outs)  # (B,3) or (B,T,3), network frame
     pol = getattr(job.method, "clip_policy", None)
     for i, s in enumerate(batch):

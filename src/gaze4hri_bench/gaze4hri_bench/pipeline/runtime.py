@@ -119,7 +119,7 @@ def choose_providers(device: str = "auto") -> list[str]:
 class Runner:
     """One ONNX Runtime session of a method, checked against its spec, run in batches.
 
-    ``run(x)`` takes a float32 array of shape spec input with any batch size and
+    ``run(*xs)`` takes one float32 array per spec input (spec order, any batch size) and
     returns the outputs in spec order, splitting into chunks of ``batch``.
     """
 
@@ -148,21 +148,24 @@ class Runner:
         self.batch = max(1, int(batch))
         ins = {i.name: tuple(i.shape) for i in self.session.get_inputs()}
         outs = [o.name for o in self.session.get_outputs()]
-        (self.input_name, want), = spec.onnx_inputs.items()
-        if list(ins) != [self.input_name] or outs[: len(spec.onnx_outputs)] != list(spec.onnx_outputs):
+        self.input_names = list(spec.onnx_inputs)
+        if list(ins) != self.input_names or outs[: len(spec.onnx_outputs)] != list(spec.onnx_outputs):
             raise Gaze4HRIError(f"{Path(path).name} has inputs {list(ins)} and outputs {outs}",
                                 f"spec {spec.name}: {list(spec.onnx_inputs)} -> {list(spec.onnx_outputs)}",
                                 f"re-export it with this version: `{import_command(spec)}`")
-        fixed = [d for d in want if d != "B"]
-        if [d for d in ins[self.input_name][1:]] != fixed:
-            raise Gaze4HRIError(f"{Path(path).name} input shape {ins[self.input_name]} differs from the spec {want}",
-                                spec.name, f"re-export it: `{import_command(spec)}`")
+        for name, want in spec.onnx_inputs.items():
+            if list(ins[name][1:]) != [d for d in want if d != "B"]:
+                raise Gaze4HRIError(f"{Path(path).name} input {name} shape {ins[name]} differs from the spec {want}",
+                                    spec.name, f"re-export it: `{import_command(spec)}`")
         self.output_names = list(spec.onnx_outputs)
 
-    def run(self, x: np.ndarray) -> list[np.ndarray]:
-        x = np.ascontiguousarray(x, dtype=np.float32)
-        chunks = [self.session.run(self.output_names, {self.input_name: x[i:i + self.batch]})
-                  for i in range(0, len(x), self.batch)]
+    def run(self, *xs: np.ndarray) -> list[np.ndarray]:
+        if len(xs) != len(self.input_names):
+            raise ValueError(f"{self.spec.name}: {len(xs)} inputs given, the model takes {self.input_names}")
+        xs = tuple(np.ascontiguousarray(x, dtype=np.float32) for x in xs)
+        n = len(xs[0])
+        chunks = [self.session.run(self.output_names, {k: x[i:i + self.batch] for k, x in zip(self.input_names, xs, strict=True)})
+                  for i in range(0, n, self.batch)]
         return [np.concatenate([c[k] for c in chunks]) for k in range(len(self.output_names))]
 
 

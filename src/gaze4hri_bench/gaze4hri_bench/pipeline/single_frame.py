@@ -30,7 +30,7 @@ from gaze4hri_core.gaze import normalize
 
 from ..methods import get_method
 from ..methods.clips import SlidingWindow, combine
-from .frames import Direct, Sample, assemble, frame_context
+from .frames import Direct, Sample, assemble, frame_context, stack_inputs
 
 __all__ = ["Estimate", "FrameEstimator", "mocap_geometry", "landmark_geometry", "LIVE_TRIAL"]
 
@@ -291,8 +291,9 @@ class FrameEstimator:
                 self._tracker = SubjectTracker()
             self._det.detect(img)
         if self.runner is not None:
-            shape = [1 if d == "B" else int(d) for d in self.method.spec.onnx_inputs[self.runner.input_name]]
-            self.runner.run(np.zeros(shape, np.float32))
+            size = self.method.spec.size  # named image axes (MCGaze's H, W) at their largest
+            self.runner.run(*(np.zeros([1 if d == "B" else size if isinstance(d, str) else int(d) for d in dims], np.float32)
+                              for dims in self.method.spec.onnx_inputs.values()))
 
     @property
     def needs_face(self) -> bool:
@@ -316,7 +317,7 @@ class FrameEstimator:
             return self._final([Direct(index, self.method.predict(ctx))], [index])
         p = self.method.prepare(ctx, self.input_type)
         if self.method.clip_policy is None:
-            samples = [Sample(p.tensor, p.to_cam, [index])] if p is not None else []
+            samples = [Sample(p.tensor, p.to_cam, [index], None, p.hw)] if p is not None else []
             return self._smooth(self._run(samples, [index]))
         if self._feed is None:
             self._feed = _Feed(self.method)
@@ -344,7 +345,7 @@ class FrameEstimator:
         done: set[int] = set(final or [])
         m = self.method
         for s in samples:
-            g = m.decode(self.runner.run(s.tensor[None]))
+            g = m.decode(self.runner.run(*stack_inputs([s])))
             if g.ndim == 2:
                 self._add(s.frames[0], m.to_camera(g[0][None], s.to_cam[None])[0])
                 done.add(s.frames[0])

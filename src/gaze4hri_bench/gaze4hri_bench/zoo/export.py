@@ -28,19 +28,40 @@ PARITY_ATOL = 1e-4
 TRACE_BATCH = 2
 
 
-def _shape(dims: tuple, batch: int) -> tuple[int, ...]:
-    return tuple(batch if d == "B" else int(d) for d in dims)
+def _shape(dims: tuple, batch: int, size: int | None = None) -> tuple[int, ...]:
+    """Concrete shape: ``B`` -> batch, other named (dynamic image) axes -> ``size``."""
+    return tuple(batch if d == "B" else int(size) if isinstance(d, str) else int(d) for d in dims)
+
+
+def _example_frame_hw(shape: tuple[int, ...], size: int, g):
+    """Image sizes (B, T, 2) for a FRAME_HW input: most frames fill the input, some are
+    cut (one side shorter, as at an image border) and, in every other clip, the last two
+    frames are absent (0, 0), so that an export and its parity check exercise both."""
+    import torch
+
+    b, t, _ = shape
+    hw = torch.full(shape, float(size))
+    short = torch.randint(size // 2, size, (b, 2), generator=g).float()
+    hw[:, 0, 0], hw[:, 1, 1] = short[:, 0], short[:, 1]
+    hw[1::2, t - 2:] = 0.0
+    return hw
 
 
 def example_inputs(spec: MethodSpec, batch: int, seed: int = 0) -> tuple:
     """Random inputs shaped as ``spec.onnx_inputs``: pixels uniform in [0, 1], then the
-    spec's mean/std normalisation, i.e. what the pipeline feeds the model."""
+    spec's mean/std normalisation, i.e. what the pipeline feeds the model; image sizes
+    for a FRAME_HW input."""
     import torch
+
+    from ..specs import FRAME_HW
 
     g = torch.Generator().manual_seed(seed)
     out = []
-    for dims in spec.onnx_inputs.values():
-        x = torch.rand(_shape(dims, batch), generator=g)
+    for name, dims in spec.onnx_inputs.items():
+        if name == FRAME_HW:
+            out.append(_example_frame_hw(_shape(dims, batch), spec.size, g))
+            continue
+        x = torch.rand(_shape(dims, batch, spec.size), generator=g)
         if spec.mean is not None and spec.std is not None:
             shape = [1] * x.dim()
             shape[-3] = 3  # channel axis: ... x 3 x H x W
@@ -99,7 +120,8 @@ def export_onnx(model, spec: MethodSpec, path: str | Path, opset: int = OPSET) -
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     names_in, names_out = list(spec.onnx_inputs), list(spec.onnx_outputs)
-    axes = {n: {0: "B"} for n in names_in + names_out}
+    dims = {**spec.onnx_inputs, **spec.onnx_outputs}
+    axes = {n: {i: d for i, d in enumerate(dims[n]) if isinstance(d, str)} for n in names_in + names_out}
     model.eval()
     with warnings.catch_warnings(), torch.no_grad():
         warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export.*")

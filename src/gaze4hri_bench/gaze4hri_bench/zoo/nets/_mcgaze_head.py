@@ -57,12 +57,14 @@ class _Attention(nn.Module):
         self.out_proj = nn.Linear(dim, dim)
         nn.init.xavier_uniform_(self.in_proj_weight)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, key_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``key_bias`` (b, 1, 1, n): added to the logits of each key (-1e9: ignored)."""
         b, n, d = x.shape
         hd = d // self.heads
         qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias).reshape(b, n, 3, self.heads, hd)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # (b, heads, n, hd)
-        attn = torch.softmax((q * (1.0 / math.sqrt(hd))) @ k.transpose(-2, -1), dim=-1)
+        logits = (q * (1.0 / math.sqrt(hd))) @ k.transpose(-2, -1)
+        attn = torch.softmax(logits if key_bias is None else logits + key_bias, dim=-1)
         out = (attn @ v).transpose(1, 2).reshape(b, n, d)
         return self.out_proj(out)
 
@@ -74,8 +76,8 @@ class _ResidualAttention(nn.Module):
         super().__init__()
         self.attn = _Attention(dim, heads)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.attn(x)
+    def forward(self, x: torch.Tensor, key_bias: torch.Tensor | None = None) -> torch.Tensor:
+        return x + self.attn(x, key_bias)
 
 
 class _DynamicConv(nn.Module):
@@ -148,14 +150,17 @@ class QueryStage(nn.Module):
         self.eyes_fc_reg = nn.Linear(dim, 4)
         self.head_fc_reg = nn.Linear(dim, 4)
 
-    def forward(self, query: torch.Tensor, roi_feat: torch.Tensor, clip_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, query: torch.Tensor, roi_feat: torch.Tensor, clip_len: int,
+                key_bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``key_bias`` (B*3, 1, 1, T): per-frame logit bias of the temporal attention
+        (-1e9 for absent frames, which then weigh exactly 0)."""
         n, p, d = query.shape
         b = n // clip_len
         # spatial interaction: the 3 clue queries of each frame attend to each other
         q = self.attention_norm(self.attention(query))
         # temporal interaction: each clue's T queries of a clip attend to each other
         q = q.reshape(b, clip_len, p, d).transpose(1, 2).reshape(b * p, clip_len, d)
-        q = self.attention_norm(self.attention(q))
+        q = self.attention_norm(self.attention(q, key_bias))
         q = q.reshape(b, p, clip_len, d).transpose(1, 2).reshape(n * p, d)
         q = self.instance_interactive_conv_norm(q + self.instance_interactive_conv(q, roi_feat))
         q = self.ffn_norm(self.ffn(q)).reshape(n, p, d)

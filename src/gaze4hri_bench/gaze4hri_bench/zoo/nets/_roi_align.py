@@ -60,11 +60,14 @@ def roi_align_level(
     xs = _sample_coords(x1, x2, out_size, sampling_ratio)  # (N, P, S)
     ys = _sample_coords(y1, y2, out_size, sampling_ratio)
     s = xs.shape[-1]
-    valid_x = (xs >= -1.0) & (xs <= float(w))
-    valid_y = (ys >= -1.0) & (ys <= float(h))
+    # h and w stay tensors while tracing (no float()/max()), so an export with dynamic
+    # spatial axes keeps them symbolic
+    one = xs.new_ones(())
+    valid_x = (xs >= -1.0) & (xs <= one * w)
+    valid_y = (ys >= -1.0) & (ys <= one * h)
     valid = (valid_y.unsqueeze(-1) & valid_x.unsqueeze(-2)).to(feat.dtype)  # (N, P, S, S)
-    gx = xs * (2.0 / max(w - 1, 1)) - 1.0
-    gy = ys * (2.0 / max(h - 1, 1)) - 1.0
+    gx = xs * (2.0 / (one * (w - 1)).clamp(min=1.0)) - 1.0
+    gy = ys * (2.0 / (one * (h - 1)).clamp(min=1.0)) - 1.0
     grid = torch.stack(
         (gx.unsqueeze(-2).expand(n_img, p, s, s), gy.unsqueeze(-1).expand(n_img, p, s, s)), dim=-1
     )  # (N, P, S, S, 2) as (x, y)

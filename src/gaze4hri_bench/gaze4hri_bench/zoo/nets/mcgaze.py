@@ -9,8 +9,18 @@ cx, cy, w, h scaled to the image size) and 3 learned query features -> 4 stages 
 multi-level RoIAlign 7x7 + :class:`QueryStage` (spatial and temporal attention, dynamic
 conv, FFN, box refinement) -> the last stage's gaze head -> unit vectors in Frame B.
 
-Input ``clip`` (B, 7, 3, 448, 448): RGB head crops normalised with the mmdet mean/std of
-``SPECS['mcgaze_gaze360']``. Output ``gaze`` (B, 7, 3). Frames of one clip interact (the
+Inputs: ``clip`` (B, 7, 3, H, W), RGB head crops normalised with the mmdet mean/std of
+``SPECS['mcgaze_gaze360']``, each frame's image at the top left and zeros (the normalised
+padding of mmdet's ``Pad``) after it, H and W the clip's padded size (dynamic axes: the
+official pipeline pads each image to a multiple of 32 and the clip to its largest
+frame, mmcv ``collate``; at most 448); ``frame_hw`` (B, 7, 2), each frame's image height
+and width in input pixels. The official test pipeline resizes a crop cut at the image
+border with its aspect ratio kept and scales the learned proposal boxes by that image
+size, not the padded one (``FixedEmbeddingRPNHead`` reads ``img_metas['img_shape']``;
+MCGaze_demo/demo.ipynb); a frame of height 0 is absent: the temporal attention ignores
+it, so a clip with k present frames gives those frames what the official k-frame clip
+gives (official tests run a video shorter than 7 frames as one shorter clip,
+tools/test_gaze360_gaze.py). Output ``gaze`` (B, 7, 3). Frames of one clip interact (the
 temporal attention); clips of a batch do not.
 """
 from __future__ import annotations
@@ -80,9 +90,15 @@ class _ProposalEmbedding(nn.Module):
 
     def boxes(self, height: int, width: int) -> torch.Tensor:
         """(3, 4) x1y1x2y2 boxes in pixels of the (unpadded) input image."""
+        return self.frame_boxes(torch.tensor([[float(height), float(width)]]))[0]
+
+    def frame_boxes(self, hw: torch.Tensor) -> torch.Tensor:
+        """(N, 3, 4) x1y1x2y2 boxes of N frames from their (unpadded) image sizes (N, 2)
+        = (height, width): the learned normalised boxes times each frame's size."""
         b = self.init_proposal_bboxes.weight
-        xyxy = torch.cat((b[:, :2] - 0.5 * b[:, 2:], b[:, :2] + 0.5 * b[:, 2:]), dim=-1)
-        return xyxy * xyxy.new_tensor([width, height, width, height])
+        xyxy = torch.cat((b[:, :2] - 0.5 * b[:, 2:], b[:, :2] + 0.5 * b[:, 2:]), dim=-1)  # (3, 4)
+        whwh = torch.stack((hw[:, 1], hw[:, 0], hw[:, 1], hw[:, 0]), dim=-1).to(xyxy.dtype)  # (N, 4)
+        return xyxy.unsqueeze(0) * whwh.unsqueeze(1)
 
 
 class _RoIHead(nn.Module):
@@ -95,7 +111,8 @@ class _RoIHead(nn.Module):
 
 
 class MCGaze(nn.Module):
-    """clip (B, T, 3, H, W) -> gaze (B, T, 3) unit vectors, Frame B (official T = 7, H = W = 448)."""
+    """clip (B, T, 3, H, W), frame_hw (B, T, 2) -> gaze (B, T, 3) unit vectors, Frame B
+    (official T = 7, H and W at most 448)."""
 
     def __init__(self):
         super().__init__()
@@ -104,20 +121,32 @@ class MCGaze(nn.Module):
         self.rpn_head = _ProposalEmbedding()
         self.roi_head = _RoIHead()
 
-    def forward(self, clip: torch.Tensor) -> torch.Tensor:
+    def forward(self, clip: torch.Tensor, frame_hw: torch.Tensor | None = None) -> torch.Tensor:
+        """``frame_hw`` None: every frame present and filling the whole input."""
         if clip.dim() != 5 or clip.shape[2] != 3:
             raise Gaze4HRIError(
                 f"MCGaze expects a clip tensor (B, 7, 3, 448, 448), got {tuple(clip.shape)}",
                 "mcgaze forward", "stack 7 normalised RGB head crops per sample",
             )
         b, t, c, h, w = clip.shape
+        if frame_hw is not None and tuple(frame_hw.shape) != (b, t, 2):
+            raise Gaze4HRIError(f"MCGaze frame_hw must be (B, T, 2) = {(b, t, 2)}, got {tuple(frame_hw.shape)}",
+                                "mcgaze forward", "pass each frame's image (height, width); 0 marks an absent frame")
         feats = self.neck(self.backbone(clip.reshape(b * t, c, h, w)))
         n = b * t
-        boxes = self.rpn_head.boxes(h, w).unsqueeze(0).expand(n, NUM_PROPOSALS, 4)
+        if frame_hw is None:  # (eager only: h and w are Python ints here)
+            hw, key_bias = clip.new_tensor([float(h), float(w)]).expand(n, 2), None
+        else:
+            present = (frame_hw[..., 0] > 0).reshape(n, 1)
+            # absent frames get any finite boxes (their outputs are discarded)
+            hw = torch.where(present, frame_hw.reshape(n, 2).to(clip.dtype), clip.new_full((1, 2), 32.0))
+            # absent frames get a -1e9 attention logit: exp underflows to exactly 0 weight
+            key_bias = (~present).to(clip.dtype).reshape(b, 1, t).expand(b, NUM_PROPOSALS, t).reshape(b * NUM_PROPOSALS, 1, 1, t) * -1e9
+        boxes = self.rpn_head.frame_boxes(hw)
         query = self.rpn_head.init_proposal_features.weight.unsqueeze(0).expand(n, NUM_PROPOSALS, DIM)
         for stage in self.roi_head.bbox_head:
             rois = multilevel_roi_align(feats, boxes, STRIDES, out_size=7, sampling_ratio=2)
-            query, deltas = stage(query, rois, t)
+            query, deltas = stage(query, rois, t, key_bias)
             boxes = delta2bbox(boxes, deltas)
         gaze = self.roi_head.gaze_head[str(NUM_STAGES - 1)](query)
         return gaze.reshape(b, t, 3)
