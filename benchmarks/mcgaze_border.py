@@ -45,7 +45,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=3, help="random networks (weights seeds)")
     args = ap.parse_args(argv)
     import torch
-
     from gaze4hri_bench.faces.crops import crop_cut_keep_ratio, crop_square, pad_tensor, rule_square, to_tensor
     from gaze4hri_bench.methods import get_method
     from gaze4hri_bench.specs import SPECS

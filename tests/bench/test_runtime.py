@@ -3,7 +3,6 @@ fallback), spec-checked sessions, batching, and the bounded prefetch thread."""
 from __future__ import annotations
 
 import dataclasses
-
 import shutil
 import threading
 import time
