@@ -244,6 +244,47 @@ def test_clip_shift_and_smoothing_in_the_run_loop(session_root, tiny_models, run
     assert not np.allclose(smooth[P].fillna(0).to_numpy(), ref.sort_values(key)[P].fillna(0).to_numpy())
 
 
+def test_mcgaze_clips_reach_the_network_at_their_official_padded_size(session_root, tiny_models, run_out, tmp_path, monkeypatch):
+    """MCGaze through the run loop (a gradient model with MCGaze's signature): the face
+    fills the 180 px frame, so the head square is cut at the image border; every clip
+    reaches ONNX Runtime with each frame's image size (long side 448) and cut to the
+    official padded size of its frames; every frame with a face gets a prediction."""
+    import pandas as pd
+    from gaze4hri_bench.faces.crops import clip_pad_size
+    from gaze4hri_bench.methods import get_method
+    from gaze4hri_bench.pipeline import run as run_mod
+    from gaze4hri_bench.pipeline.deviations_real import share_face_cache
+    from gaze4hri_bench.pipeline.run import Job, RunConfig, run_benchmark
+    from gaze4hri_bench.pipeline.runtime import Runner, resolve_model
+
+    calls = []
+
+    class Recording(Runner):
+        def run(self, *xs):
+            calls.append((xs[0].shape, np.array(xs[1])))
+            return super().run(*xs)
+
+    monkeypatch.setattr(run_mod, "Runner", Recording)
+    share_face_cache(run_out[0], tmp_path)
+    m = get_method("mcgaze_gaze360")
+    cfg = RunConfig(methods=("mcgaze_gaze360",), data=session_root, out=tmp_path, input="crop", models_dir=tiny_models,
+                    progress=False, batch=4)
+    run_benchmark(cfg, log=lambda *_: None, jobs=[Job(m, "crop", model=resolve_model(m.spec, tiny_models))])
+    assert calls
+    for shape, hw in calls:
+        assert hw.shape == (shape[0], 7, 2)
+        for k in range(shape[0]):
+            assert shape[3:] == clip_pad_size(hw[k], 448)
+            present = hw[k][hw[k, :, 0] > 0]
+            assert len(present) and (present.max(axis=1) == 448).all()
+    assert min(s[3] for s, _ in calls) < 448  # cut at the border: padded to less than 448 rows
+    df = pd.read_parquet(tmp_path / "mcgaze_gaze360__crop.parquet")
+    ref = pq.read_table(run_out[0] / "tiny_test__crop.parquet").to_pandas()
+    key = ["subject", "trial", "frame"]
+    assert set(map(tuple, df.dropna(subset=["pred_x"])[key].to_numpy())) == set(map(tuple, ref.dropna(subset=["pred_x"])[key].to_numpy()))
+    assert np.isfinite(df.dropna(subset=["pred_x"])[["pred_x", "pred_y", "pred_z"]].to_numpy()).all()
+
+
 def test_a_frame_without_a_face_excludes_the_trial_under_the_study_rule(tiny_models, tmp_path):
     """study:trial_needs_every_face drops the whole trial with a reason naming the frame
     (log, provenance excluded_trials, every row no_face); reference loses only that frame."""
