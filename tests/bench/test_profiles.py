@@ -500,3 +500,16 @@ def test_mcgaze_official_smoothing():
     assert np.allclose(smooth_sequence(v[:1], 0.6), v[:1])
     assert {n for n in SPECS if P.get_profile("reference").record(n).smoothing} == {"mcgaze_gaze360"}
     assert P.get_profile("study").record("mcgaze_gaze360").smoothing is None
+
+
+def test_a_keep_ratio_crop_needs_a_network_that_takes_the_image_size():
+    """MCGaze's border rule gives non-square patches: a profile giving it to a network
+    without a frame_hw input is refused when the method is built, not mid-run."""
+    from gaze4hri_bench.profiles import Setting, make_profile
+    from gaze4hri_core.errors import Gaze4HRIError
+
+    prof = make_profile("test_keep_ratio", "one field", (Setting("gat_mcgaze_crop", "crop_rule", "mcgaze_head_square",
+                                                                 ("gat_gaze360",), "tests", "deliberate choice", "test"),))
+    with pytest.raises(Gaze4HRIError, match="frame_hw"):
+        get_method("gat_gaze360", profile=prof)
+    assert get_method("mcgaze_gaze360", profile=prof).takes_hw
