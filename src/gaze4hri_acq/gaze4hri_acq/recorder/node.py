@@ -16,6 +16,7 @@ and session.yaml fit even when another process took every free byte.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import threading
@@ -78,6 +79,15 @@ PARAMS = (
     Param("ballast_bytes", 16 * 1024 * 1024, "bytes reserved in a file beside the bags while a trial records, released at disk full so the bag and session.yaml can be closed whoever filled the disk (0: off)", range=(0, 1 << 34)),
     Param("fail_after_bytes", -1, "test hook: behave as if the disk filled after this many bytes in a bag (-1: off)", range=(-1, 1 << 50)),
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Barrier:
+    """A stop's marker in the write queue: set once everything queued before it is
+    written; what follows it for the same bag is dropped."""
+
+    event: threading.Event
+    bag: TrialBag
 
 
 class RecorderNode(ControlMixin, Node):
@@ -151,7 +161,8 @@ class RecorderNode(ControlMixin, Node):
         # first and the last frame are bracketed by poses on both sides
         tail = _POSE_TAIL_NS if pose else 0  # frame-bound streams (images, their metadata and truth) end with the window
         head = _POSE_TAIL_NS if pose else 0
-        if stamped and (t < self._start_ns - head or (self._end_ns is not None and t > self._end_ns + tail)):
+        late = self._end_ns is not None and t > self._end_ns + tail and not self._image_taken(topic, t)
+        if stamped and (t < self._start_ns - head or late):
             return
         if not pose:
             t = max(t, self._start_ns)
@@ -163,18 +174,27 @@ class RecorderNode(ControlMixin, Node):
         if topic in _FRAME_COMPANIONS:
             self._note_frame(topic, t)
 
+    def _image_taken(self, topic: str, t: int) -> bool:
+        """Whether ``topic`` is a frame companion whose image (same stamp) was queued: a
+        frame past the window's end that the writer already kept (the end is known only
+        at the stop) keeps its metadata and truth; the writer decides (_in_window)."""
+        if topic not in _FRAME_COMPANIONS:
+            return False
+        with self._frames_cv:
+            return t in self._frame_stamps.get(Topics.IMAGE, ())
+
     def _note_frame(self, topic: str, t: int) -> None:
         with self._frames_cv:
             self._frame_stamps.setdefault(topic, deque(maxlen=64)).append(t)
             self._frames_cv.notify_all()
 
-    def _await_frame_companions(self, end_ns: int | None, timeout_s: float = _COMPANION_WAIT_S) -> list[str]:
+    def _await_frame_companions(self, timeout_s: float = _COMPANION_WAIT_S) -> list[str]:
         """Wait until each frame-bound stream (metadata, simulator truth) has delivered its
-        message for the last image inside the window: the camera publishes them one after
-        another, so a stop arriving between them would keep a frame without its metadata
-        or truth. Returns the streams still behind at the timeout (a camera that stalled)."""
+        message for the last image queued: the camera publishes them one after another,
+        so a stop arriving between them would keep a frame without its metadata or truth.
+        Returns the streams still behind at the timeout (a camera that stalled)."""
         def behind() -> list[str]:
-            imgs = [t for t in self._frame_stamps.get(Topics.IMAGE, ()) if end_ns is None or t <= end_ns]
+            imgs = self._frame_stamps.get(Topics.IMAGE)
             if not imgs:
                 return []
             last = imgs[-1]
@@ -205,20 +225,31 @@ class RecorderNode(ControlMixin, Node):
             self._q.put((bag, topic, t, data, tf))
 
     def _writer(self) -> None:
+        sealed = None  # the bag whose stop barrier has passed: nothing queued behind the barrier goes in
+        kept: deque[int] = deque(maxlen=64)  # stamps of the images written into `kept_bag`
+        kept_bag = None
         while True:
             item = self._q.get()
             if item is None:
                 return
-            if isinstance(item, threading.Event):  # a stop barrier: everything before it is written
-                item.set()
+            if isinstance(item, _Barrier):  # a stop barrier: everything before it is written
+                sealed = item.bag
+                item.event.set()
                 continue
             bag, topic, t, data, tf = item
+            if bag is not kept_bag:
+                kept_bag, kept = bag, deque(maxlen=64)
             try:
-                t = self._in_window(topic, t)
-                # never into a closed bag: an item queued after the stop barrier would land behind its summary
+                t = self._in_window(topic, t, kept)
+                # never into a closed bag (an item would land behind its summary), nor into one
+                # whose stop barrier has passed (handle_stop closes it a moment later, and the
+                # frame's remaining messages, arriving then, would be missing from it)
                 with self._lock:  # handle_stop closes the bag under the same lock
-                    if t is not None and bag is not None and not bag.closed and not bag.broken and self.fault is None:
+                    if (t is not None and bag is not None and bag is not sealed and not bag.closed and not bag.broken
+                            and self.fault is None):
                         bag.write(topic, t, data)
+                        if topic == Topics.IMAGE:
+                            kept.append(t)
                         if tf is not None:
                             bag.write(TF, t, tf)
             except DiskFullError as e:
@@ -230,12 +261,13 @@ class RecorderNode(ControlMixin, Node):
                     self._q_bytes -= len(data)
                     self._q_cv.notify_all()
 
-    def _in_window(self, topic: str, t: int) -> int | None:
+    def _in_window(self, topic: str, t: int, kept=()) -> int | None:
         """The trial window again at write time, once ``stop`` has set its end: a message
         queued before the stop request arrived (the orchestrator in another process sees
         the device clock late, so the stop can come well after the window's end) is
-        dropped when stamped after the end (+ the pose tail); headerless messages are
-        logged at the end at the latest. Returns the log time, or None to drop."""
+        dropped when stamped after the end (+ the pose tail), except a frame companion
+        whose image was already written (``kept``: the frame stays whole); headerless
+        messages are logged at the end at the latest. Returns the log time, or None to drop."""
         end = self._end_ns
         if end is None:
             return t
@@ -243,6 +275,8 @@ class RecorderNode(ControlMixin, Node):
         tail = _POSE_TAIL_NS if is_pose_topic(topic) else 0
         if (ty in _NO_HEADER or topic in _RECEIPT_TIME) and topic not in _STAMP_FROM:
             return min(t, end + tail)
+        if t > end + tail and topic in _FRAME_COMPANIONS:
+            return t if t in kept else None
         return None if t > end + tail else t
 
     def _on_disk_full(self, what: str) -> None:
@@ -337,13 +371,13 @@ class RecorderNode(ControlMixin, Node):
             return {"counts": {}, "note": "not recording"}
         if req.get("end_ns") is not None:
             self._end_ns = int(req["end_ns"])
-        late = self._await_frame_companions(self._end_ns)
+        late = self._await_frame_companions()
         if late:
             self.get_logger().warning(f"{self.trial}: stopped without the last frame's {', '.join(late)} (not delivered within {_COMPANION_WAIT_S:g} s)")
-        barrier = threading.Event()
+        barrier = _Barrier(threading.Event(), bag)
         with self._put_lock:
             self._q.put(barrier)
-        barrier.wait(timeout=float(req.get("timeout_s", 120.0)))
+        barrier.event.wait(timeout=float(req.get("timeout_s", 120.0)))
         self.bag = None
         with self._q_cv:
             self._q_cv.notify_all()
