@@ -6,8 +6,10 @@ Official (zgchen33/MCGaze, MCGaze_demo/demo.ipynb + the L2CS-setting test pipeli
 head square is sliced out of the image (cut at its border), resized with its aspect ratio
 kept (long side 448), normalised, padded with zeros to a multiple of 32 and then to the
 largest frame of the clip (mmcv collate), and the learned proposal boxes are scaled by
-each frame's image size. Ours: the same, through the pipeline's own functions (the ONNX
-clip input has dynamic image axes). Before: a 448 x 448 square with black outside the
+each frame's image size. The crop and the normalisation come from faces.crops (the crop
+is checked against the demo's slicing and mmcv's resize in tests/bench/faces/test_crops.py);
+the padding is written out here. Ours: the pipeline's padding (``pad_tensor`` then
+``OnnxMethod.fit_clip``; the ONNX clip input has dynamic image axes). Before: a 448 x 448 square with black outside the
 image, boxes scaled by 448. Also shown: the official images and boxes but padded to 448
 x 448 (what a static input would give).
 

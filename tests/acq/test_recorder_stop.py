@@ -57,28 +57,39 @@ def recorder():
         rclpy.shutdown(context=ctx)
 
 
-def test_stop_between_an_image_and_its_truth_keeps_the_frame_whole(recorder, tmp_path):
-    node, bus = recorder
+def _start(node, tmp_path):
     bag_dir = tmp_path / "bags" / "t"
     node.handle_start({"bag_dir": str(bag_dir), "trial": "t", "start_ns": T0, "need_bytes": 0})
-    for k in range(3):
+    return bag_dir
+
+
+def _whole_frames(bus, frames) -> None:
+    for k in frames:
         bus.deliver(Topics.IMAGE, _image(k))
         bus.deliver(Topics.FRAME_META, _meta(k))
         bus.deliver(Topics.SIM_GAZE_TRUTH, _truth(k))
-    bus.deliver(Topics.IMAGE, _image(3))  # the camera is about to publish frame 3's metadata and truth
+
+
+def _stop_before_the_rest_of_frame(node, bus, k: int, end_ns: int) -> list[dict]:
+    """Stop from another thread, then publish frame k's metadata and truth 0.2 s later
+    (the camera between a frame's image and its companions); the stop's ack."""
     acks: list[dict] = []
-    stopper = threading.Thread(target=lambda: acks.append(node.handle_stop({"end_ns": T0 + 10 * DT})))
+    stopper = threading.Thread(target=lambda: acks.append(node.handle_stop({"end_ns": end_ns})))
     stopper.start()
     time.sleep(0.2)
-    bus.deliver(Topics.FRAME_META, _meta(3))
-    bus.deliver(Topics.SIM_GAZE_TRUTH, _truth(3))
+    bus.deliver(Topics.FRAME_META, _meta(k))
+    bus.deliver(Topics.SIM_GAZE_TRUTH, _truth(k))
     stopper.join(10)
-    assert acks and not acks[0].get("fault")
+    return acks
+
+
+def _counts(bag_dir) -> dict[str, int]:
+    """Messages per topic in the bag, read back with rosbags."""
+    counts: dict[str, int] = {}
     with Reader(bag_dir) as r:
-        counts: dict[str, int] = {}
         for c, _t, _raw in r.messages():
             counts[c.topic] = counts.get(c.topic, 0) + 1
-    assert counts[Topics.IMAGE] == counts[Topics.FRAME_META] == counts[Topics.SIM_GAZE_TRUTH] == 4
+    return counts
 
 
 def _drain(node, timeout_s: float = 5.0) -> None:
@@ -87,36 +98,35 @@ def _drain(node, timeout_s: float = 5.0) -> None:
         time.sleep(0.01)
 
 
+def test_stop_between_an_image_and_its_truth_keeps_the_frame_whole(recorder, tmp_path):
+    node, bus = recorder
+    bag_dir = _start(node, tmp_path)
+    _whole_frames(bus, range(3))
+    bus.deliver(Topics.IMAGE, _image(3))  # the camera is about to publish frame 3's metadata and truth
+    acks = _stop_before_the_rest_of_frame(node, bus, 3, T0 + 10 * DT)
+    assert acks and not acks[0].get("fault")
+    counts = _counts(bag_dir)
+    assert counts[Topics.IMAGE] == counts[Topics.FRAME_META] == counts[Topics.SIM_GAZE_TRUTH] == 4
+
+
 def test_a_frame_past_the_windows_end_stays_whole(recorder, tmp_path):
     """The orchestrator sends the window's end with the stop, after the camera has gone
     past it: a frame past the end whose image the writer already kept keeps the metadata
     and truth that arrive after the stop (CI flake: the last image without them)."""
     node, bus = recorder
-    bag_dir = tmp_path / "bags" / "t"
-    node.handle_start({"bag_dir": str(bag_dir), "trial": "t", "start_ns": T0, "need_bytes": 0})
-    for k in range(2):
-        bus.deliver(Topics.IMAGE, _image(k))
-        bus.deliver(Topics.FRAME_META, _meta(k))
-        bus.deliver(Topics.SIM_GAZE_TRUTH, _truth(k))
+    bag_dir = _start(node, tmp_path)
+    _whole_frames(bus, range(2))
     bus.deliver(Topics.IMAGE, _image(2))
     _drain(node)  # frame 2's image is written before the end is known
-    acks: list[dict] = []
-    stopper = threading.Thread(target=lambda: acks.append(node.handle_stop({"end_ns": T0 + DT + DT // 2})))
-    stopper.start()  # the end lies between frames 1 and 2
-    time.sleep(0.2)
-    bus.deliver(Topics.FRAME_META, _meta(2))
-    bus.deliver(Topics.SIM_GAZE_TRUTH, _truth(2))
-    stopper.join(10)
+    acks = _stop_before_the_rest_of_frame(node, bus, 2, T0 + DT + DT // 2)  # the end lies between frames 1 and 2
     assert acks
-    with Reader(bag_dir) as r:
-        topics = [c.topic for c, _t, _raw in r.messages()]
-    assert topics.count(Topics.IMAGE) == topics.count(Topics.FRAME_META) == topics.count(Topics.SIM_GAZE_TRUTH) == 3
+    counts = _counts(bag_dir)
+    assert counts[Topics.IMAGE] == counts[Topics.FRAME_META] == counts[Topics.SIM_GAZE_TRUTH] == 3
 
 
 def test_a_camera_stalled_mid_frame_costs_the_stop_a_bounded_wait(recorder, tmp_path):
     node, bus = recorder
-    bag_dir = tmp_path / "bags" / "t"
-    node.handle_start({"bag_dir": str(bag_dir), "trial": "t", "start_ns": T0, "need_bytes": 0})
+    bag_dir = _start(node, tmp_path)
     bus.deliver(Topics.IMAGE, _image(0))
     bus.deliver(Topics.SIM_GAZE_TRUTH, _truth(0))
     bus.deliver(Topics.IMAGE, _image(1))  # the camera stalls after this image
@@ -124,9 +134,8 @@ def test_a_camera_stalled_mid_frame_costs_the_stop_a_bounded_wait(recorder, tmp_
     t = time.monotonic()
     node.handle_stop({"end_ns": T0 + 10 * DT})
     assert 0.9 < time.monotonic() - t < 3
-    with Reader(bag_dir) as r:
-        topics = [c.topic for c, _t, _raw in r.messages()]
-    assert topics.count(Topics.IMAGE) == 2 and topics.count(Topics.SIM_GAZE_TRUTH) == 1  # written as received
+    counts = _counts(bag_dir)
+    assert counts[Topics.IMAGE] == 2 and counts[Topics.SIM_GAZE_TRUTH] == 1  # written as received
 
 
 def test_nothing_queued_behind_a_stop_barrier_is_written(recorder, tmp_path):
@@ -136,8 +145,7 @@ def test_nothing_queued_behind_a_stop_barrier_is_written(recorder, tmp_path):
     from gaze4hri_acq.recorder.node import _Barrier
 
     node, bus = recorder
-    bag_dir = tmp_path / "bags" / "t"
-    node.handle_start({"bag_dir": str(bag_dir), "trial": "t", "start_ns": T0, "need_bytes": 0})
+    bag_dir = _start(node, tmp_path)
     bus.deliver(Topics.IMAGE, _image(0))
     bag = node.bag
     passed = threading.Event()
@@ -145,10 +153,7 @@ def test_nothing_queued_behind_a_stop_barrier_is_written(recorder, tmp_path):
         node._q.put(_Barrier(passed, bag))
         bus.deliver(Topics.IMAGE, _image(1))  # behind the barrier, before any close
     assert passed.wait(5)
-    deadline = time.monotonic() + 5
-    while node._q_bytes and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _drain(node)
     assert not bag.closed and bag.counts.get(Topics.IMAGE, 0) == 1
     node.handle_stop({"end_ns": T0 + 10 * DT})
-    with Reader(bag_dir) as r:
-        assert [c.topic for c, _t, _raw in r.messages()].count(Topics.IMAGE) == 1
+    assert _counts(bag_dir)[Topics.IMAGE] == 1

@@ -63,8 +63,9 @@ _STAMP_FROM = {Topics.FRAME_META: Topics.IMAGE, Topics.SIM_BLINK_TRUTH: Topics.I
 _RECEIPT_TIME = {Topics.DIAGNOSTICS, Topics.SAFETY}
 RECORDED_TOPICS = {t: ty for t, ty in MSG_TYPES.items() if t not in TF_TYPES}  # subscribed; /tf and /tf_static are derived (tf.py)
 _POSE_TAIL_NS = 20_000_000
-# Streams published with each camera frame, right after its image: a stop waits until
-# each of them has caught up with the last image inside the window (_await_frame_companions)
+# Streams published with each camera frame, right after its image: a frame is kept or
+# dropped whole, and a stop waits until each of them has caught up with the last image
+# queued (_await_frame_companions, _in_window)
 _FRAME_COMPANIONS = (Topics.FRAME_META, Topics.SIM_GAZE_TRUTH, Topics.SIM_BLINK_TRUTH)
 _COMPANION_WAIT_S = 1.0
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..specs import FRAME_HW
+
 __all__ = ["CentredWindow", "SlidingWindow", "policy_for", "smooth_sequence", "combine"]
 
 
@@ -109,8 +111,6 @@ def policy_for(spec, record=None) -> CentredWindow | SlidingWindow | None:
     the first full window are absent for a network that can leave frames out (a
     ``frame_hw`` input: MCGaze, whose study code ran a shorter clip there), else black
     (GaT; the study gave it no output there)."""
-    from ..specs import FRAME_HW
-
     if spec.clip_len <= 1:
         return None
     pad = "absent" if FRAME_HW in spec.onnx_inputs else None

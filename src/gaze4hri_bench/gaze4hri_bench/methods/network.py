@@ -130,7 +130,7 @@ class OnnxMethod(GazeMethod):
     def black(self, like: Prepared) -> Prepared:
         """A black frame (clip padding) cropped with the same box (GaT's rule)."""
         z = np.zeros((self.spec.size, self.spec.size, 3), np.uint8)
-        return Prepared(self.to_tensor(z), like.to_cam, None, None if like.hw is None else np.asarray(like.hw))
+        return self._prepared(z, like.to_cam, None)
 
     def fit_clip(self, clip: np.ndarray, hw: np.ndarray | None) -> np.ndarray:
         """A clip (T, 3, S, S) of frames padded to S, cut to the padded size the official
