@@ -31,6 +31,7 @@ from gaze4hri_core.session import (
     save_manifest,
     session_dir,
 )
+from gaze4hri_core.session_lock import SessionLock, check_unlocked
 from gaze4hri_core.trajectories import TrajectorySettings, plan_trial
 
 from ..nodes.robot_node import move_to_json
@@ -134,6 +135,21 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
     file for the subject or only one older than ``eye_head_max_age_hours``; the
     session's calibration snapshot then always holds the subject's file."""
     view = view or _View()
+    sdir, _trials, _exists = check_inputs(cfg)
+    # one writer per session: the lock before anything in the session is written,
+    # held until the run ends (a killed run's lock is released by the kernel)
+    lock = SessionLock(sdir).acquire()
+    try:
+        if lock.notice:
+            _say(view, lock.notice)
+        return _run_locked(cfg, client, view, confirm, should_stop, eye_head)
+    finally:
+        lock.release()
+
+
+def _run_locked(cfg: SessionConfig, client: DeviceClient, view, confirm, should_stop, eye_head) -> Path:
+    """run_session under the session lock (inputs checked again: a run that ended
+    between the first check and the lock may have created the session)."""
     sdir, trials, exists = check_inputs(cfg)
     root = Path(cfg.out_dir)
 
@@ -159,6 +175,9 @@ def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm:
     if not exists:  # devices up (a missing one is reported first), then the subject's eye-head calibration
         cal_dir, eye_head_note = _subject_eye_head(cfg, src_dir, sdir, eye_head, view)
         calib = _check_calibration(cal_dir, cfg)
+    # the robot's safety monitor measures the camera-to-head limit from this subject's
+    # eye midpoint (not the head band's origin, about 0.12 m away; issue 20)
+    client.request("robot", "eye_head", eye_in_head=[float(x) for x in calib.T_head_eye.t] if calib.T_head_eye is not None else None)
 
     # ---- session directory
     if exists:
@@ -238,7 +257,10 @@ def check_inputs(cfg: SessionConfig) -> tuple[Path, list[Trial], bool]:
         for t in cfg.redo:
             trial_by_id(t)
     except (KeyError, ValueError) as e:
-        raise SessionError(str(e).strip("'\""), None, "see 'gaze4hri-acq session --help' for trial ids and experiments") from None
+        # a KeyError's str() is the repr of its message: take the message itself, whose quotes are balanced
+        what = e.args[0] if e.args and isinstance(e.args[0], str) else str(e)
+        raise SessionError(what, None, "see 'gaze4hri-acq session --help' for trial ids and experiments") from None
+    check_unlocked(sdir)  # another run records this session: refused before any node starts
     exists = manifest_path(sdir).is_file()
     if exists and not (cfg.resume or cfg.redo):
         raise SessionError("session exists already", str(sdir), "continue it with --resume, redo trials with --redo ID, or pick another --out-dir")
