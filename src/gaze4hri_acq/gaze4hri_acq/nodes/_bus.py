@@ -10,7 +10,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable
 
-from rclpy.serialization import serialize_message
+from ._cdr import serialize
 
 __all__ = ["IntraProcessBus", "FastPublisher"]
 
@@ -48,7 +48,9 @@ class IntraProcessBus:
 
 class FastPublisher:
     """A publisher that accepts a message or its CDR bytes, feeds the local bus, and
-    publishes over DDS only when some other process listens."""
+    publishes over DDS only when some other process listens. A message is serialized
+    once, by ``_cdr.serialize`` (rclpy's bytes cut to the CDR actually written), and the
+    same bytes go to the bus and to DDS, so a recorder anywhere stores what rosbags reads."""
 
     def __init__(self, node, msg_type, topic: str, qos, bus: IntraProcessBus | None = None):
         self.topic = topic
@@ -59,7 +61,7 @@ class FastPublisher:
         data = msg_or_bytes if isinstance(msg_or_bytes, (bytes, bytearray)) else None
         if self.bus is not None:
             if data is None:
-                data = serialize_message(msg_or_bytes)
+                data = serialize(msg_or_bytes)
             self.bus.deliver(self.topic, data)
         if self.pub.get_subscription_count() > 0:
-            self.pub.publish(data if data is not None else msg_or_bytes)
+            self.pub.publish(data if data is not None else serialize(msg_or_bytes))

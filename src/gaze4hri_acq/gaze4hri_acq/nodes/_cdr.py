@@ -5,11 +5,24 @@ docs/perf/acq.md). Output decodes with ``rclpy.serialization.deserialize_message
 (padding bytes are zero here, unspecified in rclpy; tests/acq/test_cdr.py)."""
 from __future__ import annotations
 
+import importlib
 import struct
 
 import numpy as np
 
-__all__ = ["encode_image", "header_stamp_ns", "CDR_LE"]
+try:  # the rosidl types of rclpy's generated messages (present wherever rclpy is)
+    from rosidl_parser.definition import (
+        AbstractNestedType,
+        AbstractSequence,
+        AbstractString,
+        Array,
+        BasicType,
+        NamespacedType,
+    )
+except ImportError:  # pragma: no cover - encode_image and header_stamp_ns need none of them
+    AbstractNestedType = AbstractSequence = AbstractString = Array = BasicType = NamespacedType = ()
+
+__all__ = ["encode_image", "header_stamp_ns", "CDR_LE", "serialize", "cdr_length"]
 
 CDR_LE = b"\x00\x01\x00\x00"  # encapsulation: CDR little-endian
 
@@ -50,3 +63,98 @@ def header_stamp_ns(cdr: bytes | memoryview) -> int:
     """Stamp of a message whose first field is a std_msgs/Header."""
     sec, nsec = struct.unpack_from("<iI", cdr, 4)
     return sec * 1_000_000_000 + nsec
+
+
+# -- exact length of rclpy's serialization --------------------------------------------------
+# rclpy's serialize_message (rmw_fastrtps) returns a buffer as long as the type support's
+# size *estimate*, which counts the 8-byte alignment after the length of every float64
+# sequence even when it is empty; the CDR it writes skips that alignment (no element
+# follows), so e.g. JointState(name, position, velocity) with no efforts ends in 4 bytes
+# that were never written. OMG CDR (XCDR1, as ROS 2 rmw uses it) aligns an element only
+# when one is written, and rosbags' deserialize_cdr accepts at most 3 trailing bytes
+# (rosbags/typesys/store.py deserialize_cdr), so rosbags refused every /joint_states
+# message. ``serialize`` cuts the buffer to the bytes actually written (tests/acq/test_bag_integrity.py).
+_SIZES = {"boolean": 1, "octet": 1, "char": 1, "uint8": 1, "int8": 1, "int16": 2, "uint16": 2, "wchar": 2,
+          "int32": 4, "uint32": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8, "long double": 16}
+_HAS_SEQ: dict[type, bool] = {}
+
+
+_FIELDS: dict[type, list[tuple[str, object]]] = {}
+
+
+def _fields(cls) -> list[tuple[str, object]]:
+    """(field name, rosidl type) of a generated rclpy message class, in wire order."""
+    got = _FIELDS.get(cls)
+    if got is None:
+        names = [n[1:] for n in cls.__slots__ if n != "_check_fields"]
+        got = _FIELDS[cls] = list(zip(names, cls.SLOT_TYPES, strict=True))
+    return got
+
+
+def _end(value, typ, off: int) -> int:
+    """Offset (payload-relative) after ``value`` of rosidl type ``typ`` written at ``off``."""
+    if isinstance(typ, BasicType):
+        n = _SIZES[typ.typename]
+        return off + (-off) % n + n
+    if isinstance(typ, AbstractString):
+        if type(typ).__name__.endswith("WString"):
+            raise TypeError("wstring")  # not used by any message here; the caller keeps rclpy's bytes
+        return off + (-off) % 4 + 4 + len(value.encode("utf-8")) + 1
+    if isinstance(typ, NamespacedType):
+        for name, t in _fields(type(value)):
+            off = _end(getattr(value, name), t, off)
+        return off
+    if isinstance(typ, (Array, AbstractSequence)):
+        if isinstance(typ, AbstractSequence):
+            off += (-off) % 4 + 4  # uint32 element count
+        vt = typ.value_type
+        if isinstance(vt, BasicType):
+            n = len(value)
+            if n:
+                size = _SIZES[vt.typename]
+                off += (-off) % size + n * size
+            return off
+        for v in value:
+            off = _end(v, vt, off)
+        return off
+    raise TypeError(f"unsupported rosidl type {type(typ).__name__}")
+
+
+def cdr_length(msg) -> int:
+    """Bytes of the CDR serialization of the rclpy message ``msg``, encapsulation header included."""
+    off = 0
+    for name, t in _fields(type(msg)):
+        off = _end(getattr(msg, name), t, off)
+    return 4 + off
+
+
+def _has_sequence(cls) -> bool:
+    """Whether a message type holds a sequence anywhere (only those can be over-long)."""
+    got = _HAS_SEQ.get(cls)
+    if got is None:
+        got = False
+        for _name, t in _fields(cls):
+            inner = t.value_type if isinstance(t, AbstractNestedType) else t
+            if isinstance(t, AbstractSequence):
+                got = True
+            elif isinstance(inner, NamespacedType):
+                got = _has_sequence(getattr(importlib.import_module(".".join(inner.namespaces)), inner.name))
+            if got:
+                break
+        _HAS_SEQ[cls] = got
+    return got
+
+
+def serialize(msg) -> bytes:
+    """rclpy's CDR bytes of ``msg`` without the never-written tail (see above)."""
+    from rclpy.serialization import serialize_message
+
+    data = serialize_message(msg)
+    if _has_sequence(type(msg)):
+        try:
+            n = cdr_length(msg)
+        except (TypeError, KeyError):
+            return data
+        if n < len(data):
+            data = data[:n]
+    return data

@@ -19,6 +19,11 @@ Disk reserve: every write first checks the free space (statvfs, or the test hook
 virtual disk) and refuses with ``DiskFullError`` when it would fall below
 ``reserve_bytes``; the bag is then closed normally (summary + metadata fit in the
 reserve), and session.yaml can still be written.
+Integrity: rosbags' writer stores every CRC as 0 ("not computed", MCAP spec); the
+writer here (``_CrcMcapWriter``) stores the CRC-32 of each chunk's uncompressed records
+(spec "Chunk"), of the data section (spec "Data End") and of the summary (spec
+"Footer"), so that ``check_bag`` (gaze4hri_core.mcap_crc), rosbags' and mcap's readers
+detect damaged bytes instead of reading them as data.
 rosbags 0.11 internals used here (``Writer.storage``, ``McapWriter.close_chunk``,
 ``McapWriter.bio``) are pinned by requirements/ros.txt and covered by tests/acq/test_bag.py.
 """
@@ -29,6 +34,7 @@ import os
 import shutil
 import struct
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,13 +42,14 @@ from io import BytesIO
 from pathlib import Path
 
 from gaze4hri_core.errors import SessionError
+from gaze4hri_core.mcap_crc import Damage, check_mcap, data_crc_of
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.rosbag2.storage_mcap import Channel, McapWriter, PendingChunk, Schema
 from rosbags.typesys import Stores, get_typestore
 
 __all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError", "metadata_agrees", "ros_distro",
-           "bag_qos"]
+           "bag_qos", "check_bag", "require_intact", "FIX_DAMAGED"]
 
 COMPRESSIONS = ("none", "zstd", "lz4")
 _BIG = 1 << 20  # messages this large bypass rosbags' chunk buffer: one chunk each (compressed or not)
@@ -116,6 +123,88 @@ def mcap_file(bag_dir: Path) -> Path | None:
     return found[0] if found else None
 
 
+class _CrcFile:
+    """The bag's file object, keeping the CRC-32 of every byte written through it (the
+    data section CRC of the MCAP Data End record, mcap/writer.py's convention: from the
+    leading magic on)."""
+
+    def __init__(self, f, crc: int = 0):
+        self._f, self.crc = f, crc
+
+    def write(self, b) -> int:
+        n = self._f.write(b)
+        self.crc = zlib.crc32(b, self.crc)  # after the write: a refused write (ENOSPC) leaves a bag for repair_bag
+        return n
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+
+class _Tail(BytesIO):
+    """In-memory stand-in for the file while rosbags writes the summary, so that the
+    Data End and Footer CRC fields can be filled in before the bytes reach the disk."""
+
+    def __init__(self, base: int):
+        super().__init__()
+        self.base = base
+
+    def tell(self) -> int:
+        return self.base + super().tell()
+
+    def close(self) -> None:  # rosbags closes its file at the end; the bytes are still needed
+        pass
+
+
+class _CrcMcapWriter(McapWriter):
+    """rosbags' McapWriter with the MCAP CRCs filled in (spec "Chunk", "Data End", "Footer").
+
+    ``close_chunk`` writes the same records as rosbags' (chunk, message indexes, chunk
+    index entry) with ``uncompressed_crc`` set; ``close`` lets rosbags lay out the summary
+    in memory, then sets ``data_section_crc`` and ``summary_crc`` and writes it out."""
+
+    def close_chunk(self) -> None:
+        pending = self.chunk
+        records = pending.bio.getvalue()
+        compressed = self.compressor(records)
+        comp = self.compression.encode()
+        head = struct.pack("<QQQI", pending.message_start_time, pending.message_end_time, len(records), zlib.crc32(records))
+        head += struct.pack("<I", len(comp)) + comp + struct.pack("<Q", len(compressed))
+        chunk_start = self.bio.tell()
+        self.bio.write(b"\x06" + struct.pack("<Q", len(head) + len(compressed)) + head)
+        self.bio.write(compressed)
+        chunk_end = self.bio.tell()
+        offsets = []
+        for cid, msgs in pending.msgs.items():
+            offsets.append((cid, self.bio.tell()))
+            rec = struct.pack("<HI", cid, 16 * len(msgs)) + b"".join(struct.pack("<QQ", t, o) for t, o in msgs)
+            self.bio.write(b"\x07" + struct.pack("<Q", len(rec)) + rec)
+        ci = BytesIO()  # chunk index (spec "Chunk Index"), written by close() into the summary
+        ci.write(struct.pack("<QQQQ", pending.message_start_time, pending.message_end_time, chunk_start, chunk_end - chunk_start))
+        ci.write(struct.pack("<I", 10 * len(offsets)) + b"".join(struct.pack("<HQ", c, o) for c, o in offsets))
+        ci.write(struct.pack("<Q", self.bio.tell() - chunk_end))
+        ci.write(struct.pack("<I", len(comp)) + comp + struct.pack("<QQ", len(compressed), len(records)))
+        self.chunks.append(ci)
+        self.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
+
+    def close(self, version: int, metadata: str) -> None:
+        if self.chunk.bio.tell():
+            self.close_chunk()
+        out = self.bio
+        tail = self.bio = _Tail(out.tell())
+        super().close(version, metadata)
+        buf = bytearray(tail.getvalue())
+        foot = len(buf) - 8 - 29  # footer record: opcode, length, summary_start, summary_offset_start, summary_crc
+        (summary_start,) = struct.unpack_from("<Q", buf, foot + 9)
+        data_end = summary_start - 13 - tail.base  # the Data End record right before the summary
+        if buf[foot] != 0x02 or data_end < 0 or buf[data_end] != 0x0F:
+            raise RuntimeError("unexpected MCAP summary layout from rosbags (requirements/ros.txt pins the version)")
+        struct.pack_into("<I", buf, data_end + 9, zlib.crc32(memoryview(buf)[:data_end], out.crc))
+        struct.pack_into("<I", buf, foot + 25, zlib.crc32(memoryview(buf)[summary_start - tail.base: foot + 25]))
+        self.bio = out
+        out.write(buf)
+        out.close()
+
+
 class TrialBag:
     """Writes one trial's bag. ``topics`` maps topic -> ROS type (MSG_TYPES subset).
 
@@ -145,6 +234,9 @@ class TrialBag:
         final = self.bag_dir / f"{self.bag_dir.name}_0.mcap"
         os.replace(st.path, final)
         st.path = final
+        st.__class__ = _CrcMcapWriter  # same state, CRCs written (rosbags' writer leaves them 0)
+        st.bio.flush()
+        st.bio = _CrcFile(st.bio, zlib.crc32(final.read_bytes()))  # magic and header written by rosbags so far
         if compression == "zstd":
             from rosbags.rosbag2.storage_mcap import zstd  # the module rosbags itself decompresses with
 
@@ -154,7 +246,7 @@ class TrialBag:
 
             st.compression, st.compressor = "lz4", lz4.frame.compress
         if fail_after_bytes is not None:
-            st.bio = _FullDisk(st.bio, fail_after_bytes)
+            st.bio._f = _FullDisk(st.bio._f, fail_after_bytes)
         ts = _typestore()
         qos = offered_qos or {}  # topic -> [rosbags Qos] of its publishers (bag_qos)
         self._conns = {t: self._w.add_connection(t, ty, typestore=ts, offered_qos_profiles=qos.get(t, ())) for t, ty in topics.items()}
@@ -204,6 +296,7 @@ class TrialBag:
         """Free space for this bag: the file system's, or the test hook's virtual disk."""
         free = shutil.disk_usage(self.bag_dir).free
         bio = self._w.storage.bio if self._w.storage is not None else None
+        bio = getattr(bio, "_f", bio)
         if isinstance(bio, _FullDisk):
             free = min(free, bio.room - bio.tell())
         return int(free)
@@ -239,8 +332,9 @@ class TrialBag:
         comp = b"" if self.compression == "none" else st.compression.encode()
         payload = st.compressor(rec_head + data) if comp else None
         stored = records if payload is None else len(payload)
-        # times, uncompressed size, crc 0 (not computed), compression, records length
-        body = struct.pack("<QQQI", t, t, records, 0) + struct.pack("<I", len(comp)) + comp + struct.pack("<Q", stored)
+        # times, uncompressed size, CRC-32 of the uncompressed records, compression, records length
+        crc = zlib.crc32(data, zlib.crc32(rec_head))
+        body = struct.pack("<QQQI", t, t, records, crc) + struct.pack("<I", len(comp)) + comp + struct.pack("<Q", stored)
         chunk_start = st.bio.tell()
         st.bio.write(b"\x06" + struct.pack("<Q", len(body) + stored) + body)
         if payload is None:
@@ -374,6 +468,39 @@ def _decompress(data: bytes, compression: str, size: int) -> bytes:
     raise SessionError(f"unsupported chunk compression {compression!r}", None, "use none, zstd or lz4")
 
 
+def _complete_chunk_follows(buf: bytes, off: int) -> bool:
+    """Whether a complete Chunk record follows ``off`` (past message indexes and other records)."""
+    while off + 9 <= len(buf):
+        (ln,) = _u("<Q", buf, off + 1)
+        if off + 9 + ln > len(buf):
+            return False
+        if buf[off] == 0x06:
+            return True
+        off += 9 + ln
+    return False
+
+
+FIX_DAMAGED = "re-record the trial with 'gaze4hri-acq session --redo ID' (same --subject and --backend) or restore the bag from a backup"
+
+
+def check_bag(bag_dir: Path) -> list[Damage] | None:
+    """Damaged places of a bag's MCAP file by its CRCs (gaze4hri_core.mcap_crc.check_mcap):
+    [] when intact, None when the file is missing or incomplete (repair_bag's case)."""
+    path = mcap_file(Path(bag_dir))
+    return None if path is None else check_mcap(path)
+
+
+def require_intact(bag_dir: Path, trial: str | None = None) -> None:
+    """Raise a one-line SessionError naming the trial, the bag and the first damaged offset
+    when a CRC of the bag disagrees with its bytes."""
+    damages = check_bag(bag_dir)
+    if damages:
+        d = damages[0]
+        more = f" (+{len(damages) - 1} more)" if len(damages) > 1 else ""
+        who = f"trial {trial}: " if trial else ""
+        raise SessionError(f"{who}{d.line()}{more}", str(d.path), FIX_DAMAGED.replace("ID", trial or "ID"))
+
+
 def repair_bag(bag_dir: Path) -> RepairResult:
     """Make an interrupted bag readable as far as it was written (idempotent).
 
@@ -410,13 +537,17 @@ def repair_bag(bag_dir: Path) -> RepairResult:
             break  # torn record: the tail repair cuts
         body = buf[off + 9: end]
         if op == 0x06:  # chunk
-            cs, ce, usize, _crc = _u("<QQQI", body, 0)
+            cs, ce, usize, crc = _u("<QQQI", body, 0)
             comp, p = _str(body, 28)
             (clen,) = _u("<Q", body, p)
             try:
                 raw = _decompress(body[p + 8: p + 8 + clen], comp, usize)
             except Exception:  # a chunk that does not decompress is the torn end
                 break
+            if crc and zlib.crc32(raw) != crc:
+                if _complete_chunk_follows(buf, end):  # damaged in the middle, not torn at the end
+                    raise SessionError(f"chunk CRC mismatch at offset {off}", str(path), FIX_DAMAGED)
+                break  # the last chunk, damaged by the crash: the torn end
             q = 0
             entries: dict[int, list[tuple[int, int]]] = defaultdict(list)
             while q + 9 <= len(raw):
@@ -492,9 +623,9 @@ def repair_bag(bag_dir: Path) -> RepairResult:
 
     w = Writer(bag_dir / ".repair-placeholder", version=9, storage_plugin=StoragePlugin.MCAP)
     w.path, w.metapath = bag_dir, bag_dir / "metadata.yaml"
-    st = McapWriter.__new__(McapWriter)
+    st = _CrcMcapWriter.__new__(_CrcMcapWriter)
     st.path = path
-    st.bio = f
+    st.bio = _CrcFile(f, data_crc_of(f, good_end))  # the kept data section, re-read once (the file is already in the page cache)
     st.schemas = sorted(schemas.values(), key=lambda s: s.id)
     st.channels = sorted(channels.values(), key=lambda c: c.id)
     st.chunks = chunk_recs
