@@ -11,11 +11,13 @@ Only 127.0.0.1 is ever used.
 """
 from __future__ import annotations
 
+import functools
 import socket
 import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -173,3 +175,315 @@ class MotiveEmulator:
         bodies = {by_name[n]: (tuple(np.asarray(p, float)), tuple(np.asarray(q, float)), bool(v), 0.0003)
                   for n, (p, q, v) in poses.items()}
         self.sock.sendto(frame_packet(frame_number, bodies, ts, mid, rx, tx), self.client_addr)
+
+
+# ------------------------------------------------------------------ real Motive capture
+# Replays the packets of a real Motive 2.1 / NatNet 3.0 capture (shared/reference/
+# reliability_data/natnet_motive21_v3, from mje-nz/python_natnet test_data/raw, BSD-3)
+# over loopback UDP to the real driver, with faults made from the same packets.
+
+CAPTURE_NAME = "natnet_motive21_v3"
+SPOOF_SOURCE = "127.0.0.2"  # another loopback address: a foreign host on the same wire
+FAULT_KINDS = ("spoofed_source", "truncated", "truncated_resized", "garbage", "garbage_framed", "runt",
+               "nan_position", "inf_orientation", "nonunit_quaternion")
+# kinds that send an extra bad datagram (counted, not delivered) vs a damaged frame (delivered untracked)
+EXTRA_PACKET_KINDS = {"spoofed_source": "packets_foreign", "truncated": "packets_malformed",
+                      "truncated_resized": "packets_malformed", "garbage": "packets_malformed",
+                      "garbage_framed": "packets_malformed", "runt": "packets_malformed"}
+
+
+def find_capture_dir() -> Path | None:
+    """The capture folder in shared/ beside the repository (CI lays it there), else None."""
+    repo = Path(__file__).resolve().parents[3]
+    for base in (repo.parent / "shared", repo / "shared", Path("/work/shared")):
+        d = base / "reference" / "reliability_data" / CAPTURE_NAME
+        if (d / "traffic.pcapng").is_file():
+            return d
+    return None
+
+
+@dataclass(frozen=True)
+class CapturedPacket:
+    t: float  # capture time (s)
+    src: str
+    sport: int
+    dst: str
+    dport: int
+    payload: bytes
+
+    @property
+    def message_id(self) -> int:
+        return struct.unpack_from("<H", self.payload)[0]
+
+
+@functools.cache
+def load_capture(path: Path) -> tuple[CapturedPacket, ...]:
+    """Every UDP datagram of a pcapng capture (Ethernet link), via dpkt."""
+    import dpkt
+
+    out = []
+    with open(path, "rb") as f:
+        for ts, buf in dpkt.pcapng.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.udp.UDP):
+                u = ip.data
+                out.append(CapturedPacket(ts, socket.inet_ntoa(ip.src), u.sport, socket.inet_ntoa(ip.dst), u.dport, bytes(u.data)))
+    return tuple(out)
+
+
+class MotiveCapture:
+    """The capture's server replies and data frames (in capture order)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.packets = load_capture(folder / "traffic.pcapng")
+        server = next(p for p in self.packets if p.message_id == NAT_SERVERINFO).src
+        self.server_ip = server
+        self.server_info = next(p for p in self.packets if p.message_id == NAT_SERVERINFO and p.sport == 1510).payload
+        self.modeldef = next(p for p in self.packets if p.message_id == NAT_MODELDEF).payload
+        self.frames = [p for p in self.packets if p.message_id == NAT_FRAMEOFDATA and p.src == server]
+
+
+def rigid_bodies_v3(payload: bytes) -> list[tuple[int, int, tuple, tuple, float]]:
+    """Independent decode of a NatNet 3.0 NAT_FRAMEOFDATA up to its rigid bodies (NatNet SDK
+    3.0 PacketClient.cpp Unpack): frame number; marker sets (name, count, xyz each);
+    other markers (count, xyz each); rigid bodies (id, xyz, qxyzw, mean error, params:
+    38 bytes each since 3.0). Returns (offset, id, pos, quat, error) per body."""
+    off = 8  # message header + frame number
+    (nsets,) = struct.unpack_from("<I", payload, off)
+    off += 4
+    for _ in range(nsets):
+        off = payload.index(b"\0", off) + 1
+        (n,) = struct.unpack_from("<I", payload, off)
+        off += 4 + 12 * n
+    (n,) = struct.unpack_from("<I", payload, off)
+    off += 4 + 12 * n
+    (nrb,) = struct.unpack_from("<I", payload, off)
+    off += 4
+    out = []
+    for _ in range(nrb):
+        rid, x, y, z, qx, qy, qz, qw, err, _params = struct.unpack_from("<I3f4ffh", payload, off)
+        out.append((off, rid, (x, y, z), (qx, qy, qz, qw), err))
+        off += 38
+    return out
+
+
+def frame_number_v3(payload: bytes) -> int:
+    return struct.unpack_from("<I", payload, 4)[0]
+
+
+def with_pose(payload: bytes, pos=None, quat=None) -> bytes:
+    """The frame with its first rigid body's position and/or quaternion overwritten (float32)."""
+    b = bytearray(payload)
+    off = rigid_bodies_v3(payload)[0][0]
+    if pos is not None:
+        struct.pack_into("<3f", b, off + 4, *pos)
+    if quat is not None:
+        struct.pack_into("<4f", b, off + 16, *quat)
+    return bytes(b)
+
+
+def fault_packet(kind: str, frame: bytes, seed: int = 20) -> bytes:
+    """A bad datagram made from a real frame (the kinds in FAULT_KINDS)."""
+    rng = np.random.default_rng(seed)
+    if kind == "spoofed_source":  # a plausible frame, a pose far from the real one
+        return with_pose(frame, pos=(9.5, 9.5, 9.5))
+    if kind == "truncated":  # cut mid rigid body; the header keeps the full size
+        return frame[: rigid_bodies_v3(frame)[0][0] + 10]
+    if kind == "truncated_resized":  # cut, and the header's size made to match (the parser must fail)
+        cut = frame[: rigid_bodies_v3(frame)[0][0] + 10]
+        return struct.pack("<HH", NAT_FRAMEOFDATA, len(cut) - 4) + cut[4:]
+    if kind == "garbage":
+        return rng.integers(0, 256, 200, dtype=np.uint8).tobytes()
+    if kind == "garbage_framed":  # a well-formed header over random bytes
+        body = rng.integers(0, 256, len(frame) - 4, dtype=np.uint8).tobytes()
+        return struct.pack("<HH", NAT_FRAMEOFDATA, len(body)) + body
+    if kind == "runt":
+        return frame[:3]
+    if kind == "nan_position":
+        return with_pose(frame, pos=(float("nan"), 1.0, 0.0))
+    if kind == "inf_orientation":
+        return with_pose(frame, quat=(0.0, float("inf"), 0.0, 1.0))
+    if kind == "nonunit_quaternion":
+        _, _, _, q, _ = rigid_bodies_v3(frame)[0]
+        return with_pose(frame, quat=tuple(1.5 * v for v in q))
+    raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+
+
+def read_sample_client(path: Path) -> dict[int, dict]:
+    """SampleClient_output.txt: FrameID -> {"pos", "quat" (first rigid body, Motive Y-up),
+    "system_latency_ms"} as printed (2 decimals)."""
+    out: dict[int, dict] = {}
+    cur: dict | None = None
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("FrameID :"):
+            cur = out.setdefault(int(line.split(":")[1]), {})
+        elif cur is not None and line.startswith("System latency :"):
+            cur["system_latency_ms"] = float(line.split(":")[1].split()[0])
+        elif cur is not None and line.split() == ["x", "y", "z", "qx", "qy", "qz", "qw"] and "pos" not in cur:
+            v = [float(x) for x in lines[i + 1].split()]
+            cur["pos"], cur["quat"] = tuple(v[:3]), tuple(v[3:])
+    return out
+
+
+class CaptureReplayer:
+    """Motive from a capture on 127.0.0.1: answers NAT_CONNECT and NAT_REQUEST_MODELDEF with
+    the capture's own replies, sends frames (unicast) to the client's command socket from
+    a second socket (Motive's data socket), and spoofed datagrams from 127.0.0.2."""
+
+    def __init__(self, capture: MotiveCapture):
+        self.capture = capture
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((LOOPBACK, 0))
+        self.sock.settimeout(0.05)
+        self.port = self.sock.getsockname()[1]
+        self.data_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.data_sock.bind((LOOPBACK, 0))
+        self.spoof_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.spoof_sock.bind((SPOOF_SOURCE, 0))
+        self.client_addr: tuple[str, int] | None = None
+        self.sent = 0  # datagrams sent to the client, from any socket
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=2)
+        for s in (self.sock, self.data_sock, self.spoof_sock):
+            s.close()
+
+    def _serve(self) -> None:
+        deadline = time.monotonic() + 300  # bounded: a replay never runs this long
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            try:
+                data, addr = self.sock.recvfrom(65536)
+            except (TimeoutError, OSError):
+                continue
+            if len(data) < 4:
+                continue
+            mid = struct.unpack_from("<H", data)[0]
+            reply = {NAT_CONNECT: self.capture.server_info, NAT_REQUEST_MODELDEF: self.capture.modeldef}.get(mid)
+            if reply is not None:
+                self.client_addr = addr
+                with self._lock:
+                    self.sock.sendto(reply, addr)
+                    self.sent += 1
+
+    def send(self, payload: bytes, spoofed: bool = False) -> None:
+        assert self.client_addr is not None, "no client connected"
+        with self._lock:
+            (self.spoof_sock if spoofed else self.data_sock).sendto(payload, self.client_addr)
+            self.sent += 1
+
+
+@dataclass
+class FaultOutcome:
+    kind: str
+    frame_number: int  # the genuine frame it was injected at
+    survived: bool
+    why: str = ""
+
+
+@dataclass
+class ReplayRun:
+    frames: list  # MocapFrame, as delivered
+    outcomes: list[FaultOutcome]
+    counters: dict
+    sent_frames: list[int]  # frame numbers delivered untouched (no fault at them)
+    driver: object = None  # the NatNetMocap, closed (its counters stay readable)
+
+    @property
+    def survived(self) -> int:
+        return sum(o.survived for o in self.outcomes)
+
+
+def _wait(cond, timeout_s: float) -> bool:
+    t_end = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > t_end:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def replay_capture(capture: MotiveCapture, n_frames: int | None = None, speed: float = 10.0,
+                   faults: dict[int, str] | None = None, sync_every: int = 32, timeout_s: float = 15.0) -> ReplayRun:
+    """Replay the first ``n_frames`` frames into a real NatNetMocap (backend real,
+    unicast, server 127.0.0.1) at ``speed`` x the captured rate; ``faults`` maps a frame
+    index to a FAULT_KINDS entry injected there. Each injection is checked on its own:
+    the right counter moves by one, nothing else does, the frame after it is delivered
+    (an extra bad datagram is never delivered; a damaged frame is delivered untracked).
+    The sender waits for the client to catch up every ``sync_every`` datagrams (the
+    loopback socket buffer is finite), never on a fixed sleep."""
+    from gaze4hri_acq.drivers.registry import make_mocap
+    from gaze4hri_core.device_config import MocapConfig
+
+    frames = capture.frames[: n_frames or len(capture.frames)]
+    faults = dict(faults or {})
+    delivered, outcomes, untouched = [], [], []
+    with CaptureReplayer(capture) as rep:
+        cfg = MocapConfig(server_ip=LOOPBACK, local_ip=LOOPBACK, command_port=rep.port, use_multicast=False,
+                          bodies={"RaceQuad": "race_quad"}, rate_hz=120.0, connect_timeout_s=5.0)
+        m = make_mocap("real", cfg)
+        m.connect()
+        try:
+            def sync() -> bool:
+                ok = _wait(lambda: m.counters["packets"] >= rep.sent, timeout_s)
+                while (f := m.read(0.0)) is not None:
+                    delivered.append(f)
+                return ok
+
+            since_sync, k = 0, 0
+            while k < len(frames):
+                if k > 0:
+                    time.sleep(max(0.0, (frames[k].t - frames[k - 1].t) / speed))
+                kind = faults.get(k)
+                if kind is None:
+                    rep.send(frames[k].payload)
+                    untouched.append(frame_number_v3(frames[k].payload))
+                    since_sync += 1
+                    if since_sync >= sync_every:
+                        sync()
+                        since_sync = 0
+                    k += 1
+                    continue
+                if not sync():
+                    outcomes.append(FaultOutcome(kind, frame_number_v3(frames[k].payload), False, "stream stalled before it"))
+                    break
+                c0, n0 = dict(m.counters), len(delivered)
+                fn = frame_number_v3(frames[k].payload)
+                if kind in EXTRA_PACKET_KINDS:  # bad datagram, then the genuine frame k
+                    rep.send(fault_packet(kind, frames[k].payload), spoofed=kind == "spoofed_source")
+                    rep.send(frames[k].payload)
+                    want = [(fn, True)]
+                    untouched.append(fn)
+                    k += 1
+                else:  # frame k damaged, then the genuine frame k + 1
+                    rep.send(fault_packet(kind, frames[k].payload))
+                    want = [(fn, False)]
+                    if k + 1 < len(frames):
+                        rep.send(frames[k + 1].payload)
+                        want.append((frame_number_v3(frames[k + 1].payload), True))
+                        untouched.append(want[-1][0])
+                    k += len(want)
+                ok = sync()
+                got = [(f.frame_number, f.bodies["race_quad"].tracking_valid) for f in delivered[n0:]]
+                delta = {key: v - c0[key] for key, v in m.counters.items() if v != c0[key]}
+                expect = {"packets": len(want) + (kind in EXTRA_PACKET_KINDS), "frames_received": len(want)}
+                if kind in EXTRA_PACKET_KINDS:
+                    expect[EXTRA_PACKET_KINDS[kind]] = 1
+                else:
+                    expect.update(poses_invalid=1, poses_untracked=1)
+                good = ok and got == want and delta == expect
+                why = "" if good else f"delivered {got} (want {want}), counters moved {delta} (want {expect})"
+                outcomes.append(FaultOutcome(kind, fn, good, why))
+            sync()
+        finally:
+            m.close()
+    return ReplayRun(delivered, outcomes, dict(m.counters), untouched, m)

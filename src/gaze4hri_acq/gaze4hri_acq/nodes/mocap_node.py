@@ -89,4 +89,12 @@ class MocapNode(DeviceNode):
         return True
 
     def diag_values(self) -> dict:
-        return {"frames": self.frames, **{f"tracked.{k}": v for k, v in self.tracked.items()}}
+        """Frames published, per-body tracking, and the driver's stream-health counters
+        (NatNet: foreign / malformed packets, invalid poses; drivers/mocap_natnet.py
+        NatNetMocap.counters) with its last fault, under ``natnet.*``."""
+        vals = {"frames": self.frames, **{f"tracked.{k}": v for k, v in self.tracked.items()}}
+        counters = getattr(self.driver, "counters", None)  # the sim and replay backends have none
+        if isinstance(counters, dict):
+            vals.update({f"natnet.{k}": v for k, v in counters.items()})
+            vals["natnet.last_fault"] = getattr(self.driver, "last_fault", None) or "none"
+        return vals
