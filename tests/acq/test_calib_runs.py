@@ -13,7 +13,7 @@ from gaze4hri_acq.calib_runs import (
     run_registration,
     run_target_survey,
 )
-from gaze4hri_acq.drivers.registry import make_mocap, make_robot, make_world
+from gaze4hri_acq.drivers.registry import make_mocap, make_robot, make_world, robot_monitor
 from gaze4hri_core.calibration import load_calibration, load_targets
 from gaze4hri_core.device_config import MocapConfig, RobotConfig, SimConfig
 from gaze4hri_core.errors import CalibrationError
@@ -64,7 +64,7 @@ def test_registration_recovers_the_true_transform(calib_copy):
     # the lab's truth differs from the file by 2 cm and 1.5 deg
     truth = SE3(Rotation.from_euler("z", 1.5, degrees=True).as_matrix() @ cal.T_world_base.R, cal.T_world_base.t + [0.02, -0.01, 0.005])
     world = _world(calib_copy, true_registration=truth)
-    robot = make_robot("sim", RobotConfig(calibration_dir=calib_copy), world=world)
+    robot = make_robot("sim", RobotConfig(calibration_dir=calib_copy), world=world, safety=robot_monitor(RobotConfig(calibration_dir=calib_copy)))
     robot.connect()
     mocap = SteppingMocap(make_mocap("sim", MocapConfig(), world=world), world.clock)
     mocap.m.connect()

@@ -58,7 +58,7 @@ def test_resolution_defaults_to_the_backends_for_the_cli_and_the_launch_alike():
     """session.launch.py subject:=S12 with the simulated lab records 640x360 (a 63-trial
     session fits a laptop, ~9.4 GB), the real D435i 1920x1080; an explicit value wins."""
     from gaze4hri_acq.cli import _session_args, build_parser
-    from gaze4hri_acq.nodes.launching import node_overrides, session_arguments
+    from gaze4hri_acq.nodes.launching import session_arguments
     from gaze4hri_acq.orchestrator.session import estimate_session_bytes
     from gaze4hri_acq.session_config import from_strings
     from gaze4hri_core.protocol import trials
@@ -68,7 +68,7 @@ def test_resolution_defaults_to_the_backends_for_the_cli_and_the_launch_alike():
     sim = from_strings({**launch, "subject": "S12"})
     real = from_strings({**launch, "subject": "S12", "backend": "real"})
     assert sim.resolution == (640, 360) and real.resolution == (1920, 1080)
-    assert node_overrides(sim)["camera"]["width"] == 640
+    assert sim.node_parameters()["camera"]["width"] == 640
     assert from_strings({**launch, "subject": "S12", "resolution": "320x180"}).resolution == (320, 180)
     assert estimate_session_bytes(list(trials()), sim.resolution, sim.fps, sim.trial_seconds, sim.disk_margin) < 20e9
     cli = _session_args(build_parser().parse_args(["session", "--subject", "S12"]))

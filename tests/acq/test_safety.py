@@ -151,3 +151,41 @@ def test_preview_refuses_a_configuration_flip(cal):
     T1 = T0 @ SE3.from_rotvec([0, 0, 0], [0, 0, np.radians(150)])
     v, _ = m.preview(np.array([0.0, 0.02]), [T0, T1], HOME_Q, 0.1, 0.5)
     assert v.code == "ik_flip" and "joint 6" in v.reason
+
+
+def test_the_distance_limit_is_measured_from_the_eye_midpoint_once_set(cal):
+    """Issue 20: without the subject's offset the limit was measured from the head band's
+    origin (about 0.12 m from the eyes); the session's eye-head run sets the offset."""
+    m = SafetyMonitor(SafetyLimits(), cal.T_world_base, cal.T_tool0_camera, "ur5", None)
+    cam = front_camera_pose(cal).t
+    eye = cam + (cal.eye_nominal_world - cam) * (0.30 / 0.5)  # eyes 0.30 m from the camera
+    m.update_head(0, _head_at_eye(cal, eye))
+    band = float(np.linalg.norm(_head_at_eye(cal, eye).t - cam))
+    assert band > 0.35 and m.check(1 * MS, _front_tool(cal)).ok  # the head band's origin is far enough
+    m.set_eye_in_head(cal.eye_in_head)  # the last sample is re-placed at once
+    v = m.check(1 * MS, _front_tool(cal))
+    assert v.code == "head_distance" and "0.300 m" in v.reason
+    with pytest.raises(ValueError):
+        m.set_eye_in_head([np.nan, 0, 0])
+
+
+def test_an_older_or_non_finite_head_sample_never_refreshes_the_track(cal):
+    m = _monitor(cal)
+    m.update_head(100 * MS, _head_at_eye(cal, cal.eye_nominal_world))
+    m.update_head(50 * MS, _head_at_eye(cal, cal.eye_nominal_world))  # a second feed, late
+    assert m.check(250 * MS, _front_tool(cal)).code == "mocap_loss"
+    m.update_head(260 * MS, None)
+    assert m.check(261 * MS, _front_tool(cal)).code == "mocap_loss"
+
+
+def test_a_planned_motion_is_held_to_the_limit_itself(cal):
+    """Issue 20: the x1.1 measurement tolerance let joint moves through at 0.256 m/s."""
+    m = _monitor(cal)
+    m.update_head(0, _head_at_eye(cal, cal.eye_nominal_world))
+    T0 = _front_tool(cal)
+    T1 = SE3(T0.R, T0.t + [0, 0.2, 0])  # long enough to cruise at the limit
+    t, poses, _, _ = sample_path([T0, T1], 0.25, 0.5, 50)
+    assert m.preview(t, poses, HOME_Q, 0.25, 0.5, now_ns=1 * MS)[0].ok
+    fast = t / 1.03  # the same path 3 % faster: within the old tolerance, above the limit
+    v, _ = m.preview(fast, poses, HOME_Q, 0.25, 0.5, now_ns=1 * MS)
+    assert v.code == "speed" and "0.25" in v.reason

@@ -6,7 +6,7 @@ import time
 import cv2
 import numpy as np
 import pytest
-from gaze4hri_acq.drivers.registry import make_camera, make_mocap, make_robot, make_world
+from gaze4hri_acq.drivers.registry import make_camera, make_mocap, make_robot, make_world, robot_monitor
 from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, SimConfig
 from gaze4hri_core.devices import CameraDriver, DeviceError, MocapDriver, MotionRefused, RobotDriver
 from gaze4hri_core.gaze import angular_error_deg
@@ -26,7 +26,7 @@ FACE = cv2.CascadeClassifier(cv2.data.haarcascades + "haarcascade_frontalface_de
 def lab(request):
     cfg = SimConfig(seed=3, **(request.param or {}))
     world = make_world(cfg, clock=SimClock(manual=True))
-    robot = make_robot("sim", RobotConfig(), world=world)
+    robot = make_robot("sim", RobotConfig(), world=world, safety=robot_monitor(RobotConfig()))
     robot.connect()
     camera = make_camera("sim", CameraConfig(width=640, height=360), world=world)
     mocap = make_mocap("sim", MocapConfig(), world=world)
@@ -60,7 +60,7 @@ def test_drivers_satisfy_the_seam(lab):
 def test_first_move_right_after_start():
     """The arm's monitor sees the head band at once, not only after time has passed."""
     world = make_world(SimConfig(), clock=SimClock(manual=True))
-    robot = make_robot("sim", RobotConfig(), world=world)
+    robot = make_robot("sim", RobotConfig(), world=world, safety=robot_monitor(RobotConfig()))
     robot.connect()
     trial = protocol.trial_by_id("illum100_P2")
     plan = plan_trial(trial, world.calib, world.truth(world.clock.now_ns()).eye_world)
@@ -326,3 +326,19 @@ def test_camera_counts_dropped_frames_and_mocap_carries_props(lab):
     assert {"head_band", "calib_tool", "probe"} <= set(mf.bodies)
     tip = SE3.from_quat(mf.bodies["probe"].position, mf.bodies["probe"].quat_xyzw).apply(world.props.probe_tip_in_probe)
     assert np.linalg.norm(tip - world.calib.targets["P2"]) < 0.003
+
+
+def test_a_joint_move_is_executed_as_previewed_within_the_tcp_limit(lab):
+    """Issue 20: joint-interpolated moves ran at 0.253-0.256 m/s through the x1.1
+    tolerance; the simulated controller now slows the joint profile so the TCP speed it
+    produces stays at the limit, and previews exactly that path."""
+    world, robot, _camera, _mocap = lab
+    q0 = robot.state().q
+    goal = q0 + np.radians([12.0, -6.0, 8.0, 6.0, -10.0, 15.0])
+    robot.arm.commanded_log.clear()
+    robot.move_joints(goal, speed=1.5, accel=3.0)
+    _run_until_still(world, robot, dt=0.004)
+    assert robot.state().stop_reason is None
+    assert np.allclose(robot.state().q, goal, atol=1e-6)
+    peak = max(v for _t, _c, v in robot.arm.commanded_log)
+    assert 0.15 < peak <= 0.25 * (1 + 1e-3), peak

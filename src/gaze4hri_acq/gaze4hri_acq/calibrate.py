@@ -35,7 +35,8 @@ def run_calibration(ns) -> Path:
         run_target_survey,
         validate_directory,
     )
-    from .drivers.registry import make_mocap, make_robot, make_world
+    from .drivers.registry import make_mocap, make_robot, make_world, robot_monitor
+    from .drivers.safety_feed import MonitoredMocap
 
     src = Path(ns.calibration_dir or DEFAULT_CALIBRATION)
     if not src.is_dir():
@@ -68,11 +69,17 @@ def run_calibration(ns) -> Path:
         clock = _Host()
     mocap = make_mocap(ns.backend, validate(MocapConfig, {"server_ip": ns.motive_ip}, "mocap"), world=world) if ns.backend == "sim" \
         else make_mocap(ns.backend, validate(MocapConfig, {"server_ip": ns.motive_ip}, "mocap"))
+    monitor = None
+    if ns.procedure == "registration":
+        # the robot moves: its one safety monitor, fed with the head band by the motion
+        # capture the run reads anyway (the subject's eye midpoint when --subject has a file)
+        robot_cfg = validate(RobotConfig, {"host": ns.robot_ip, "calibration_dir": src, "subject": ns.subject}, "robot")
+        monitor = robot_monitor(robot_cfg)
+        mocap = MonitoredMocap(mocap, monitor)
     mocap.connect()
     try:
         if ns.procedure == "registration":
-            robot_cfg = validate(RobotConfig, {"host": ns.robot_ip, "calibration_dir": src}, "robot")
-            robot = make_robot(ns.backend, robot_cfg, world=world) if world is not None else make_robot(ns.backend, robot_cfg)
+            robot = make_robot(ns.backend, robot_cfg, world=world, safety=monitor)
             robot.connect()
             if world is not None:
                 world.enable_robot_marker(True)

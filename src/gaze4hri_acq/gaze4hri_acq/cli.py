@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
-from gaze4hri_core.errors import Gaze4HRIError, SessionError
+from gaze4hri_core.device_config import DEFAULT_MOTIVE_IP, DEFAULT_ROBOT_IP
+from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.protocol import EXPERIMENTS
 
 from .session_config import BACKENDS, COMPRESSIONS, DEFAULT_RESOLUTION, RESOLUTIONS, SessionConfig, session_config
 
 __all__ = ["main", "SessionArgs", "run_session_args", "build_parser"]
+
+# the session is assembled below the entry points (CLI, launch, node host): session_assembly
+from .session_assembly import run_session_args, session_exit_code  # noqa: E402
 
 #: documented exit codes of ``gaze4hri-acq`` (README, --help)
 EXIT_CODES = {0: "every requested trial done", 1: "some trial failed or incomplete (see the summary; --redo ID records it again)",
@@ -168,8 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--subject", help="subject id (needed by eye-head)")
     c.add_argument("--calibration", type=Path, dest="calibration_dir", help="calibration directory to update (default: the repository's calibration/)")
     c.add_argument("--out", type=Path, help="write the result here instead of the calibration directory")
-    c.add_argument("--robot-ip", default="192.168.1.102", help="UR controller address (real backend)")
-    c.add_argument("--motive-ip", default="127.0.0.1", help="Motive PC address (real backend)")
+    c.add_argument("--robot-ip", default=DEFAULT_ROBOT_IP, help="UR controller address (real backend)")
+    c.add_argument("--motive-ip", default=DEFAULT_MOTIVE_IP, help="Motive PC address (real backend)")
     c.add_argument("--seed", type=int, default=0, help="simulation seed (sim backend)")
 
     r = sub.add_parser("replay", help="republish a recorded session on its topics", formatter_class=_HelpFormatter,
@@ -228,136 +231,6 @@ def print_trials(experiments=None, trial_seconds: float = 5.0, as_json: bool = F
     return 0
 
 
-# ---------------------------------------------------------------------- session
-def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
-    """Build the nodes, run the orchestrator, shut down cleanly; returns the session dir.
-    ``command``: the session command as typed, for the summary's ``--redo`` hint."""
-    from .orchestrator.client import Interrupted
-    from .orchestrator.session import run_session
-    from .runner import Stack, StackConfig
-
-    w, h = a.resolution
-    cam = {"width": int(w), "height": int(h), "fps": float(a.fps), "serial": a.camera_serial}
-    rob = {"robot_ip": a.robot_ip, "robot_model": a.robot_model}
-    if a.calibration_dir is not None:
-        rob["calibration_dir"] = str(a.calibration_dir)
-    params = {"camera": cam, "mocap": {"motive_ip": a.motive_ip, "local_ip": a.local_ip}, "robot": rob,
-              "recorder": {"compression": a.compression, "backpressure": a.backend == "sim"}}
-    sim = {"real_time_factor": float(a.real_time_factor), "seed": int(a.seed), "subject": a.subject}
-    if a.calibration_dir is not None:
-        sim["calibration_dir"] = a.calibration_dir
-    nodes = ("orchestrator",) if a.external_devices else None
-    scfg = StackConfig(backend=a.backend, params=params, sim=sim, share_graph=a.external_devices or a.backend == "real",
-                       intra_process=not a.external_devices, **({"nodes": nodes} if nodes else {}))
-    cfg = a
-    from .orchestrator.session import check_inputs
-
-    check_inputs(cfg)  # bad input fails here, before any node starts
-    stop = {"reason": None}
-
-    def on_signal(signum, _frame):
-        stop["reason"] = signal.Signals(signum).name
-
-    old = {}
-    in_main = _is_main_thread()
-    if in_main:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old[sig] = signal.signal(sig, on_signal)
-    view = None
-    try:
-        with Stack(scfg) as stack:
-            client = stack.nodes["orchestrator"]
-            client.session_id = f"{a.subject}"
-            if stack.world is not None:
-                _inject_sim_faults(stack, client, a)
-            if not a.quiet:
-                from .operator_view import OperatorView
-
-                view = OperatorView(client, Path(a.out_dir), subject=a.subject, yaw_tolerance_deg=a.head_yaw_tolerance_deg,
-                                    should_stop=lambda: stop["reason"])
-                view.start()
-            confirm = None if cfg.auto_confirm else (view.confirm if view is not None else _confirm_enter)
-            try:
-                sdir = run_session(cfg, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a, view))
-            except Interrupted as e:
-                err = SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
-                                   "the interrupted trial is marked incomplete; continue with --resume")
-                err.exit_code = 130 if e.reason == "SIGINT" else 143 if e.reason == "SIGTERM" else 1  # EXIT_CODES
-                raise err from None
-            finally:
-                if view is not None:
-                    view.stop()
-            if view is not None:
-                view.summary(sdir, command)
-            return sdir
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
-
-
-def _eye_head_run(a: SessionArgs, view=None):
-    """The session's eye-head calibration with this backend's motion capture (out dir -> result)."""
-    from gaze4hri_core.device_config import DEFAULT_CALIBRATION
-
-    from .calibrate import eye_head_for_session
-
-    src = Path(a.calibration_dir or DEFAULT_CALIBRATION)
-    prompt = (lambda msg: True) if a.auto_confirm else (view.ask if view is not None else None)
-    return lambda out: eye_head_for_session(a.backend, a.subject, src, Path(out), seed=a.seed, motive_ip=a.motive_ip,
-                                            local_ip=a.local_ip, prompt=prompt)
-
-
-def _inject_sim_faults(stack, client, a: SessionArgs) -> None:
-    """Test hooks: a mocap dropout or a protective stop in a named trial (sim only)."""
-    if not (a.mocap_dropout or a.protective_stop or a.table_nudge):
-        return
-    import json
-
-    from gaze4hri_core.session import Topics
-    from rclpy.serialization import deserialize_message
-    from std_msgs.msg import String
-
-    world = stack.world
-    current = {"trial": None}
-
-    def on_event(_t, data):
-        # faults are timed from the start of the trial's own robot motion (or of the
-        # recording for fixed-camera trials), so they land mid-motion whatever the load
-        e = json.loads(deserialize_message(data, String).data)
-        if e.get("event") == "start":
-            current["trial"] = e.get("trial")
-            from gaze4hri_core.protocol import trial_by_id
-
-            if trial_by_id(e["trial"]).camera_motion.kind != "fixed":
-                return
-        elif not (e.get("event") == "motion_start" and e.get("name") != "approach"):
-            return
-        now = world.clock.now_ns()
-        tid = current["trial"]
-        if a.mocap_dropout and tid == a.mocap_dropout[0]:
-            world.inject_dropout("head_band", float(a.mocap_dropout[2]), now + int(float(a.mocap_dropout[1]) * 1e9))
-        if a.protective_stop and tid == a.protective_stop[0]:
-            world.arm.inject_protective_stop(now + int(float(a.protective_stop[1]) * 1e9))
-        if a.table_nudge and tid == a.table_nudge[0]:  # the table is bumped; the subject keeps looking at the moving target
-            world.nudge_table(*(float(x) for x in a.table_nudge[2:]), at_ns=now + int(float(a.table_nudge[1]) * 1e9))
-            world.set_trial(world.current_trial)
-
-    stack.bus.subscribe(Topics.EVENTS, on_event)
-
-
-def _is_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-def _confirm_enter(prompt: str) -> None:
-    try:
-        input(f"\n>>> {prompt} ")
-    except EOFError:
-        raise Gaze4HRIError("no operator input (stdin closed)", None, "run with --yes to auto-confirm prompts") from None
-
-
 def _session_args(ns: argparse.Namespace) -> SessionConfig:
     """The parsed options as the one validated SessionConfig (config/orchestrator.yaml's
     tuning underneath; a bad value: one line, exit 2)."""
@@ -402,21 +275,6 @@ def _redo_base(argv: list[str]) -> str:
             continue
         out.append(tok)
     return "gaze4hri-acq " + shlex.join(out)
-
-
-def session_exit_code(sdir: Path, redo: tuple[str, ...] = (), trial_ids=None, experiments=None) -> int:
-    """0 when every trial this run was asked for is done, else 1 (:data:`EXIT_CODES`):
-    the ``--redo`` trials, else the ``--trials``/``--experiments`` selection, else
-    every trial of the session."""
-    from gaze4hri_core.protocol import select
-    from gaze4hri_core.session import load_manifest
-
-    m = load_manifest(sdir)
-    if not redo and (trial_ids or experiments):
-        redo = tuple(t.trial_id for t in select(experiments=tuple(experiments) if experiments else None,
-                                                 trial_ids=tuple(trial_ids) if trial_ids else None))
-    asked = [t for t in (redo or m.trials) if t in m.trials]
-    return 0 if all(m.trials[t].status == "done" for t in asked) else 1
 
 
 # ------------------------------------------------------------------------ main

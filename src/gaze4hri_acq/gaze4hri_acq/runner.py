@@ -90,8 +90,8 @@ class Stack:
 
     def _factories(self) -> dict:
         """Drivers sharing one simulated world (sim), or none: nodes build their own."""
-        if self.cfg.backend != "sim":
-            return {}
+        if self.cfg.backend != "sim" or not {"camera", "mocap", "robot"} & set(self.cfg.nodes):
+            return {}  # no simulated device here (the orchestrator of a launched session): no world
         # sim code loads only for the sim backend
         from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, SimConfig, validate
         from gaze4hri_sim.clock import SimClock
@@ -114,10 +114,12 @@ class Stack:
                                                "camera parameters"), world=w)
 
         def robot():
-            p = self.nodes["robot"].params
+            node = self.nodes["robot"]
+            p = node.params
             vals = {"model": p["robot_model"], "calibration_dir": p["calibration_dir"] or simcfg.calibration_dir,
-                    "limits": self.nodes["robot"]._limits()}
-            return make_robot("sim", validate(RobotConfig, vals, "robot parameters"), world=w)
+                    "limits": node._limits()}
+            # the node's one monitor (RobotNode.prepare): the simulated controller checks it too
+            return make_robot("sim", validate(RobotConfig, vals, "robot parameters"), world=w, safety=node.monitor)
 
         facs = {"camera": camera, "mocap": lambda: make_mocap("sim", MocapConfig(), world=w), "robot": robot}
         for name, wrap in self.cfg.wrap_drivers.items():

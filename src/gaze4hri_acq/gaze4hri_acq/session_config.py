@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from gaze4hri_core.device_config import DEFAULT_MOTIVE_IP, DEFAULT_ROBOT_IP
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.protocol import EXPERIMENTS, FIXED_TRIAL_S
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -65,9 +66,9 @@ class SessionConfig(BaseModel):
     calibration_dir: Path | None = Field(None, description="calibration directory; empty: the installed package's (or the checkout's) calibration/")
     seed: int = Field(0, ge=0, description="simulation seed (sim backend)")
     real_time_factor: float = Field(6.0, gt=0, le=100, description="at most this many simulated seconds per wall second (sim backend)")
-    robot_ip: str = Field("192.168.1.102", description="IP address of the UR controller (RTDE, real backend)")
+    robot_ip: str = Field(DEFAULT_ROBOT_IP, description="IP address of the UR controller (RTDE, real backend)")
     robot_model: Literal["ur5", "ur5e"] = Field("ur5", description="arm model (DH parameters and RTDE rate)")
-    motive_ip: str = Field("127.0.0.1", description="IP address of the Motive PC streaming NatNet (real backend)")
+    motive_ip: str = Field(DEFAULT_MOTIVE_IP, description="IP address of the Motive PC streaming NatNet (real backend)")
     local_ip: str = Field("127.0.0.1", description="IP address of this machine's interface facing Motive")
     camera_serial: str = Field("", description="RealSense serial number (real backend); empty: the only connected camera")
     skip_calibration: bool = Field(False, description="do not start with the subject's eye-head calibration: use the subject's existing file")
@@ -178,6 +179,21 @@ class SessionConfig(BaseModel):
         d["resolution"] = list(self.resolution)
         d["addresses"] = self.addresses
         return d
+
+    def node_parameters(self) -> dict[str, dict]:
+        """Each node's parameters from this session: the one per-node map that the CLI's
+        one-process runner (session_assembly) and session.launch.py's parameter files
+        both use. The robot gets the subject, so its safety monitor measures the
+        camera-to-head limit from the subject's eye midpoint (issue 20)."""
+        w, h = self.resolution
+        return {
+            "camera": {"backend": self.backend, "serial": self.camera_serial, "width": int(w), "height": int(h), "fps": float(self.fps)},
+            "mocap": {"backend": self.backend, "motive_ip": self.motive_ip, "local_ip": self.local_ip},
+            "robot": {"backend": self.backend, "robot_ip": self.robot_ip, "robot_model": self.robot_model, "subject": self.subject,
+                      "calibration_dir": str(self.calibration_dir or "")},
+            "recorder": {"compression": self.compression, "backpressure": self.backend == "sim"},
+            "orchestrator": self.as_strings(),
+        }
 
     def as_strings(self) -> dict[str, str]:
         """Every launch field as the string a launch argument / ROS parameter carries."""

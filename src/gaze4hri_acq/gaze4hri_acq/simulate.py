@@ -20,7 +20,7 @@ def run_sim_session(out_dir: Path, subject: str = "S01", trial_ids: list[str] | 
     Raises Gaze4HRIError (one line) on bad input; an existing session is resumed
     only with ``resume=True``.
     """
-    from .cli import SessionArgs, run_session_args
+    from .session_assembly import SessionArgs, run_session_args
 
     args = SessionArgs(subject=subject, backend="sim", out_dir=Path(out_dir), trial_ids=tuple(trial_ids) if trial_ids else None,
                        experiments=tuple(experiments) if experiments else None, resolution=tuple(resolution),

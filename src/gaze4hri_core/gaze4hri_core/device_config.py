@@ -13,7 +13,7 @@ from gaze4hri_core.errors import Gaze4HRIError
 
 from .safety import SafetyLimits
 
-__all__ = ["RobotConfig", "CameraConfig", "CameraSettings", "MocapConfig", "SimConfig", "validate", "DEFAULT_CALIBRATION",
+__all__ = ["DEFAULT_ROBOT_IP", "DEFAULT_MOTIVE_IP", "RobotConfig", "CameraConfig", "CameraSettings", "MocapConfig", "SimConfig", "validate", "DEFAULT_CALIBRATION",
            "default_calibration", "share_dir"]
 
 
@@ -53,8 +53,15 @@ class _C(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: the lab's UR controller address (Sezer et al.'s rig; the one default of every entry
+#: point: CLI, launch arguments, node parameters, RobotConfig)
+DEFAULT_ROBOT_IP = "192.168.1.102"
+#: the Motive PC's default address (loopback: Motive on this machine)
+DEFAULT_MOTIVE_IP = "127.0.0.1"
+
+
 class RobotConfig(_C):
-    host: str = Field(default="192.168.1.10", description="robot controller IP (real backend)")
+    host: str = Field(default=DEFAULT_ROBOT_IP, description="robot controller IP (real backend)")
     model: Literal["ur5", "ur5e"] = Field(default="ur5", description="arm model: ur5 (CB3, 125 Hz RTDE) or ur5e (500 Hz)")
     rate_hz: float | None = Field(default=None, gt=0, le=500, description="state rate; default 125 (ur5) or 500 (ur5e)")
     connect_timeout_s: float = Field(default=2.0, gt=0, le=30, description="time allowed for the controller to answer (s)")

@@ -23,7 +23,7 @@ from scipy.spatial.transform import Rotation
 from gaze4hri_core import kinematics
 from gaze4hri_core.transforms import SE3
 
-__all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "ik_track", "rotvec_of", "se3_unchecked", "exp_so3", "compose", "quat_of"]
+__all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "monitor_for", "ik_track", "rotvec_of", "se3_unchecked", "exp_so3", "compose", "quat_of"]
 
 
 def rotvec_of(R: np.ndarray) -> np.ndarray:
@@ -150,6 +150,8 @@ class SafetyLimits(BaseModel):
     min_camera_head_m: float = Field(default=0.35, ge=0.0, le=2.0, description="minimum camera-to-head distance (m)")
     mocap_loss_timeout_s: float = Field(default=0.1, gt=0, le=5.0, description="stop if the head band is lost this long (s)")
     require_head: bool = Field(default=True, description="refuse/stop motions when the head band is not tracked")
+    # Measured speeds only (a differentiated pose at the robot rate is noisy); a planned
+    # motion is held to the limit itself (issue 20: joint moves passed at 0.256 m/s).
     speed_tolerance: float = Field(default=1.1, ge=1.0, le=2.0, description="measured speed may exceed the limit by this factor")
 
     @model_validator(mode="after")
@@ -172,6 +174,10 @@ class Verdict:
 
 
 OK = Verdict(True)
+
+#: a planned speed or acceleration may exceed its limit by rounding only (samples of an
+#: exact trapezoid); measured speeds get ``SafetyLimits.speed_tolerance`` instead
+_PLAN_SLACK = 1.0 + 1e-6
 
 
 def _stop(code: str, reason: str) -> Verdict:
@@ -196,6 +202,7 @@ class SafetyMonitor:
         self.eye_in_head = None if eye_in_head is None else np.asarray(eye_in_head, float).reshape(3)
         self._lock = threading.Lock()
         self._head_world: np.ndarray | None = None  # last tracked eye midpoint (or head-band origin)
+        self._head_T: SE3 | None = None  # last tracked head-band pose
         self._head_seen_ns: int | None = None  # stamp of the last tracked sample
         self._head_first_lost_ns: int | None = None
         self._operator: str | None = None
@@ -204,14 +211,32 @@ class SafetyMonitor:
     def update_head(self, stamp_ns: int, T_world_head: SE3 | None) -> None:
         """Feed one head-band sample; None (or an untracked sample) marks it lost."""
         with self._lock:
+            if self._head_seen_ns is not None and stamp_ns < self._head_seen_ns:
+                return  # an older sample from a second feed (the simulated world and the stream)
             if T_world_head is None:
                 if self._head_first_lost_ns is None:
                     self._head_first_lost_ns = int(stamp_ns)
                 return
+            if not (np.all(np.isfinite(T_world_head.t)) and np.all(np.isfinite(T_world_head.R))):
+                if self._head_first_lost_ns is None:  # a non-finite pose is not a track
+                    self._head_first_lost_ns = int(stamp_ns)
+                return
+            self._head_T = T_world_head
             p = T_world_head.apply(self.eye_in_head) if self.eye_in_head is not None else T_world_head.t
             self._head_world = np.asarray(p, float)
             self._head_seen_ns = int(stamp_ns)
             self._head_first_lost_ns = None
+
+    def set_eye_in_head(self, eye_in_head) -> None:
+        """The subject's eye-head calibration (head-band frame, m): the distance limit is
+        measured from the eye midpoint from now on (Sezer et al., Sec. III-B)."""
+        v = None if eye_in_head is None else np.asarray(eye_in_head, float).reshape(3)
+        if v is not None and not np.all(np.isfinite(v)):
+            raise ValueError("eye-in-head offset must be finite")
+        with self._lock:
+            self.eye_in_head = v
+            if self._head_T is not None:  # the last tracked sample, placed with the new offset
+                self._head_world = np.asarray(self._head_T.apply(v) if v is not None else self._head_T.t, float)
 
     def request_stop(self, reason: str = "operator request") -> None:
         with self._lock:
@@ -320,11 +345,11 @@ class SafetyMonitor:
         if len(t) >= 3:
             dt = np.diff(t)
             vel = np.linalg.norm(np.diff(pos, axis=0), axis=1) / np.where(dt > 0, dt, np.inf)
-            if vel.max(initial=0) > self.limits.max_tcp_speed * self.limits.speed_tolerance:
+            if vel.max(initial=0) > self.limits.max_tcp_speed * _PLAN_SLACK:
                 return _stop("speed", f"planned TCP speed {vel.max():.3f} m/s above the limit {self.limits.max_tcp_speed:.3f} m/s"), None
             if len(vel) >= 2:
                 acc = np.abs(np.diff(vel)) / np.where(dt[1:] > 0, dt[1:], np.inf)
-                if acc.max(initial=0) > self.limits.max_tcp_accel * self.limits.speed_tolerance:
+                if acc.max(initial=0) > self.limits.max_tcp_accel * _PLAN_SLACK:
                     return _stop("accel", f"planned TCP acceleration {acc.max():.2f} m/s^2 above the limit {self.limits.max_tcp_accel:.2f} m/s^2"), None
         qs = np.zeros((len(poses_base), 6))
         q_prev = np.asarray(q_start, float).reshape(6)
@@ -355,3 +380,13 @@ class SafetyMonitor:
             qs[i] = q
             q_prev = q
         return OK, qs
+
+
+def monitor_for(calibration, limits: SafetyLimits | None = None) -> SafetyMonitor:
+    """The robot's one SafetyMonitor from a loaded calibration: registration and hand-eye
+    place the camera, the subject's eye-head file (when present) the eye midpoint.
+    Built once by the robot's owner (the robot node, a calibration run) and passed to
+    the driver, which never builds its own (issue 20)."""
+    eye = calibration.T_head_eye.t if calibration.T_head_eye is not None else None
+    return SafetyMonitor(limits or SafetyLimits(), calibration.T_world_base, calibration.T_tool0_camera,
+                         calibration.robot_model, eye_in_head=eye)

@@ -17,7 +17,7 @@ __all__ = ["SimRobot"]
 class SimRobot:
     """RobotDriver for backend:=sim. ``world.arm`` is this robot's arm."""
 
-    def __init__(self, config: RobotConfig, world, safety: SafetyMonitor | None = None, q0=None):
+    def __init__(self, config: RobotConfig, world, safety: SafetyMonitor, q0=None):
         self.config = config
         self.model = config.model
         self.rate_hz = config.state_rate_hz
@@ -25,8 +25,9 @@ class SimRobot:
         if world.calib.robot_model != config.model:
             raise DeviceError("UR robot (sim)", "sim", f"model {config.model} but the calibration is for {world.calib.robot_model}",
                               "set model to match registration.yaml's robot_model")
-        self.safety = safety or SafetyMonitor(config.limits, world.calib.T_world_base, world.calib.T_tool0_camera,
-                                              config.model, world.calib.T_head_eye.t if world.calib.T_head_eye else None)
+        # the owner's monitor (the robot node's): the simulated controller checks it at
+        # every tick, fed also by the world with the samples its motion capture publishes
+        self.safety = safety
         self.arm = SimArm(world.clock, self.safety, config.model, self.rate_hz, HOME_Q if q0 is None else q0,
                           head_feed=world.feed_robot_monitor)
         world.arm = self.arm

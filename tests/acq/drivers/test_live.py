@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 import pytest
-from gaze4hri_acq.drivers.registry import make_camera, make_mocap, make_robot
+from gaze4hri_acq.drivers.registry import make_camera, make_mocap, make_robot, robot_monitor
 from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig
 
 pytestmark = pytest.mark.live
@@ -20,7 +20,8 @@ def _env(name):
 
 
 def test_ur_streams_state_at_the_rtde_rate():
-    robot = make_robot("real", RobotConfig(host=_env("GAZE4HRI_UR_HOST"), read_only=True))
+    cfg = RobotConfig(host=_env("GAZE4HRI_UR_HOST"), read_only=True)
+    robot = make_robot("real", cfg, safety=robot_monitor(cfg))
     robot.connect()
     try:
         stamps = []

@@ -3,7 +3,7 @@ import subprocess
 import sys
 
 import pytest
-from gaze4hri_acq.drivers.registry import DRIVERS, backends_for, driver_class, make_camera, make_robot
+from gaze4hri_acq.drivers.registry import DRIVERS, backends_for, driver_class, make_camera, make_robot, robot_monitor
 from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, validate
 from gaze4hri_core.errors import Gaze4HRIError
 
@@ -28,12 +28,14 @@ def test_unknown_names_say_did_you_mean():
     with pytest.raises(Gaze4HRIError, match="did you mean 'camera'"):
         driver_class("camer", "sim")
     with pytest.raises(Gaze4HRIError, match="no 'replay' backend for the robot"):
-        make_robot("replay")
+        make_robot("replay", safety=robot_monitor(RobotConfig()))
 
 
 def test_sim_needs_the_world_and_replay_needs_a_file():
     with pytest.raises(Gaze4HRIError, match="SimWorld"):
-        make_robot("sim", RobotConfig())
+        make_robot("sim", RobotConfig(), safety=robot_monitor(RobotConfig()))
+    with pytest.raises(Gaze4HRIError, match="safety monitor"):  # no driver without the owner's one monitor
+        make_robot("sim", RobotConfig(), world=object(), safety=None)
     with pytest.raises(Gaze4HRIError, match="replay_file"):
         make_camera("replay", CameraConfig())
 
@@ -49,8 +51,9 @@ def test_configs_validate_once_with_field_names():
 
 
 def test_sim_backend_imports_no_vendor_sdk():
-    code = ("import sys; from gaze4hri_acq.drivers.registry import make_world, make_robot, make_camera, make_mocap;"
-            "w = make_world(); make_robot('sim', world=w); make_camera('sim', world=w); make_mocap('sim', world=w);"
+    code = ("import sys; from gaze4hri_acq.drivers.registry import make_world, make_robot, make_camera, make_mocap, robot_monitor;"
+            "from gaze4hri_core.device_config import RobotConfig;"
+            "w = make_world(); make_robot('sim', world=w, safety=robot_monitor(RobotConfig())); make_camera('sim', world=w); make_mocap('sim', world=w);"
             "bad = [m for m in ('pyrealsense2', 'rtde_control', 'rtde_receive', 'natnet', 'rclpy') if m in sys.modules];"
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

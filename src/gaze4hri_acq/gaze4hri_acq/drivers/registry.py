@@ -2,7 +2,7 @@
 ``backend:=sim`` never imports a vendor SDK and ``backend:=real`` never imports the
 simulator. Unknown names fail with "did you mean" and the list of choices.
 
-    robot  = make_robot("sim", RobotConfig(), world=world)
+    robot  = make_robot("sim", RobotConfig(), world=world, safety=robot_monitor(RobotConfig()))
     camera = make_camera("replay", CameraConfig(replay_file="take.db3"))
     mocap  = make_mocap("real", MocapConfig(server_ip="10.0.0.2", local_ip="10.0.0.5"))
 """
@@ -15,7 +15,7 @@ from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, SimConfig
 from gaze4hri_core.errors import Gaze4HRIError
 
-__all__ = ["DRIVERS", "BACKENDS", "driver_class", "make_robot", "make_camera", "make_mocap", "make_world", "backends_for"]
+__all__ = ["DRIVERS", "BACKENDS", "driver_class", "make_robot", "robot_monitor", "make_camera", "make_mocap", "make_world", "backends_for"]
 
 DRIVERS: dict[tuple[str, str], str] = {
     ("robot", "real"): "gaze4hri_acq.drivers.robot_rtde:RtdeRobot",
@@ -63,20 +63,34 @@ def make_world(config: SimConfig | None = None, **kw):
     return SimWorld(config or SimConfig(), **kw)
 
 
-def make_robot(backend: str, config: RobotConfig | None = None, world=None, safety=None, calibration=None):
-    """A RobotDriver. The real backend builds its SafetyMonitor from the calibration in
-    ``config.calibration_dir`` (registration, hand-eye, subject's eye-head) unless given."""
+def make_robot(backend: str, config: RobotConfig | None = None, world=None, *, safety):
+    """A RobotDriver checking every motion against ``safety``: the caller's one
+    SafetyMonitor (``gaze4hri_core.safety.monitor_for``), which the caller feeds with the
+    head-band stream. No driver builds a monitor of its own: one nobody fed refused
+    every move of the real UR5 (issue 20)."""
+    if safety is None:
+        raise Gaze4HRIError("a robot driver needs the robot's safety monitor", "drivers registry",
+                            "build it with gaze4hri_core.safety.monitor_for(calibration, limits) and pass safety=")
     config = config or RobotConfig()
     cls = driver_class("robot", backend)
     if backend == "sim":
         return cls(config, _need_world("robot", world), safety=safety)
-    if safety is None:
-        from gaze4hri_core.safety import SafetyMonitor
-
-        cal = calibration or load_calibration(config.calibration_dir, config.subject)
-        safety = SafetyMonitor(config.limits, cal.T_world_base, cal.T_tool0_camera, config.model,
-                               cal.T_head_eye.t if cal.T_head_eye is not None else None)
     return cls(config, safety=safety)
+
+
+def robot_monitor(config: RobotConfig):
+    """The SafetyMonitor for ``config``: its calibration directory, its subject's eye-head
+    file when there is one (else the head-band origin until the session's eye-head run
+    sets the offset), its limits."""
+    from gaze4hri_core.safety import monitor_for
+
+    try:
+        cal = load_calibration(config.calibration_dir, config.subject)
+    except Gaze4HRIError:
+        if not config.subject:
+            raise
+        cal = load_calibration(config.calibration_dir, None)  # no eye-head file yet
+    return monitor_for(cal, config.limits)
 
 
 def make_camera(backend: str, config: CameraConfig | None = None, world=None):

@@ -89,6 +89,7 @@ class DeviceNode(ControlMixin, LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
             self.params = read_params(self, self.PARAMS)
+            self.prepare()
             self.driver = self._factory() if self._factory is not None else self.make_driver()
             self.connect()
         except Gaze4HRIError as e:
@@ -99,6 +100,9 @@ class DeviceNode(ControlMixin, LifecycleNode):
         self.last_error = None
         self.setup_publishers()
         return TransitionCallbackReturn.SUCCESS
+
+    def prepare(self) -> None:
+        """What the driver is built with, before it is built (the robot: its safety monitor)."""
 
     def connect(self) -> None:
         """Open the device (driver.connect or .start); raise DeviceError when it refuses."""

@@ -17,15 +17,14 @@ from gaze4hri_core.session import Topics
 from .common import CONTROL
 from .table import NODES, node_names
 
-__all__ = ["run_nodes", "orchestrator_parameters"]
-
-_RCLPY_PARAMETERS = {"use_sim_time", "start_type_description_service"}  # every rclpy node declares these
-
+__all__ = ["run_nodes"]
 
 def run_nodes(names: list[str], backend: str, ros_args: list[str], sim: dict | None = None) -> int:
     from ..runner import Stack, StackConfig
 
     if names == ["orchestrator"]:
+        from ..session_assembly import run_orchestrator
+
         return run_orchestrator(ros_args)
     unknown = [n for n in names if n not in node_names() or n == "orchestrator"]
     if unknown:
@@ -49,32 +48,3 @@ def run_nodes(names: list[str], backend: str, ros_args: list[str], sim: dict | N
     with Stack(cfg):
         done.wait()
     return 0
-
-
-def orchestrator_parameters(ros_args: list[str]) -> dict:
-    """The orchestrator's ROS parameters (--params-file, -p) as rclpy parses them."""
-    import rclpy
-    from rclpy.context import Context
-
-    ctx = Context()
-    rclpy.init(context=ctx, args=["gaze4hri-acq", *ros_args])
-    try:
-        node = rclpy.create_node("orchestrator", context=ctx, automatically_declare_parameters_from_overrides=True)
-        try:
-            return {name: p.value for name, p in node._parameters.items() if name not in _RCLPY_PARAMETERS}
-        finally:
-            node.destroy_node()
-    finally:
-        rclpy.shutdown(context=ctx)
-
-
-def run_orchestrator(ros_args: list[str]) -> int:
-    """The session, configured by the orchestrator's parameters; its exit code."""
-    from ..cli import run_session_args, session_exit_code
-    from ..session_config import from_strings
-
-    cfg = from_strings(orchestrator_parameters(ros_args), "orchestrator parameters")
-    cfg = cfg.model_copy(update={"external_devices": True, "quiet": True})
-    sdir = run_session_args(cfg)
-    print(f"session: {sdir}", flush=True)
-    return session_exit_code(sdir, cfg.redo, cfg.trial_ids, cfg.experiments)

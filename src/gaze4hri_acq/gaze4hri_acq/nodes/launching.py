@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 import yaml
+from gaze4hri_core.device_config import DEFAULT_MOTIVE_IP, DEFAULT_ROBOT_IP
 
 from .table import NODES
 
@@ -38,8 +39,8 @@ CALIBRATE_ARGUMENTS = [
     {"name": "subject", "default": "", "description": "subject id (needed by eye-head), e.g. S12"},
     {"name": "calibration_dir", "default": "", "description": "calibration directory to start from (and update); empty: the package's calibration/"},
     {"name": "out", "default": "", "description": "write the result here instead of the calibration directory (required with backend sim)"},
-    {"name": "robot_ip", "default": "192.168.1.102", "description": "IP address of the UR controller (RTDE, real backend)"},
-    {"name": "motive_ip", "default": "127.0.0.1", "description": "IP address of the Motive PC streaming NatNet (real backend)"},
+    {"name": "robot_ip", "default": DEFAULT_ROBOT_IP, "description": "IP address of the UR controller (RTDE, real backend)"},
+    {"name": "motive_ip", "default": DEFAULT_MOTIVE_IP, "description": "IP address of the Motive PC streaming NatNet (real backend)"},
     {"name": "seed", "default": "0", "description": "simulation seed (sim backend)"},
 ]
 
@@ -90,21 +91,6 @@ def session_processes(backend: str) -> list[dict]:
     return [*({"name": g, "nodes": n} for g, n in groups.items()), {"name": "orchestrator", "nodes": ["orchestrator"]}]
 
 
-def node_overrides(cfg) -> dict[str, dict]:
-    """Each device node's parameters from the session configuration (what the CLI's
-    one-process runner sets too: gaze4hri_acq.cli.run_session_args)."""
-    w, h = cfg.resolution
-    rob = {"backend": cfg.backend, "robot_ip": cfg.robot_ip, "robot_model": cfg.robot_model, "subject": cfg.subject,
-           "calibration_dir": str(cfg.calibration_dir or "")}
-    return {
-        "camera": {"backend": cfg.backend, "serial": cfg.camera_serial, "width": int(w), "height": int(h), "fps": float(cfg.fps)},
-        "mocap": {"backend": cfg.backend, "motive_ip": cfg.motive_ip, "local_ip": cfg.local_ip},
-        "robot": rob,
-        "recorder": {"compression": cfg.compression, "backpressure": cfg.backend == "sim"},
-        "orchestrator": cfg.as_strings(),
-    }
-
-
 def param_file(per_node: dict[str, dict], tag: str) -> str:
     """A ROS parameter YAML with each node's values under its own name."""
     fd, path = tempfile.mkstemp(prefix=f"gaze4hri_{tag}_", suffix=".yaml")
@@ -142,7 +128,7 @@ def session_actions(context) -> list:
     from ..session_config import from_strings
 
     cfg = from_strings(performed(context, session_arguments()), "session.launch.py")  # bad input: one line, launch exits 1
-    over = node_overrides(cfg)
+    over = cfg.node_parameters()
     actions = []
     for proc in session_processes(cfg.backend):
         params = [p for p in (share_config(n) for n in proc["nodes"] if n != "orchestrator") if p]

@@ -11,8 +11,7 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from gaze4hri_core.calibration import load_calibration
-from gaze4hri_core.device_config import DEFAULT_CALIBRATION
+from gaze4hri_core.device_config import DEFAULT_ROBOT_IP
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, Verdict
 from gaze4hri_core.session import FRAMES, Topics
@@ -35,7 +34,7 @@ _SL = SafetyLimits()
 
 PARAMS = (
     Param("backend", "sim", "device backend: simulated UR5 or a UR controller over RTDE", ("sim", "real")),
-    Param("robot_ip", "192.168.1.102", "IP address of the UR controller (RTDE)"),
+    Param("robot_ip", DEFAULT_ROBOT_IP, "IP address of the UR controller (RTDE)"),
     Param("robot_model", "ur5", "arm model (DH parameters)", ("ur5", "ur5e")),
     Param("calibration_dir", "", "calibration directory (registration, hand-eye, scene); empty: the repository's calibration/"),
     Param("subject", "", "subject id whose eye-head calibration places the eyes for the head-distance check"),
@@ -81,18 +80,29 @@ class RobotNode(DeviceNode):
         self.create_service(Trigger, "/robot/clear_stop", self._srv_clear)
 
     # ------------------------------------------------------------------ setup
-    def make_driver(self):
+    def robot_config(self):
+        """This node's parameters as the validated RobotConfig (calibration, subject, limits)."""
         from gaze4hri_core.device_config import RobotConfig, validate
 
-        from ..drivers.registry import make_robot
-
         p = self.params
-        vals = {"host": p["robot_ip"], "model": p["robot_model"], "limits": self._limits(), "connect_timeout_s": p["connect_timeout_s"]}
+        vals = {"host": p["robot_ip"], "model": p["robot_model"], "limits": self._limits(), "connect_timeout_s": p["connect_timeout_s"],
+                "subject": p["subject"] or None}
         if p["calibration_dir"]:
             vals["calibration_dir"] = p["calibration_dir"]
-        if p["subject"]:
-            vals["subject"] = p["subject"]
-        return make_robot(p["backend"], validate(RobotConfig, vals, "robot parameters"))
+        return validate(RobotConfig, vals, "robot parameters")
+
+    def prepare(self) -> None:
+        """The robot's one SafetyMonitor, built before its driver and handed to it: this
+        node feeds it the head-band stream, every backend checks its motions against it
+        (issue 20: the real driver's private monitor was never fed and refused every move)."""
+        from ..drivers.registry import robot_monitor
+
+        self.monitor = robot_monitor(self.robot_config())
+
+    def make_driver(self):
+        from ..drivers.registry import make_robot
+
+        return make_robot(self.params["backend"], self.robot_config(), safety=self.monitor)
 
     def _limits(self) -> SafetyLimits:
         p = self.params
@@ -103,18 +113,10 @@ class RobotNode(DeviceNode):
         return f"UR controller at {self.params.get('robot_ip', '?')}"
 
     def connect(self) -> None:
-        from pathlib import Path
-
-        p = self.params
-        cdir = Path(p["calibration_dir"]) if p["calibration_dir"] else DEFAULT_CALIBRATION
-        subj = p["subject"] or None
-        try:
-            cal = load_calibration(cdir, subj)
-        except Gaze4HRIError:
-            cal = load_calibration(cdir, None)  # no eye-head file yet: head-band origin stands in for the eyes
-        eye = cal.T_head_eye.t if cal.T_head_eye is not None else None
-        self.monitor = SafetyMonitor(self._limits(), cal.T_world_base, cal.T_tool0_camera, cal.robot_model, eye_in_head=eye)
-        self.driver.connect(timeout_s=p["connect_timeout_s"])
+        if getattr(self.driver, "safety", self.monitor) is not self.monitor:
+            raise Gaze4HRIError("robot driver checks another safety monitor than the robot node's", "robot node",
+                                "build the driver with safety=node.monitor (drivers.registry.make_robot)")
+        self.driver.connect(timeout_s=self.params["connect_timeout_s"])
 
     def release(self) -> None:
         if self.driver is not None:
@@ -143,7 +145,11 @@ class RobotNode(DeviceNode):
             return
         p, q = m.pose.position, m.pose.orientation
         t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
-        self.monitor.update_head(t, SE3.from_quat([p.x, p.y, p.z], [q.x, q.y, q.z, q.w]))
+        try:
+            T = SE3.from_quat([p.x, p.y, p.z], [q.x, q.y, q.z, q.w])
+        except ValueError:  # a non-finite or zero quaternion is no track
+            T = None
+        self.monitor.update_head(t, T)
         self._mocap_seen(t)
 
     def _on_mocap_status(self, m: DiagnosticArray) -> None:
@@ -276,6 +282,18 @@ class RobotNode(DeviceNode):
         self.driver.move_linear(list(move.waypoints_base), move.speed, move.accel, move.blend, move.constant_speed)
         self.pub_events.publish(to_json({"event": "motion_start", "name": move.name, "duration_s": pv.duration_s, "stamp_ns": t_cmd}))
         return {"duration_s": pv.duration_s}
+
+    def handle_eye_head(self, req: dict) -> dict:
+        """The subject's eye-head offset (head-band frame, m), sent by the orchestrator after
+        the session's eye-head calibration: the distance limit is from the eyes from now on."""
+        eye = req.get("eye_in_head")
+        if self.monitor is None:
+            raise Gaze4HRIError("robot: not configured yet", self.address(), "bring the robot node up before sending the eye-head offset")
+        try:
+            self.monitor.set_eye_in_head(None if eye is None else [float(x) for x in eye])
+        except (TypeError, ValueError) as e:
+            raise Gaze4HRIError(f"robot: bad eye-head offset {eye!r} ({e})", self.address(), "send three finite numbers (m)") from None
+        return {"eye_in_head": None if self.monitor.eye_in_head is None else self.monitor.eye_in_head.tolist()}
 
     def handle_stop(self, req: dict) -> dict:
         reason = str(req.get("reason", "operator request"))

@@ -35,6 +35,14 @@ class Interrupted(Exception):
         self.reason = reason
 
 
+
+#: how long bring-up waits for a lifecycle transition's answer: a patience bound for a
+#: node that stopped answering, not a readiness guess (a device that is absent fails
+#: at once with its driver's own one-line error)
+BRING_UP_PATIENCE_S = 120.0
+#: how long a node may take to appear on the graph (processes started together by launch)
+DISCOVERY_PATIENCE_S = 30.0
+
 class DeviceClient(Node):
     """Orchestrator node: everything it knows about the devices arrives on topics."""
 
@@ -143,6 +151,8 @@ class DeviceClient(Node):
         return c
 
     def _call(self, client, req, timeout_s: float):
+        """A service call's response, or None when the service does not exist or does
+        not answer within ``timeout_s`` (a patience bound for a dead peer)."""
         if not client.wait_for_service(timeout_sec=timeout_s):
             return None
         fut = client.call_async(req)
@@ -157,10 +167,16 @@ class DeviceClient(Node):
         r = self._call(get, GetState.Request(), timeout_s)
         return None if r is None else r.current_state.label
 
-    def bring_up(self, node: str, address: str, timeout_s: float = 15.0) -> None:
-        """configure + activate one lifecycle device node; one-line DeviceError on failure."""
+    def bring_up(self, node: str, address: str, timeout_s: float = BRING_UP_PATIENCE_S) -> None:
+        """configure + activate one lifecycle device node; one-line DeviceError on failure.
+
+        Waits on readiness, not on a short clock: each transition's response comes when
+        the node has finished it (a driver's own connect timeout bounds a silent
+        device); ``timeout_s`` only ends the wait for a node that stopped answering.
+        On a loaded machine (load 24 on 2 cores) a 15 s bound failed healthy nodes
+        with "configure failed (state inactive)" (issue 20)."""
         change, _ = self._lifecycle_clients(node)
-        state = self.lifecycle_state(node, timeout_s)
+        state = self.lifecycle_state(node, min(timeout_s, DISCOVERY_PATIENCE_S))
         if state is None:
             raise DeviceError(node, address, "node not running (no lifecycle service)", f"start it (ros2 launch gaze4hri_acq session.launch.py) or check /{node}")
         for tid, label, want in ((Transition.TRANSITION_CONFIGURE, "configure", "inactive"), (Transition.TRANSITION_ACTIVATE, "activate", "active")):
@@ -168,11 +184,13 @@ class DeviceClient(Node):
                 continue
             r = self._call(change, ChangeState.Request(transition=Transition(id=tid)), timeout_s)
             state = self.lifecycle_state(node, timeout_s)
-            if r is None or not r.success or state != want:
+            if state != want or (r is not None and not r.success):
                 why = self.device_error(node)
                 if why:  # the driver's own line names the device, its address and the fix
                     raise Gaze4HRIError(f"{node} node: {why}")
-                raise DeviceError(node, address, f"{label} failed (state {state})", "check the device, its address and cables, then retry")
+                what = "no answer" if r is None else f"state {state}"
+                raise DeviceError(node, address, f"{label} failed ({what} after {timeout_s:.0f} s)" if r is None else f"{label} failed ({what})",
+                                  "check the device, its address and cables, then retry")
 
     def shut_down(self, node: str, timeout_s: float = 5.0) -> None:
         change, _ = self._lifecycle_clients(node)
