@@ -56,7 +56,13 @@ class Stack:
         if not cfg.share_graph:
             os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")
         self.context = Context()
-        rclpy.init(context=self.context, args=["gaze4hri-acq", *cfg.ros_args] if cfg.ros_args else [])
+        # our entry points own SIGINT/SIGTERM (session_assembly, nodes/host): rclpy's own
+        # handler would shut every context down at the first Ctrl-C, so an orchestrator
+        # talking over DDS could no longer mark its trial or close the bag (issue 20)
+        from rclpy.signals import SignalHandlerOptions
+
+        rclpy.init(context=self.context, args=["gaze4hri-acq", *cfg.ros_args] if cfg.ros_args else [],
+                   signal_handler_options=SignalHandlerOptions.NO)
         self.bus = IntraProcessBus(cfg.dds_topics) if cfg.intra_process else None
         self.world = None
         self.nodes: dict = {}
