@@ -10,7 +10,20 @@ from gaze4hri_core.safety import compose
 
 from .render import FaceRenderer
 
-__all__ = ["SimCamera"]
+__all__ = ["SimCamera", "D435I_COLOR_DEFAULTS"]
+
+#: the colour options a D435i's RGB sensor supports, at their defaults: the UVC
+#: controls as rs-sensor-control lists them for a D4xx RGB camera (UZ-SLAMLab/ORB_SLAM3
+#: issues #828 and #630: backlight compensation 0, brightness 0, contrast 50, gain 64,
+#: gamma 300, hue 0, saturation 64, sharpness 50, white balance 4600, auto white
+#: balance on), exposure 166 and auto exposure on as the replay tests' software sensor
+#: models them, plus librealsense's own colour-sensor options. The simulator's stand-in
+#: for what the real driver reads back (a real camera's own defaults are recorded there).
+D435I_COLOR_DEFAULTS: dict[str, float] = {
+    "backlight_compensation": 0.0, "brightness": 0.0, "contrast": 50.0, "exposure": 166.0, "gain": 64.0, "gamma": 300.0, "hue": 0.0,
+    "saturation": 64.0, "sharpness": 50.0, "white_balance": 4600.0, "enable_auto_exposure": 1.0, "enable_auto_white_balance": 1.0,
+    "frames_queue_size": 16.0, "power_line_frequency": 3.0, "auto_exposure_priority": 1.0, "global_time_enabled": 1.0,
+}
 
 
 class SimCamera:
@@ -25,13 +38,18 @@ class SimCamera:
         self.finished = False
         self.frames_read = 0
         self.drop_frames: set[int] = set()
-        # the colour settings the simulated sensor runs with (it keeps what it is given)
-        self.settings_applied: dict[str, float] = {k: float(v) for k, v in config.color.as_options().items()}
+        # the colour options the simulated sensor runs with, as the real driver leaves
+        # them: every option at its default, then the study's (it keeps what it is given)
+        self.settings_applied: dict[str, float] = {**D435I_COLOR_DEFAULTS, **{k: float(v) for k, v in config.color.as_options().items()}}
         self._renderer = FaceRenderer(self.intrinsics, seed=world.config.seed)
         self._running = False
         self._next = 0
         self._dropped = 0
         self._t0 = 0
+
+    def read_settings(self) -> dict[str, float]:
+        """All colour options read back (per trial), as RealSenseCamera.read_settings."""
+        return dict(self.settings_applied)
 
     @property
     def dropped_frames(self) -> int:

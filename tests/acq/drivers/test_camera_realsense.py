@@ -180,6 +180,47 @@ def test_playback_reports_the_settings_stored_in_the_recording(tmp_path):
     cam = make_camera("replay", CameraConfig(replay_file=path))
     cam.start()
     try:
-        assert cam.settings_applied == applied
+        got = cam.read_settings()
+        assert {k: got[k] for k in applied} == applied
+        # every colour option of the recorded sensor, not only the study's (issue 20, item 9);
+        # frames_queue_size is the reading sensor's own host-side queue, not a recorded setting
+        assert set(got) == set(_RANGES) | {"frames_queue_size"}
+        assert {k: got[k] for k in _RANGES} == {k: float(sensor.get_option(getattr(rs.option, k))) for k in _RANGES}
     finally:
         cam.stop()
+
+
+# the D435i RGB sensor's other options (min, max, step, default), as a software sensor carries them
+_OTHER = {"backlight_compensation": (0, 1, 1, 0), "brightness": (-64, 64, 1, 0), "contrast": (0, 100, 1, 50), "gamma": (100, 500, 1, 300),
+          "hue": (-180, 180, 1, 0), "sharpness": (0, 100, 1, 50), "power_line_frequency": (0, 3, 1, 3), "auto_exposure_priority": (0, 1, 1, 1)}
+
+
+@pytest.mark.replay
+def test_every_other_colour_option_is_reset_to_its_default_before_the_study_settings():
+    """The study resets the colour sensor's options to their defaults before setting its
+    own (GazeForHRI/Gaze4HRI data_collector.py:89-98): a value another program left
+    (realsense-viewer, an earlier run) must not survive into the session."""
+    from gaze4hri_acq.drivers.camera_realsense import apply_color_settings, color_option_defaults, read_color_settings
+    from gaze4hri_core.device_config import CameraSettings
+
+    sensor = _software_colour_sensor(rs.software_device(), {**_RANGES, **_OTHER})
+    r = rs.option_range()
+    r.min, r.max, r.step, r.default = 0, 100, 1, 42
+    sensor.add_option(rs.option.asic_temperature, r, False)  # read-only: reported, never written
+    left = {"brightness": 30, "contrast": 80, "gamma": 220, "hue": -10, "sharpness": 90, "backlight_compensation": 1,
+            "power_line_frequency": 1, "auto_exposure_priority": 0, "frames_queue_size": 4}
+    for name, v in left.items():
+        sensor.set_option(getattr(rs.option, name), v)
+    defaults = color_option_defaults(rs, sensor)
+    assert "asic_temperature" not in defaults and set(defaults) == set(_RANGES) | set(_OTHER) | {"frames_queue_size"}
+    apply_color_settings(rs, sensor, CameraSettings())
+    got = read_color_settings(rs, sensor)
+    study = CameraSettings().as_options()
+    assert set(got) == set(defaults) | {"asic_temperature"}  # all supported options read back
+    assert {k: got[k] for k in study} == study
+    assert {k: got[k] for k in _OTHER} == {k: float(d) for k, (_lo, _hi, _st, d) in _OTHER.items()}
+    assert got["frames_queue_size"] == 16.0 and got["asic_temperature"] == 42.0
+    # without the reset (the old behaviour) the left values stay: this test needs it
+    sensor.set_option(rs.option.brightness, 30)
+    apply_color_settings(rs, sensor, CameraSettings(), reset=False)
+    assert sensor.get_option(rs.option.brightness) == 30

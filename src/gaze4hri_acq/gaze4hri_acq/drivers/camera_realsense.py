@@ -10,11 +10,16 @@ playback of a RealSense recording (backend:=replay) through the same pipeline co
   the minimum observed (arrival - device) offset; system_time is already host time.
   Frame numbers and the domain are kept in every CameraFrame.
 - Drops: counted from frame-number gaps (Intel, "Frame Metadata" / frame counter).
-- Colour settings: auto exposure and auto white balance off, then exposure 250,
-  gain 90, white balance 3000 K, saturation 68 (``CameraConfig.color``, the study's
-  values, GazeForHRI/Gaze4HRI@main:data_collector.py:110-123), each read back after
-  it is set (a value the camera does not keep is a DeviceError); playback reports the
-  values stored in the recording. ``settings_applied`` holds what was read back.
+- Colour settings, as the study's data collector does them (GazeForHRI/Gaze4HRI@main
+  data_collector.py:89-129): every supported, writable colour option back to its
+  default (``get_option_range(opt).default``, :89-98), then auto exposure and auto white
+  balance off and exposure 250, gain 90, white balance 3000 K, saturation 68
+  (``CameraConfig.color``, :110-123; the study turns the auto modes on at :101-105 and
+  librealsense's auto-disabling controls turn them off again when exposure and white
+  balance are set), each read back after it is set (a value the camera does not keep
+  is a DeviceError); then ALL supported colour options are read back (:125-129, saved
+  per trial as rgb_camera_settings.json, :494-497). Playback reports the values stored
+  in the recording. ``settings_applied`` / ``read_settings()`` hold what was read back.
 Recordings: pyrealsense2 2.59 writes rosbag2 ``.db3`` files (``rs.recorder``) and
 refuses ``.bag`` names.
 """
@@ -28,7 +33,8 @@ from gaze4hri_core.calibration import CameraIntrinsics
 from gaze4hri_core.device_config import CameraConfig, CameraSettings
 from gaze4hri_core.devices import CameraFrame, DeviceError, HostClock
 
-__all__ = ["RealSenseCamera", "TimestampMapper", "FrameCounter", "apply_color_settings", "read_color_settings"]
+__all__ = ["RealSenseCamera", "TimestampMapper", "FrameCounter", "apply_color_settings", "read_color_settings", "color_option_defaults",
+           "reset_color_options"]
 
 _DEVICE = "Intel RealSense D435i"
 
@@ -83,11 +89,47 @@ class TimestampMapper:
         return int(arrival_ns)
 
 
-def apply_color_settings(rs, sensor, settings: CameraSettings, address: str = "") -> dict[str, float]:
-    """Set the colour sensor's options in order (auto modes off first, since the sensor
-    ignores a manual exposure or white balance while they are on) and read each one
-    back; returns {option: value read back}. A missing option, a refused value or a
-    read-back that differs by more than the option's step is a DeviceError."""
+def _option_name(opt) -> str:
+    """librealsense's option name as pyrealsense2 spells the enum (``exposure``)."""
+    return getattr(opt, "name", None) or str(opt).split(".")[-1]
+
+
+def color_option_defaults(rs, sensor) -> dict[str, float]:
+    """{option: default} for every option the colour sensor supports and lets us
+    write (the study's reset list, data_collector.py:93-96); read-only ones are left."""
+    out: dict[str, float] = {}
+    for opt in sensor.get_supported_options():
+        try:
+            if sensor.is_option_read_only(opt):
+                continue
+            out[_option_name(opt)] = float(sensor.get_option_range(opt).default)
+        except RuntimeError:
+            continue
+    return out
+
+
+def reset_color_options(rs, sensor) -> dict[str, str]:
+    """Every writable colour option back to its default before the study's own are set,
+    so a setting left by another program (realsense-viewer, a previous run) cannot
+    survive into the session. Like the study (data_collector.py:97-98) an option the
+    device refuses is skipped: returns {option: why} for those."""
+    skipped: dict[str, str] = {}
+    for name, default in color_option_defaults(rs, sensor).items():
+        try:
+            sensor.set_option(getattr(rs.option, name), default)
+        except (RuntimeError, AttributeError) as e:
+            skipped[name] = str(e)
+    return skipped
+
+
+def apply_color_settings(rs, sensor, settings: CameraSettings, address: str = "", reset: bool = True) -> dict[str, float]:
+    """Reset every writable colour option to its default (``reset``), then set the
+    study's options in order (auto modes off first, since the sensor ignores a manual
+    exposure or white balance while they are on) and read each one back; returns
+    {option: value read back} for the study's options. A missing option, a refused
+    value or a read-back that differs by more than the option's step is a DeviceError."""
+    if reset:
+        reset_color_options(rs, sensor)
     out: dict[str, float] = {}
     for name, value in settings.as_options().items():
         opt = getattr(rs.option, name)
@@ -108,14 +150,13 @@ def apply_color_settings(rs, sensor, settings: CameraSettings, address: str = ""
 
 
 def read_color_settings(rs, sensor) -> dict[str, float]:
-    """The colour options of ``sensor`` that it supports (a playback device reports the
-    values stored in the recording)."""
+    """Every option the colour sensor supports, with its value now (the study records
+    them all, data_collector.py:125-129; a playback device reports the values stored
+    in the recording)."""
     out: dict[str, float] = {}
-    for name in CameraSettings().as_options():
-        opt = getattr(rs.option, name)
+    for opt in sensor.get_supported_options():
         try:
-            if sensor.supports(opt):
-                out[name] = float(sensor.get_option(opt))
+            out[_option_name(opt)] = float(sensor.get_option(opt))
         except RuntimeError:
             continue
     return out
@@ -146,6 +187,18 @@ class RealSenseCamera:
         self._counter = FrameCounter()
         self._mapper = TimestampMapper(config.hw_clock_wrap_ms)
         self._rs = None
+        self._sensor = None
+
+    def read_settings(self) -> dict[str, float]:
+        """All colour options read back now (per trial), else the last read-back."""
+        if self._sensor is not None and self._rs is not None:
+            try:
+                got = read_color_settings(self._rs, self._sensor)
+                if got:
+                    self.settings_applied = got
+            except RuntimeError:
+                pass
+        return dict(self.settings_applied)
 
     @property
     def dropped_frames(self) -> int:
@@ -198,7 +251,8 @@ class RealSenseCamera:
             pb = dev.as_playback()
             pb.set_real_time(bool(c.replay_realtime))
             try:
-                self.settings_applied = read_color_settings(rs, dev.first_color_sensor())
+                self._sensor = dev.first_color_sensor()
+                self.settings_applied = read_color_settings(rs, self._sensor)
             except RuntimeError:
                 self.settings_applied = {}
         else:
@@ -206,19 +260,21 @@ class RealSenseCamera:
                 sensor = dev.first_color_sensor()
             except RuntimeError:
                 sensor = None
-            try:
-                if sensor is not None and sensor.supports(rs.option.global_time_enabled):
-                    sensor.set_option(rs.option.global_time_enabled, 1)
-            except RuntimeError:
-                pass
             if sensor is None:
                 pipe.stop()
                 raise DeviceError(_DEVICE, self.address, "the device has no colour sensor", "connect a D435/D435i")
             try:
-                self.settings_applied = apply_color_settings(rs, sensor, c.color, self.address)
+                apply_color_settings(rs, sensor, c.color, self.address)  # the reset to defaults first
             except DeviceError:
                 pipe.stop()
                 raise
+            try:  # after the reset: host-clock timestamps (see the module docstring)
+                if sensor.supports(rs.option.global_time_enabled):
+                    sensor.set_option(rs.option.global_time_enabled, 1)
+            except RuntimeError:
+                pass
+            self._sensor = sensor
+            self.settings_applied = read_color_settings(rs, sensor)
         try:
             self.serial = dev.get_info(rs.camera_info.serial_number)
         except RuntimeError:
@@ -265,6 +321,7 @@ class RealSenseCamera:
             except RuntimeError:
                 pass
             self._pipe = None
+        self._sensor = None
 
     def wait_finished(self, timeout_s: float = 10.0) -> None:
         """Replay only: read to the end (used by tests and the replay CLI)."""

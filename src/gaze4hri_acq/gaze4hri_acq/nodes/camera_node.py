@@ -147,8 +147,11 @@ class CameraNode(DeviceNode):
                 "last_stamp_ns": self._last_stamp_ns}
 
     def handle_settings(self, req: dict) -> dict:
-        """The colour settings as the device reports them after they were applied."""
-        applied = dict(getattr(self.driver, "settings_applied", {}) or {}) if self.driver is not None else {}
+        """Every colour option as the device reports it now (the orchestrator asks at
+        each trial's start and records the answer with the trial)."""
+        d = self.driver
+        read = getattr(d, "read_settings", None)
+        applied = dict(read() if read is not None else (getattr(d, "settings_applied", {}) or {})) if d is not None else {}
         return {"settings": applied, "requested": color_settings(self.params), "backend": self.params.get("backend")}
 
     def handle_reset_counters(self, req: dict) -> dict:

@@ -217,6 +217,7 @@ def _run_locked(cfg: SessionConfig, client: DeviceClient, view, confirm, should_
         reason = should_stop()
         if reason:
             raise Interrupted(reason)
+        _check_trial_disk(cfg, sdir, trial)  # before the prompt and the robot's approach: a full disk leaves it pending
         i = order.index(trial.trial_id) + 1
         prompt = prompt_text(trial)
         view.trial(i, n, trial, prompt)
@@ -360,7 +361,9 @@ def _check_calibration(cal_dir: Path, cfg: SessionConfig, need_subject: bool = T
     return calib
 
 
-def _wait_streams(client: DeviceClient, timeout_s: float = 10.0) -> None:
+def _wait_streams(client: DeviceClient, timeout_s: float = 30.0) -> None:
+    """The first robot state and head-band pose: readiness, with a patience bound that a
+    loaded machine does not reach (10 s did, issue 20)."""
     deadline = time.monotonic() + timeout_s
     while client.device_ns == 0 or client.head is None:
         if time.monotonic() > deadline:
@@ -426,17 +429,32 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
         if trial.head_yaw_deg is not None:
             view.status(f"head-pose check: yaw {trial.head_yaw_deg:+.0f} +/- {cfg.head_yaw_tolerance_deg:.0f} deg")
             _head_check(cfg, client, calib, trial, check)
+        # the colour options read back now, recorded with this trial (the study saves rgb_camera_settings.json per trial)
+        trial_camera = _camera_settings(client)
+        if "error" in trial_camera:
+            trial_camera = camera_settings or trial_camera
+        prev = (rec.status, rec.attempts, rec.started, rec.reason, rec.bag)
         mark(manifest, tid, "recording", bag=str(bag_dir(sdir, tid).relative_to(sdir)))
         save_manifest(sdir, manifest)
-        ack = client.request("recorder", "start", timeout_s=30.0, trial=tid, bag_dir=str(bag_dir(sdir, tid)), compression=cfg.compression,
-                             fail_after_bytes=cfg.fail_after_bytes, start_ns=client.device_ns,
-                             need_bytes=estimate_session_bytes([trial], cfg.resolution, cfg.fps, cfg.trial_seconds, cfg.disk_margin))
+        need = _trial_bytes(cfg, trial)
+        try:
+            ack = client.request("recorder", "start", timeout_s=30.0, trial=tid, bag_dir=str(bag_dir(sdir, tid)), compression=cfg.compression,
+                                 fail_after_bytes=cfg.fail_after_bytes, start_ns=client.device_ns, need_bytes=need)
+        except Gaze4HRIError:
+            if _free_bytes(sdir) >= need:
+                raise
+            # the recorder refused for want of room (the disk filled since the check before
+            # the trial): nothing was recorded, so the trial goes back to what it was
+            rec.status, rec.attempts, rec.started, rec.reason, rec.bag = prev
+            _abort_trial(client, False, "disk full")
+            _save_or_disk_full(sdir, manifest, f"before {tid}")
+            view.result(tid, rec.status, "disk full")
+            raise _disk_full_error(cfg, sdir, trial, need) from None
         recording = True
         t0 = int(ack["start_ns"])
         client.publish_event("start", trial=tid, target=trial.target, condition=trial.condition, experiment=trial.experiment,
                              illumination=trial.illumination, head_yaw_deg=trial.head_yaw_deg, camera_motion=trial.to_dict()["camera_motion"])
-        # the camera's colour settings, recorded with every trial (the study saves rgb_camera_settings.json per trial)
-        client.publish_event("camera_settings", trial=tid, settings=camera_settings or {})
+        client.publish_event("camera_settings", trial=tid, settings=trial_camera)
         view.status("recording")
         if plan.motion is not None:
             _move(cfg, client, plan.motion, check, wait=False)
@@ -461,11 +479,16 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
     except _TrialFailed as e:
         _trial_failed(client, sdir, manifest, tid, str(e), recording, view)
     except Interrupted as e:
-        _abort_trial(client, recording, e.reason)
+        # the manifest first: under ros2 launch the device processes got the same Ctrl-C
+        # and close themselves (robot stopped, bag closed with its metadata), so the
+        # requests below may go unanswered; each is bounded to keep the exit within 5 s
         mark(manifest, tid, "incomplete" if recording else "pending", f"interrupted: {e.reason}" if recording else None)
         _save_or_disk_full(sdir, manifest, e.reason)
+        _abort_trial(client, recording, e.reason, robot_timeout_s=1.5, recorder_timeout_s=2.5)
         view.result(tid, "incomplete" if recording else "pending", e.reason)
         raise
+    except _DiskFullBeforeTrial:
+        raise  # the trial is back to what it was: not a failure of the trial
     except Gaze4HRIError as e:
         # a refusal (robot motion refused by the safety preview, recorder refused): the
         # trial fails, the session goes on; a recorder stop refused for a full disk is
@@ -475,6 +498,37 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
         if e.errno != errno.ENOSPC:
             raise
         _trial_failed(client, sdir, manifest, tid, f"disk full while recording {tid} (saving session.yaml: {e.strerror})", recording, view)
+
+
+def _trial_bytes(cfg, trial: Trial) -> int:
+    """The free space one trial needs (the recorder refuses to start with less)."""
+    return estimate_session_bytes([trial], cfg.resolution, cfg.fps, cfg.trial_seconds, cfg.disk_margin)
+
+
+def _free_bytes(sdir: Path) -> int:
+    from ..nodes.common import disk_free_bytes
+
+    return disk_free_bytes(Path(sdir) / "bags")
+
+
+class _DiskFullBeforeTrial(SessionError):
+    """Too little room to start a trial: the session ends, the trial stays pending."""
+
+
+def _disk_full_error(cfg, sdir: Path, trial: Trial, need: int) -> SessionError:
+    free = _free_bytes(sdir)
+    return _DiskFullBeforeTrial(f"disk full before trial {trial.trial_id}: {free / 1e6:.1f} MB free, about {need / 1e6:.1f} MB needed; "
+                        "it and the trials after it are still pending", str(sdir),
+                        "free disk space (or move the session folder to a larger disk and pass that --out-dir), then run the session again with --resume")
+
+
+def _check_trial_disk(cfg, sdir: Path, trial: Trial) -> None:
+    """Between trials: too little room for the next one ends the session with one line
+    and its fix, the trial still pending (issue 20, item 6: every remaining trial was
+    marked failed by the recorder's refusal, with no error line)."""
+    need = _trial_bytes(cfg, trial)
+    if _free_bytes(sdir) < need:
+        raise _disk_full_error(cfg, sdir, trial, need)
 
 
 def _trial_failed(client: DeviceClient, sdir: Path, manifest, tid: str, reason: str, recording: bool, view) -> None:
@@ -508,15 +562,15 @@ def _save_or_disk_full(sdir: Path, manifest, context: str) -> None:
                            "free disk space, then run the session again with --resume (it repairs the trial)") from None
 
 
-def _abort_trial(client: DeviceClient, recording: bool, reason: str) -> None:
+def _abort_trial(client: DeviceClient, recording: bool, reason: str, robot_timeout_s: float = 5.0, recorder_timeout_s: float = 120.0) -> None:
     try:
-        client.request("robot", "stop", reason=reason, timeout_s=5.0)
+        client.request("robot", "stop", reason=reason, timeout_s=robot_timeout_s)
     except Gaze4HRIError:
         pass  # the robot node is gone; the driver's own watchdog and the controller stop it
     if recording:
         client.publish_event("stop", reason=reason)
         try:
-            client.request("recorder", "stop", timeout_s=120.0)
+            client.request("recorder", "stop", timeout_s=recorder_timeout_s)
         except Gaze4HRIError:
             pass  # the fault is already the trial's reason; the bag is repaired by the recorder
 
