@@ -1,9 +1,12 @@
 """Republish a recorded session on its original topics (lab replay, Foxglove, RViz):
 the bags' CDR bytes go out unchanged, paced by their log times (``rate`` 2 = twice as
-fast), trial after trial in protocol order."""
+fast), trial after trial in protocol order. A bag whose MCAP CRCs disagree with its
+bytes (recorder.bag.require_intact) is not replayed: one line names it, the other
+trials play."""
 from __future__ import annotations
 
 import importlib
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +15,7 @@ from gaze4hri_core.errors import SessionError
 from gaze4hri_core.session import bag_dir, load_manifest
 
 from .nodes.common import QOS_LATCHED, QOS_RELIABLE
-from .recorder.bag import repair_bag
+from .recorder.bag import repair_bag, require_intact
 
 __all__ = ["replay_session", "trial_bags"]
 
@@ -61,6 +64,21 @@ def trial_bags(session: Path, trials: list[str] | None = None) -> list[tuple[str
     return out
 
 
+def _intact(bags: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
+    """The bags whose CRCs match; each damaged one is named on stderr in one line."""
+    good, bad = [], []
+    for tid, b in bags:
+        try:
+            require_intact(b, tid)
+            good.append((tid, b))
+        except SessionError as e:
+            bad.append(e)
+            print(f"replay: skipping damaged bag: {e.line()}", file=sys.stderr)
+    if not good:
+        raise bad[0]
+    return good
+
+
 def replay_session(session: Path, trials: list[str] | None = None, rate: float = 1.0, loop: bool = False, quiet: bool = False,
                    context=None, on_trial: Callable[[str], None] | None = None, max_messages: int | None = None) -> int:
     """Publish the session's messages with their original spacing divided by ``rate``.
@@ -71,7 +89,7 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
 
     if not rate > 0:
         raise SessionError(f"rate must be positive, got {rate}", None, "use e.g. --rate 1 or --rate 0.5")
-    bags = trial_bags(Path(session), trials)
+    bags = _intact(trial_bags(Path(session), trials))
     own = context is None
     if own:
         context = Context()

@@ -119,9 +119,10 @@ def main(args: argparse.Namespace) -> int:
 
     for line in plan_lines(jobs, cfg, defaulted=not args.methods):
         print(line, flush=True)
-    paths = run_benchmark(cfg, jobs=jobs)
+    skipped: list = []
+    paths = run_benchmark(cfg, jobs=jobs, skipped=skipped)
     print(f"{len(paths)} results file(s) in {args.out}; next: gaze4hri-bench analyze {args.out} --out {args.out / 'report'}")
-    return 0
+    return 1 if skipped else 0  # 1: done, but some trials were skipped (listed above; cli.py exit codes)
 
 
 def default_detector() -> str:

@@ -347,9 +347,11 @@ def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray
 
 
 # -- the run ------------------------------------------------------------------------------
-def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, dataset=None) -> list[Path]:
+def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, dataset=None, skipped: list | None = None) -> list[Path]:
     """Run every job over every selected trial; return the per-(method, input) files.
-    ``dataset``: an object with the data.reader.Dataset interface (default: read cfg.data)."""
+    ``dataset``: an object with the data.reader.Dataset interface (default: read cfg.data).
+    ``skipped``: a list that receives the reader's SkippedTrial entries (damaged bags,
+    refused study trials), which are also listed again at the end of the run."""
     jobs = jobs if jobs is not None else plan_jobs(cfg)
     src = blink_source(cfg.blinks)
     if src.ear and cfg.ear_relative is None and cfg.ear_threshold is None:
@@ -363,7 +365,10 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
                           blink_annotations=src.annotations, sim_blinks=src.sim, format=cfg.data_format)
     ds = dataset
     trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
-    for sk in getattr(ds, "skipped", None) or []:  # bad trials of the study layout: listed, the run goes on
+    bad = list(getattr(ds, "skipped", None) or [])  # damaged bags, bad trials of the study layout: listed, the run goes on
+    if skipped is not None:
+        skipped.extend(bad)
+    for sk in bad:
         log(f"skipped {sk.subject}/{sk.trial}: {sk.reason}")
     for w in getattr(ds, "warnings", None) or []:
         log(f"warning: {w}")
@@ -379,6 +384,10 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
                 written.append(_run_job(job, cfg, ds, trefs, face_models, prog))
         finally:
             face_models.close()
+    if bad:
+        log(f"{len(bad)} trial(s) skipped, results written for the others:")
+        for sk in bad:
+            log(f"  skipped {sk.subject}/{sk.trial}: {sk.reason}")
     return written
 
 

@@ -6,7 +6,9 @@ per subject with session.yaml, calibration/ and bags/<trial>/, MCAP rosbag2 bags
 Frames are decoded one at a time from the bag with ``rosbags`` (never all in memory);
 ground truth comes from the small pose streams of the same bag (groundtruth.py).
 Every failure on bad input is a one-line SessionError/CalibrationError
-(what, where, fix).
+(what, where, fix). A bag whose MCAP CRCs disagree with its bytes (gaze4hri_core.mcap_crc)
+is never read: ``trials()`` lists it in ``skipped`` with its first damaged offset, and
+the run goes on with the other trials.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy as np
 import pandas as pd
 from gaze4hri_core.calibration import CameraIntrinsics, load_calibration
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
+from gaze4hri_core.mcap_crc import check_mcap
 from gaze4hri_core.protocol import trial_by_id
 from gaze4hri_core.session import MSG_TYPES, SessionManifest, Topics, bag_dir, load_manifest, manifest_path
 
@@ -31,6 +34,30 @@ __all__ = ["SessionDataset", "TrialRef", "FrameSample", "open_bag", "decode_imag
 #: trial statuses with a bag worth reading (``incomplete`` frames are all invalid)
 TRIAL_STATUSES_READ = ("done", "incomplete")
 _FIX_BAG = "re-record the trial (gaze4hri-acq session --resume) or exclude it with --trials"
+_FIX_DAMAGED = ("re-record it with 'gaze4hri-acq session --redo {trial}' (same --subject and --backend) "
+                "or restore the bag from a backup")
+
+
+def bag_damage(bag: Path, trial: str | None = None) -> SessionError | None:
+    """The one-line error for a bag whose MCAP CRCs disagree with its bytes (first damaged
+    offset; None when intact, unchecked or incomplete). Costs one read of the bag."""
+    bag = Path(bag)
+    for f in sorted(bag.glob("*.mcap")) if bag.is_dir() else []:
+        try:
+            damages = check_mcap(f)
+        except OSError:
+            continue  # unreadable: opening the bag reports it
+        if damages:
+            more = f" (+{len(damages) - 1} more)" if len(damages) > 1 else ""
+            who = f"trial {trial}: " if trial else ""
+            return SessionError(f"{who}{damages[0].line()}{more}", str(f), _FIX_DAMAGED.format(trial=trial or bag.name))
+    return None
+
+
+def _read_error(what: str, e: Exception, path: Path) -> SessionError:
+    """A reader failure; a CRC failure (rosbags checks chunk CRCs) is named with its offset."""
+    damage = bag_damage(path) if "checksum" in str(e).lower() else None
+    return damage or SessionError(f"{what} ({type(e).__name__}: {_short(e)})", str(path), _FIX_BAG)
 
 
 # -- bag access ---------------------------------------------------------------------------
@@ -65,7 +92,7 @@ class open_bag:
             self.reader = Reader(self.path)
             self.reader.open()
         except Exception as e:  # rosbags raises several types for corrupt files
-            raise SessionError(f"cannot open bag ({type(e).__name__}: {_short(e)})", str(self.path), _FIX_BAG) from None
+            raise _read_error("cannot open bag", e, self.path) from None
         self.conns = {}
         for c in self.reader.connections:
             self.conns.setdefault(c.topic, []).append(c)
@@ -96,7 +123,7 @@ class open_bag:
         except Gaze4HRIError:
             raise
         except Exception as e:
-            raise SessionError(f"bag is corrupt or truncated ({type(e).__name__}: {_short(e)})", str(self.path), _FIX_BAG) from None
+            raise _read_error("bag is corrupt or truncated", e, self.path) from None
 
     def messages(self, topic: str) -> Iterator[tuple[int, bytes]]:
         conns = self.conns.get(topic, [])
@@ -108,8 +135,7 @@ class open_bag:
         except Gaze4HRIError:
             raise
         except Exception as e:
-            raise SessionError(f"bag is corrupt or truncated while reading {topic} ({type(e).__name__}: {_short(e)})",
-                               str(self.path), _FIX_BAG) from None
+            raise _read_error(f"bag is corrupt or truncated while reading {topic}", e, self.path) from None
 
     def decode(self, raw: bytes, topic: str):
         try:
@@ -301,7 +327,7 @@ class SessionDataset:
         self._tables: dict[str, FrameTable] = {}
         self._scans: dict[str, dict] = {}
         self._ann: dict[Path, dict] = {}
-        self.skipped: list[SkippedTrial] = []  # the session backend fails loudly instead
+        self.skipped: list[SkippedTrial] = []  # trials whose bag is damaged (CRC mismatch); other bad input fails loudly
 
     # -- discovery ----------------------------------------------------------------
     def session_dirs(self) -> list[Path]:
@@ -357,6 +383,10 @@ class SessionDataset:
                     raise SessionError(f"manifest lists unknown trial id {tid!r}", str(manifest_path(sd)),
                                        f"protocol {man.protocol_version} trial ids only") from None
                 bd = sd / rec.bag if rec.bag else bag_dir(sd, tid)
+                damage = bag_damage(bd, tid) if rec.status in TRIAL_STATUSES_READ else None
+                if damage is not None:  # never read: listed, and the run goes on with the other trials
+                    self.skipped.append(SkippedTrial(subject, tid, damage.where or str(bd), damage.line()))
+                    continue
                 order.append((tr.index, TrialRef(subject, tid, tr, sd, bd, rec.status, cal, rec, subject_info=info)))
             refs.extend(r for _i, r in sorted(order, key=lambda x: x[0]))
         self._refs = refs
