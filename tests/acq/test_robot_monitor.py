@@ -41,3 +41,12 @@ def test_the_robot_node_owns_the_one_monitor_its_driver_checks():
         assert np.allclose(robot.monitor.eye_in_head, eye)
         with pytest.raises(Exception, match="bad eye-head offset"):
             robot.handle_eye_head({"eye_in_head": ["x", 0, 0]})
+
+
+@pytest.mark.node
+def test_an_orchestrator_only_process_builds_no_simulated_world():
+    """Issue 20: a launched simulated session had two nodes named /sim_world (the device
+    process's and the orchestrator's own, unused world)."""
+    with Stack(StackConfig(backend="sim", nodes=("orchestrator",), intra_process=False)) as st:
+        assert st.world is None
+        assert all(n.get_name() != "sim_world" for n in st._extra_nodes)

@@ -122,8 +122,10 @@ class DeviceClient(Node):
                                  "message": s.message, **{kv.key: kv.value for kv in s.values}}
 
     # -------------------------------------------------------------- control
-    def request(self, to: str, cmd: str, timeout_s: float = 10.0, **fields) -> dict:
-        """Send a command and wait for its acknowledgement; refusal or silence raise."""
+    def request(self, to: str, cmd: str, timeout_s: float = 30.0, **fields) -> dict:
+        """Send a command and wait for its acknowledgement; refusal or silence raise.
+        ``timeout_s`` bounds the wait for a node that stopped answering; a loaded machine
+        answers late, not never (issue 20: 10 s was within reach of a load of 24)."""
         seq = next(self._seq)
         self.pub_control.publish(to_json({"to": to, "cmd": cmd, "seq": seq, "session": self.session_id, **fields}))
         deadline = time.monotonic() + timeout_s
