@@ -10,11 +10,21 @@ RTDEControlInterface for motion): CB3 streams at 125 Hz, e-Series at 500 Hz.
   with the offset of the least-delayed (host_before, ctrl, host_after) sample
   (Cristian's algorithm, Distributed Computing 3(3), 1989); the offset is re-estimated
   when the mapped stamps drift from the host clock by more than ``max_clock_drift_ms``.
-- Motion: movePath with movel entries (or movep, the constant-tool-speed move, for
-  line scans and the arc), previewed by the SafetyMonitor before anything is sent;
-  a watchdog thread checks the monitor at the RTDE rate during motion and calls
-  stopL on STOP. Poses are tool0 in the controller Base frame (the TCP offset is set
-  to zero at connect).
+- State: one RTDE data package per state. ur_rtde applies a package under one lock
+  (RobotState::lockUpdateStateMutex, rtde.cpp receiveData) but its getters lock one
+  field at a time, so ``_sample`` reads the timestamp before and after the getters
+  and retries when it changed (a sequence lock): joints, pose, speeds and the
+  protective-stop bit always belong to the timestamp they are stamped with.
+- Motion: every motion is a linear move, previewed by the SafetyMonitor (the one
+  monitor of the robot node, fed by it) before anything is sent: movePath with movel
+  entries (or movep, the constant-tool-speed move, for line scans and the arc).
+  ``move_joints`` runs as a movel to the forward-kinematics pose of the goal, refused
+  when the goal lies in another arm configuration (a movej would swing the tool off
+  the previewed line: 0.38 m/s against a 0.25 m/s limit, issue 20). A watchdog thread
+  checks the monitor at the RTDE rate during motion, on the same one-package state,
+  and calls stopL on STOP. Poses are tool0 in the controller Base frame (the TCP
+  offset is set to zero at connect). Completion: the async-operation status word
+  (op id, running bit) of rtde_control.script's write_async_progress_register.
 """
 from __future__ import annotations
 
@@ -22,6 +32,7 @@ import socket
 import struct
 import threading
 import time
+from typing import NamedTuple
 
 import numpy as np
 from gaze4hri_core.device_config import RobotConfig
@@ -115,6 +126,18 @@ def build_path(waypoints: list[SE3], speed: float, accel: float, blend: float = 
     return p
 
 
+class _Sample(NamedTuple):
+    """The fields of one RTDE data package (controller time ``ctrl_s``)."""
+
+    ctrl_s: float
+    q: np.ndarray
+    qd: np.ndarray
+    pose: list
+    tcp_speed: np.ndarray
+    scaling: float
+    pstop: bool
+
+
 class RtdeRobot:
     """RobotDriver for backend:=real."""
 
@@ -132,8 +155,11 @@ class RtdeRobot:
         self._watch: threading.Thread | None = None
         self._stop_watch = threading.Event()
         self._moving = False
+        self._op_id: int | None = None  # async operation id before the running move was sent
+        self._sent_at = 0.0
         self._commanded_speed = 0.0
         self.stop_reason: str | None = None
+        self.stopped_ns: int | None = None  # host time of the last stopL sent
         self.log: list[tuple[int, float, float]] = []  # (stamp, commanded, measured TCP speed) during motions
 
     # ------------------------------------------------------------------ lifecycle
@@ -164,7 +190,7 @@ class RtdeRobot:
     def _estimate_offset(self, n: int = 20) -> None:
         for _ in range(n):
             a = self.clock.now_ns()
-            c = float(self._rx.getTimestamp())
+            c = self._sample().ctrl_s
             b = self.clock.now_ns()
             self.clock_map.add(a, c, b)
             time.sleep(1.0 / self.rate_hz)
@@ -194,21 +220,33 @@ class RtdeRobot:
         if control and self._ctl is None:
             raise DeviceError(_DEVICE, self.config.host, "connected read-only: motions are disabled", "set read_only:=false to move the robot")
 
+    def _sample(self, tries: int = 100) -> _Sample:
+        """One package's fields: timestamp read before and after the getters, retried
+        until unchanged (a package arrives every 2-8 ms; a read takes ~50 us)."""
+        rx = self._rx
+        for _ in range(tries):
+            t0 = rx.getTimestamp()
+            q, qd, pose = rx.getActualQ(), rx.getActualQd(), rx.getActualTCPPose()
+            v, scaling, pstop = rx.getActualTCPSpeed(), rx.getSpeedScaling(), rx.isProtectiveStopped()
+            if rx.getTimestamp() == t0:
+                return _Sample(float(t0), np.asarray(q, float), np.asarray(qd, float), list(pose),
+                               np.asarray(v, float), float(scaling), bool(pstop))
+        raise DeviceError(_DEVICE, self.config.host, f"the state changed during each of {tries} reads",
+                          "the host is overloaded; free CPU for the robot node")
+
     def state(self) -> RobotState:
         self._need()
-        rx = self._rx
-        ctrl_s = float(rx.getTimestamp())
+        smp = self._sample()
         now = self.clock.now_ns()
-        if not self.clock_map.check(now, ctrl_s):
+        if not self.clock_map.check(now, smp.ctrl_s):
             self.clock_map.reset()
             self._estimate_offset(5)
-        T = ur_pose_to_se3(rx.getActualTCPPose())
         moving = self.is_moving()
         return RobotState(
-            stamp_ns=self.clock_map.to_host_ns(ctrl_s), q=np.asarray(rx.getActualQ(), float), qd=np.asarray(rx.getActualQd(), float),
-            T_base_tool0=T, tcp_speed=np.asarray(rx.getActualTCPSpeed(), float), speed_scaling=float(rx.getSpeedScaling()),
-            protective_stop=bool(rx.isProtectiveStopped()), connected=bool(rx.isConnected()), moving=moving,
-            controller_time_s=ctrl_s, stop_reason=self.stop_reason, commanded_speed=self._commanded_speed if moving else 0.0,
+            stamp_ns=self.clock_map.to_host_ns(smp.ctrl_s), q=smp.q, qd=smp.qd, T_base_tool0=ur_pose_to_se3(smp.pose),
+            tcp_speed=smp.tcp_speed, speed_scaling=smp.scaling, protective_stop=smp.pstop,
+            connected=bool(self._rx.isConnected()), moving=moving, controller_time_s=smp.ctrl_s,
+            stop_reason=self.stop_reason, commanded_speed=self._commanded_speed if moving else 0.0,
         )
 
     def is_moving(self) -> bool:
@@ -216,8 +254,11 @@ class RtdeRobot:
         if self._ctl is None:
             return bool(np.linalg.norm(np.asarray(self._rx.getActualTCPSpeed(), float)[:3]) > 1e-3)
         with self._lock:
-            if self._moving and self._ctl.getAsyncOperationProgress() < 0:
-                self._moving = False
+            if self._moving:
+                st = self._ctl.getAsyncOperationProgressEx()
+                started = st.operationId() != self._op_id or time.monotonic() - self._sent_at > 1.0
+                if started and not st.isAsyncOperationRunning():
+                    self._moving = False
             return self._moving
 
     def _watchdog(self) -> None:
@@ -227,64 +268,82 @@ class RtdeRobot:
             try:
                 if self._rx is None or not self._moving:
                     continue
+                smp = self._sample()
                 now = self.clock.now_ns()
-                T = ur_pose_to_se3(self._rx.getActualTCPPose())
-                v = float(np.linalg.norm(np.asarray(self._rx.getActualTCPSpeed(), float)[:3]))
+                T = ur_pose_to_se3(smp.pose)
+                v = float(np.linalg.norm(smp.tcp_speed[:3]))
                 self.log.append((now, self._commanded_speed, v))
-                if self._rx.isProtectiveStopped():
+                if smp.pstop:
                     self.stop_reason = "protective stop"
                     self._moving = False
                     continue
                 verdict = self.safety.check(now, T, v, moving=True)
                 if not verdict:
-                    self.stop(reason=f"safety stop: {verdict.reason}")
-            except RuntimeError as e:
+                    self.stop(reason=f"safety stop: {verdict.reason}", wait=False)
+            except (RuntimeError, DeviceError) as e:
                 self.stop_reason = f"connection lost: {e}"
                 self._moving = False
 
     # ------------------------------------------------------------------ motion
-    def _preview(self, waypoints: list[SE3], speed: float, accel: float) -> None:
+    def _preview(self, waypoints: list[SE3], speed: float, accel: float) -> np.ndarray:
+        """Refuse or pass the linear move from the current pose; returns its joint path."""
         if self.safety.operator_stop is not None:
             raise MotionRefused(f"operator stop active ({self.safety.operator_stop}); clear it first", _DEVICE)
-        if self._rx.isProtectiveStopped():
+        smp = self._sample()
+        if smp.pstop:
             raise MotionRefused("the robot is in a protective stop; unlock it on the teach pendant first", _DEVICE)
-        start = ur_pose_to_se3(self._rx.getActualTCPPose())
-        q0 = np.asarray(self._rx.getActualQ(), float)
-        t, poses, _, _ = sample_path([start, *waypoints], speed, accel, 50.0)
-        verdict, _ = self.safety.preview(t, poses, q0, speed, accel, now_ns=self.clock.now_ns())
+        t, poses, _, _ = sample_path([ur_pose_to_se3(smp.pose), *waypoints], speed, accel, 50.0)
+        verdict, qs = self.safety.preview(t, poses, smp.q, speed, accel, now_ns=self.clock.now_ns())
         if not verdict:
             raise MotionRefused(verdict.reason or "refused", _DEVICE)
+        return qs
+
+    def _send_path(self, path, speed: float) -> None:
+        self.stop_reason = None
+        self._commanded_speed = float(speed)
+        self._op_id = self._ctl.getAsyncOperationProgressEx().operationId()
+        self._sent_at = time.monotonic()
+        if not self._ctl.movePath(path, True):
+            raise DeviceError(_DEVICE, self.config.host, "the controller rejected the path", "check the robot is in remote control and not stopped")
+        self._moving = True
 
     def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0, constant_speed: bool = False) -> None:
         self._need(control=True)
         with self._lock:
             self._preview(list(waypoints), speed, accel)
-            path = build_path(list(waypoints), speed, accel, blend, constant_speed)
-            self.stop_reason = None
-            self._commanded_speed = float(speed)
-            if not self._ctl.movePath(path, True):
-                raise DeviceError(_DEVICE, self.config.host, "the controller rejected the path", "check the robot is in remote control and not stopped")
-            self._moving = True
+            self._send_path(build_path(list(waypoints), speed, accel, blend, constant_speed), speed)
 
     def move_joints(self, q: np.ndarray, speed: float, accel: float) -> None:
+        """Reach joint goal ``q`` by a previewed linear move of tool0 to FK(q) at the TCP
+        speed limit (at most 0.25 m/s); ``speed`` (rad/s) is only checked against the
+        joint limit. Refused when q is another arm configuration than the one the line
+        would end in (the controller's movel keeps the start configuration)."""
         self._need(control=True)
         from gaze4hri_core import kinematics
 
+        q = np.asarray(q, float).reshape(6)
+        if speed > self.safety.limits.max_joint_speed:
+            raise MotionRefused(f"joint speed {speed:.2f} rad/s above {self.safety.limits.max_joint_speed:.2f}", _DEVICE)
         with self._lock:
             T = kinematics.forward(q, self.model)
-            self._preview([SE3(T[:3, :3], T[:3, 3])], min(self.safety.limits.max_tcp_speed, 0.25), min(accel, self.safety.limits.max_tcp_accel))
-            if speed > self.safety.limits.max_joint_speed:
-                raise MotionRefused(f"joint speed {speed:.2f} rad/s above {self.safety.limits.max_joint_speed:.2f}", _DEVICE)
-            self.stop_reason = None
-            self._commanded_speed = 0.0
-            self._ctl.moveJ([float(x) for x in q], float(speed), float(accel), True)
-            self._moving = True
+            goal = SE3(T[:3, :3], T[:3, 3])
+            v = min(self.safety.limits.max_tcp_speed, 0.25)
+            a = min(accel, self.safety.limits.max_tcp_accel)
+            qs = self._preview([goal], v, a)
+            d = np.abs((qs[-1] - q + np.pi) % (2 * np.pi) - np.pi) if qs is not None else np.full(6, np.pi)
+            if d.max() > 1e-3:
+                raise MotionRefused(f"joint goal is another arm configuration than the linear move reaches (joint "
+                                    f"{int(d.argmax()) + 1} differs by {np.degrees(d.max()):.1f} deg); move there on the pendant", _DEVICE)
+            self._send_path(build_path([goal], v, a), v)
 
-    def stop(self, decel: float = 2.0, reason: str | None = None) -> None:
+    def stop(self, decel: float = 2.0, reason: str | None = None, wait: bool = True) -> None:
+        """stopL at ``decel`` (m/s^2); ``wait=False`` (the watchdog) returns at once while
+        the controller decelerates (ur_rtde's asynchronous stopL)."""
         if self._ctl is None:
             return
+        if reason is not None:
+            self.stop_reason = reason
+        self.stopped_ns = self.clock.now_ns()
         with self._lock:
-            self._ctl.stopL(float(decel), False)
+            self._ctl.stopL(float(decel), not wait)
             self._moving = False
-            if reason is not None:
-                self.stop_reason = reason
