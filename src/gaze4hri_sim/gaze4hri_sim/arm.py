@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from gaze4hri_core.devices import DeviceError, MotionRefused, RobotState
 from gaze4hri_core.safety import SafetyMonitor, se3_unchecked
-from gaze4hri_core.trajectories import sample_path, trapezoid
+from gaze4hri_core.trajectories import sample_path
 from gaze4hri_core.transforms import SE3
 
 from gaze4hri_core import kinematics
@@ -232,52 +232,37 @@ class SimArm:
             return prof.duration
 
     def move_joints(self, q_goal, speed: float, accel: float) -> float:
-        """Joint move with one synchronised trapezoid (speed rad/s, accel rad/s^2), previewed."""
+        """Reach joint goal ``q_goal`` as the real backend does (drivers/robot_rtde.py
+        RtdeRobot.move_joints): a previewed linear move of tool0 to FK(q_goal) at the TCP
+        speed limit; ``speed`` (rad/s) is only checked against the joint limit. Refused
+        when ``q_goal`` is another arm configuration than the line ends in. Same command
+        type in both backends (issue 20: the real driver previewed a line but sent moveJ,
+        whose path peaked at 0.38 m/s)."""
         with self._lock:
             self.update()
             self._ready("move_joints")
-            if speed <= 0 or speed > self.monitor.limits.max_joint_speed:
-                raise MotionRefused(f"joint speed {speed:.2f} rad/s outside (0, {self.monitor.limits.max_joint_speed:.2f}]", "UR robot (sim)")
-            q0 = self._q.copy()
-            dq = np.asarray(q_goal, float).reshape(6) - q0
-            if not np.all(np.isfinite(dq)):
+            q_goal = np.asarray(q_goal, float).reshape(6)
+            if not np.all(np.isfinite(q_goal)):
                 raise MotionRefused("joint goal is not finite", "UR robot (sim)")
-            L = float(np.max(np.abs(dq)))
-            t, qs, poses, vel, duration = self._joint_path(q0, dq, L, speed, accel)
-            v_lim = self.monitor.limits.max_tcp_speed
-            for _ in range(8):  # the sampled peak moves a little with each rescaling
-                if vel.max(initial=0.0) <= v_lim:
-                    break
-                # time-scale the whole joint motion (speed x k, acceleration x k^2: the same
-                # path, slower) so the TCP speed it produces stays at the limit
-                k = v_lim / float(vel.max()) * 0.995
-                speed, accel = speed * k, accel * k * k
-                t, qs, poses, vel, duration = self._joint_path(q0, dq, L, speed, accel)
-            # previewed as executed: the joint-interpolated path and the TCP speed and
-            # acceleration it produces, held to the limits themselves (issue 20)
-            verdict, _ = self.monitor.preview(t, poses, q0, max(float(vel.max(initial=0.0)), 1e-6),
-                                              self.monitor.limits.max_tcp_accel, now_ns=self._t)
+            if not 0 < speed <= self.monitor.limits.max_joint_speed:
+                raise MotionRefused(f"joint speed {speed:.2f} rad/s outside (0, {self.monitor.limits.max_joint_speed:.2f}]", "UR robot (sim)")
+            T = kinematics.forward(q_goal, self.model)
+            goal = se3_unchecked(T[:3, :3], T[:3, 3])
+            v = self.monitor.limits.max_tcp_speed
+            a = min(accel, self.monitor.limits.max_tcp_accel)
+            start = self.T_base_tool0(self._t)
+            t, poses, vel, prof = sample_path([start, goal], v, a, self.preview_rate_hz)
+            verdict, q = self.monitor.preview(t, poses, self._q, v, a, now_ns=self._t)
             if not verdict:
                 raise MotionRefused(verdict.reason or "refused", "UR robot (sim)")
+            d = np.abs((q[-1] - q_goal + np.pi) % (2 * np.pi) - np.pi)
+            if d.max() > 1e-3:
+                raise MotionRefused(f"joint goal is another arm configuration than the linear move reaches (joint "
+                                    f"{int(d.argmax()) + 1} differs by {np.degrees(d.max()):.1f} deg); move there on the pendant",
+                                    "UR robot (sim)")
             self.stop_reason = None
-            self._motion = _Motion(t, qs, vel, duration, name="move_joints") if duration > 0 else None
-            return duration
-
-    def _joint_path(self, q0, dq, L: float, speed: float, accel: float):
-        """A synchronised joint trapezoid sampled at the preview rate: (t, q, tool0 poses,
-        TCP speed, duration); the TCP speed is what the joint interpolation produces."""
-        prof = trapezoid(L, speed, accel)
-        n = max(2, int(np.ceil(prof.duration * self.preview_rate_hz)) + 1)
-        t = np.linspace(0, prof.duration, n)
-        frac = prof.s(t) / L if L > 0 else np.ones_like(t)
-        qs = q0 + frac[:, None] * dq
-        poses = []
-        for qi in qs:
-            T = kinematics.forward(qi, self.model)
-            poses.append(se3_unchecked(T[:3, :3], T[:3, 3]))
-        pos = np.array([p.t for p in poses])
-        vel = np.r_[0.0, np.linalg.norm(np.diff(pos, axis=0), axis=1) / np.maximum(np.diff(t), 1e-9)]
-        return t, qs, poses, vel, prof.duration
+            self._motion = _Motion(t, q, vel, prof.duration, name="move_joints") if prof.duration > 0 else None
+            return prof.duration
 
     def stop(self, reason: str | None = None) -> None:
         """Stop now (the simulated stopL decelerates within one tick)."""
