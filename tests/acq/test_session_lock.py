@@ -35,11 +35,12 @@ def _holder(sdir: Path) -> subprocess.Popen:
     code = textwrap.dedent(f"""
         import sys, time
         from gaze4hri_core.session_lock import SessionLock
-        SessionLock({str(sdir)!r}, command="gaze4hri-acq session --subject S07 (test holder)").acquire()
+        lock = SessionLock({str(sdir)!r}, command="gaze4hri-acq session --subject S07 (test holder)").acquire()
         print("locked", flush=True)
-        time.sleep(600)
+        sys.stdin.read()  # until the test closes our stdin
+        lock.release()
     """)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "locked"  # blocks until the lock is held
     return p
 
@@ -52,6 +53,7 @@ def held(tmp_path):
     if p.poll() is None:
         p.kill()
         p.wait(10)
+    p.stdin.close()
 
 
 @pytest.mark.unit
@@ -143,3 +145,32 @@ def test_unknown_trial_id_message_has_balanced_quotes(tmp_path):
             check_inputs(SessionConfig(subject="S07", backend="sim", out_dir=tmp_path, **kw))
         assert e.value.what == "unknown trial id 'zzzz'", e.value.line()
         assert e.value.line().count("'") % 2 == 0
+
+
+@pytest.mark.node
+def test_readers_read_a_session_being_recorded(short_session):
+    """The benchmark's session reader and replay take no lock: they read a locked session."""
+    pytest.importorskip("rclpy")
+    from gaze4hri_acq.replay import replay_session
+    from gaze4hri_bench.data.backends.session import SessionDataset
+    from rclpy.context import Context
+
+    p = _holder(short_session)
+    try:
+        with pytest.raises(SessionLocked):
+            check_unlocked(short_session)
+        ds = SessionDataset(short_session)
+        refs = ds.trials()
+        assert len(refs) == 3 and len(ds.frame_table(refs[0]).t_ns) > 0
+        import rclpy
+
+        ctx = Context()
+        rclpy.init(context=ctx, args=[])
+        try:
+            assert replay_session(short_session, trials=["illum010_P1"], rate=50.0, quiet=True, context=ctx, max_messages=20) == 20
+        finally:
+            rclpy.shutdown(context=ctx)
+    finally:
+        p.stdin.close()  # the holder releases and exits
+        p.wait(30)
+    assert not (short_session / LOCK_NAME).exists()

@@ -131,6 +131,15 @@ def check_unlocked(session: Path | str) -> None:
         os.close(fd)
 
 
+def _command() -> str | None:
+    """This process's command line as typed (``python -m gaze4hri_acq.cli`` reads as gaze4hri-acq)."""
+    if not sys.argv or not sys.argv[0]:
+        return None
+    exe = Path(sys.argv[0])
+    name = exe.parent.name.replace("_", "-") if exe.name in ("cli.py", "__main__.py") else exe.name
+    return " ".join([name, *sys.argv[1:]])
+
+
 class SessionLock:
     """The session's writer lock: ``acquire()`` before the first write, ``release()``
     at the end (or use it as a context manager); the exit of the process releases it too.
@@ -142,7 +151,7 @@ class SessionLock:
     def __init__(self, session: Path | str, command: str | None = None):
         self.session = Path(session)
         self.path = self.session / LOCK_NAME
-        self.command = command if command is not None else " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else None
+        self.command = command if command is not None else _command()
         self.notice: str | None = None
         self._fd: int | None = None
         self._made_dir = False

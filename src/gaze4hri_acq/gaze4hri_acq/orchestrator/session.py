@@ -164,7 +164,7 @@ def _run_locked(cfg: SessionConfig, client: DeviceClient, view, confirm, should_
 
         free = disk_free_bytes(root)
         if free < need:
-            raise SessionError(f"not enough disk space for the session: {need / 1e9:.1f} GB needed, {free / 1e9:.1f} GB free", str(root),
+            raise SessionError(f"not enough disk space for the session: {_gb(need)} needed, {_gb(free)} free", str(root),
                                "free space, pick another --out-dir, or use --compression zstd")
     view.status("bringing up devices")
     for node, label in DEVICES:
@@ -498,6 +498,11 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
         if e.errno != errno.ENOSPC:
             raise
         _trial_failed(client, sdir, manifest, tid, f"disk full while recording {tid} (saving session.yaml: {e.strerror})", recording, view)
+
+
+def _gb(n: int) -> str:
+    """Bytes for the operator: GB, or MB below 1 GB (a small disk read "0.0 GB free")."""
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
 
 
 def _trial_bytes(cfg, trial: Trial) -> int:
