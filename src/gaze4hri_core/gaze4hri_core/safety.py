@@ -341,6 +341,9 @@ class SafetyMonitor:
                     return v, None
             head = None if self._head_world is None else self._head_world.copy()
         t = np.asarray(t, float)
+        bad = _non_finite(t, poses_base, q_start)  # NaN/inf pass every comparison below: refused here
+        if bad is not None:
+            return bad, None
         pos = np.array([p.t for p in poses_base])
         if len(t) >= 3:
             dt = np.diff(t)
@@ -380,6 +383,19 @@ class SafetyMonitor:
             qs[i] = q
             q_prev = q
         return OK, qs
+
+
+def _non_finite(t: np.ndarray, poses_base: list[SE3], q_start) -> Verdict | None:
+    """A refusal when the sampled motion or the start joints hold NaN/inf (or do not match)."""
+    if len(t) != len(poses_base) or not np.all(np.isfinite(t)):
+        return _stop("workspace", "planned motion has non-finite or mismatched sample times")
+    for i, T in enumerate(poses_base):
+        if not (np.all(np.isfinite(T.t)) and np.all(np.isfinite(T.R))):
+            return _stop("workspace", f"planned pose {i} is not finite")
+    q = np.asarray(q_start, float).ravel()
+    if q.size != 6 or not np.all(np.isfinite(q)):
+        return _stop("unreachable", "start joint angles are not 6 finite numbers")
+    return None
 
 
 def monitor_for(calibration, limits: SafetyLimits | None = None) -> SafetyMonitor:

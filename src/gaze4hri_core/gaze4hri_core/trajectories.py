@@ -104,12 +104,12 @@ class Profile:
 
 def trapezoid(length: float, v_max: float, a: float) -> Profile:
     """Time-optimal trapezoid with speed <= v_max and |accel| <= a over ``length``."""
-    if length < 0 or v_max <= 0 or a <= 0:
-        raise ValueError("trapezoid: length >= 0, v_max > 0 and a > 0 required")
+    if not (np.isfinite(length) and np.isfinite(v_max) and np.isfinite(a)) or length < 0 or v_max <= 0 or a <= 0:
+        raise ValueError(f"trapezoid: finite length >= 0, v_max > 0 and a > 0 required, got {length}, {v_max}, {a}")
     if length == 0:
         return Profile(0.0, 0.0, a, 0.0, 0.0)
     t_acc = v_max / a
-    if a * t_acc**2 >= length:  # triangular: never reaches v_max
+    if a * t_acc * t_acc >= length:  # triangular: never reaches v_max (products, not **: they overflow to inf, ** raises)
         t_acc = float(np.sqrt(length / a))
         return Profile(length, a * t_acc, a, t_acc, 2 * t_acc)
     cruise = (length - a * t_acc**2) / v_max
@@ -143,13 +143,33 @@ def interpolate_path(poses: list[SE3], s: np.ndarray) -> list[SE3]:
     return out
 
 
+#: most samples of one preview (10 min at 50 Hz): preview_move refuses a longer move,
+#: sample_path samples it more coarsely (never an allocation the size of the duration)
+MAX_PREVIEW_SAMPLES = 30_000
+
+
+def finite_pose(T: SE3) -> bool:
+    """Whether a pose holds only finite numbers (NaN/inf compare False with every limit)."""
+    return bool(np.all(np.isfinite(T.t)) and np.all(np.isfinite(T.R)))
+
+
 def sample_path(poses: list[SE3], speed: float, accel: float, rate_hz: float) -> tuple[np.ndarray, list[SE3], np.ndarray, Profile]:
     """Sample a move through ``poses`` (start first) at ``rate_hz``: (t, poses, speed, profile).
 
     One trapezoid over the whole path (blended waypoints, as movePath/movep run them).
+    A move that cannot be timed (non-finite or non-positive speed, acceleration or
+    rate, non-finite poses or length) is returned unsampled, its waypoints at t = 0,
+    so that SafetyMonitor.preview refuses it with a reason instead of this raising.
     """
-    prof = trapezoid(float(_seg_lengths(poses).sum()) if len(poses) > 1 else 0.0, speed, accel)
-    n = max(2, int(np.ceil(prof.duration * rate_hz)) + 1)
+    poses = list(poses)
+    vals = np.array([speed, accel, rate_hz], float)
+    ok = bool(np.all(np.isfinite(vals)) and np.all(vals > 0) and poses and all(finite_pose(T) for T in poses))
+    length = float(_seg_lengths(poses).sum()) if ok and len(poses) > 1 else 0.0
+    if not ok or not np.isfinite(length):
+        z = np.zeros(len(poses))
+        return z, poses, z.copy(), Profile(0.0, 0.0, 0.0, 0.0, 0.0)
+    prof = trapezoid(length, speed, accel)
+    n = int(min(max(2.0, np.ceil(prof.duration * rate_hz) + 1), MAX_PREVIEW_SAMPLES))
     t = np.linspace(0.0, prof.duration, n)
     return t, interpolate_path(poses, prof.s(t)), prof.speed(t), prof
 
@@ -272,7 +292,51 @@ def plan_trial(trial: Trial, calib: Calibration, eye_world, settings: Trajectory
 
 def preview_move(move: Move, start_base: SE3, q_start, monitor: SafetyMonitor, rate_hz: float = 50.0,
                  now_ns: int | None = None, check_mocap: bool = True) -> Preview:
-    """Sample ``move`` from ``start_base`` and check it with the monitor before moving."""
+    """Sample ``move`` from ``start_base`` and check it with the monitor before moving.
+    Invalid input (non-finite speed, acceleration, blend, poses or joint angles) is a
+    refused Preview with the reason, never an exception."""
+    v = _invalid_move(move, start_base, q_start, rate_hz)
+    if v:
+        v = monitor.check_command(move.speed, move.accel)
+    if not v:
+        z = np.zeros(0)
+        return Preview(v, z, [], z.copy(), None, 0.0)
+    length = float(_seg_lengths(move.path(start_base)).sum())
+    if not np.isfinite(length) or trapezoid(length, move.speed, move.accel).duration * rate_hz > MAX_PREVIEW_SAMPLES:
+        z = np.zeros(0)
+        return Preview(Verdict(False, f"motion '{move.name}' ({length:.3g} m at {move.speed:.3g} m/s, {move.accel:.3g} m/s^2) would last "
+                                      f"longer than the {MAX_PREVIEW_SAMPLES / rate_hz:.0f} s a preview covers", "invalid"), z, [], z.copy(), None, 0.0)
     t, poses, v, prof = sample_path(move.path(start_base), move.speed, move.accel, rate_hz)
     verdict, q = monitor.preview(t, poses, q_start, move.speed, move.accel, now_ns=now_ns, check_mocap=check_mocap)
     return Preview(verdict, t, poses, v, q, prof.duration)
+
+
+def _invalid_move(move: Move, start_base: SE3, q_start, rate_hz: float) -> Verdict:
+    """A refusal for a move whose numbers cannot be checked (NaN/inf compare False with
+    every limit, so they would pass the limit checks or break the sampling)."""
+    bad = [k for k, x in (("speed", move.speed), ("acceleration", move.accel), ("blend", move.blend), ("preview rate", rate_hz))
+           if not _finite_number(x)]
+    if bad:
+        code = {"speed": "speed", "acceleration": "accel"}.get(bad[0], "invalid")
+        return Verdict(False, f"motion '{move.name}': {', '.join(bad)} not a finite number", code)
+    if move.blend < 0 or rate_hz <= 0:
+        return Verdict(False, f"motion '{move.name}': blend {move.blend} m and preview rate {rate_hz} Hz must be >= 0 and > 0", "invalid")
+    if move.camera_speed is not None and not _finite_number(move.camera_speed):
+        return Verdict(False, f"motion '{move.name}': camera speed {move.camera_speed} not a finite number", "speed")
+    if not move.waypoints_base:
+        return Verdict(False, f"motion '{move.name}' has no waypoint", "invalid")
+    for k, T in enumerate((start_base, *move.waypoints_base)):
+        if not finite_pose(T):
+            where = "start pose" if k == 0 else f"waypoint {k}"
+            return Verdict(False, f"motion '{move.name}': {where} is not finite", "workspace")
+    q = np.asarray(q_start, float) if q_start is not None else np.zeros(6)
+    if q.size != 6 or not np.all(np.isfinite(q)):
+        return Verdict(False, f"motion '{move.name}': start joint angles {np.round(q.ravel(), 3).tolist()} are not 6 finite numbers", "unreachable")
+    return Verdict(True)
+
+
+def _finite_number(x) -> bool:
+    try:
+        return bool(np.isfinite(float(x)))
+    except (TypeError, ValueError):
+        return False
