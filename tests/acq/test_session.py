@@ -138,11 +138,11 @@ def test_camera_settings_in_session_yaml_and_at_every_trial_start(short_session)
 
     want = {"enable_auto_exposure": 0.0, "enable_auto_white_balance": 0.0, "exposure": 250.0, "gain": 90.0,
             "white_balance": 3000.0, "saturation": 68.0}
-    assert load_manifest(short_session).settings["camera_settings"] == want
+    assert want.items() <= load_manifest(short_session).settings["camera_settings"].items()  # all 16 options: test_camera_options.py
     for tid in SHORT_TRIALS:
         events = [json.loads(deserialize_message(raw, String).data) for tp, _ty, _t, raw in _msgs(bag_dir(short_session, tid))
                   if tp == Topics.EVENTS]
         names = [e["event"] for e in events]
         assert "camera_settings" in names and names.index("camera_settings") <= names.index("start") + 1
         ev = next(e for e in events if e["event"] == "camera_settings")
-        assert ev["trial"] == tid and ev["settings"] == want
+        assert ev["trial"] == tid and want.items() <= ev["settings"].items()

@@ -167,7 +167,7 @@ class Verdict:
 
     ok: bool
     reason: str | None = None
-    code: str = "ok"  # ok|operator|mocap_loss|head_distance|workspace|speed|accel|joint_speed|unreachable|ik_flip
+    code: str = "ok"  # ok|operator|mocap_loss|head_distance|workspace|speed|accel|joint_speed|unreachable|ik_flip|invalid
 
     def __bool__(self) -> bool:
         return self.ok
