@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["project", "arrow_segment", "Arrow", "frame_arrows", "ARROW_LENGTH_M", "NEAR_M"]
+__all__ = ["project", "arrow_segment", "Arrow", "depth_cosine", "frame_arrows", "ARROW_LENGTH_M", "NEAR_M"]
 
 ARROW_LENGTH_M = 0.25  # the study's subjects sit 0.5-1 m from the camera
 NEAR_M = 0.05
@@ -51,12 +51,28 @@ def arrow_segment(K, origin_cam, direction_cam, length_m: float = ARROW_LENGTH_M
 
 @dataclass(frozen=True)
 class Arrow:
-    """One arrow to draw: label, start and end (pixels), and the error label text."""
+    """One arrow to draw: label, start and end (pixels), the error label text, and
+    ``depth_cos``: the cosine between the gaze and the camera's viewing ray through the
+    eye midpoint (+1: straight away from the camera, into the image; -1: straight into
+    the camera, out of the image; NaN: unknown). A gaze along the viewing ray projects
+    to a stub that cannot be seen, so the painter draws a marker for it instead."""
 
     name: str
     start: np.ndarray
     end: np.ndarray
     text: str
+    depth_cos: float = float("nan")
+
+
+def depth_cosine(origin_cam, direction_cam) -> float:
+    """Cosine between ``direction_cam`` and the viewing ray camera -> ``origin_cam``
+    (negative: the gaze comes toward the camera; NaN when either is unknown or zero)."""
+    o = np.asarray(origin_cam, float).reshape(3)
+    d = np.asarray(direction_cam, float).reshape(3)
+    no, nd = np.linalg.norm(o), np.linalg.norm(d)
+    if not (np.isfinite(no) and np.isfinite(nd)) or no == 0 or nd == 0:
+        return float("nan")
+    return float(o @ d / (no * nd))
 
 
 def frame_arrows(K, eye_cam, gt, preds: dict[str, np.ndarray], errors: dict[str, float],
@@ -66,11 +82,11 @@ def frame_arrows(K, eye_cam, gt, preds: dict[str, np.ndarray], errors: dict[str,
     out = []
     seg = arrow_segment(K, eye_cam, gt, length_m)
     if seg is not None:
-        out.append(Arrow("gt", seg[0], seg[1], "ground truth"))
+        out.append(Arrow("gt", seg[0], seg[1], "ground truth", depth_cosine(eye_cam, gt)))
     for name, v in preds.items():
         seg = arrow_segment(K, eye_cam, v, length_m)
         if seg is None:
             continue
         e = errors.get(name, float("nan"))
-        out.append(Arrow(name, seg[0], seg[1], f"{name}: {e:.1f} deg" if np.isfinite(e) else name))
+        out.append(Arrow(name, seg[0], seg[1], f"{name}: {e:.1f} deg" if np.isfinite(e) else name, depth_cosine(eye_cam, v)))
     return out
