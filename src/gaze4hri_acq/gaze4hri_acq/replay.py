@@ -2,7 +2,18 @@
 the bags' CDR bytes go out unchanged, paced by their log times (``rate`` 2 = twice as
 fast), trial after trial in protocol order. A bag whose MCAP CRCs disagree with its
 bytes (recorder.bag.require_intact) is not replayed: one line names it, the other
-trials play."""
+trials play.
+
+/clock (rosgraph_msgs/Clock): on by default, replay is a ROS time source the way
+``ros2 bag play --clock --clock-topics-all`` is (rosbag2 jazzy
+ros2bag/ros2bag/verb/play.py:89-92 and 223-229: 40 Hz by default, and one clock message
+before each message; rosbag2_transport/src/rosbag2_transport/player.cpp:1061-1087, the
+publisher with ``rclcpp::ClockQoS()``, best effort keep-last 1): the bag's log time of
+the message about to go out, and between messages the bag time the pacing has reached,
+at ``CLOCK_HZ``. A node started with ``use_sim_time:=true`` then follows the bag's time
+(rclpy's TimeSource subscribes to /clock best effort, depth 1). ``clock`` off: the
+``clock`` argument of replay.launch.py, or the node's ROS parameter ``clock``
+(``gaze4hri-acq replay ... --ros-args -p clock:=false``)."""
 from __future__ import annotations
 
 import importlib
@@ -17,7 +28,10 @@ from gaze4hri_core.session import bag_dir, load_manifest
 from .nodes.common import QOS_LATCHED, QOS_RELIABLE
 from .recorder.bag import repair_bag, require_intact
 
-__all__ = ["replay_session", "trial_bags"]
+__all__ = ["replay_session", "trial_bags", "CLOCK_TOPIC", "CLOCK_HZ"]
+
+CLOCK_TOPIC = "/clock"
+CLOCK_HZ = 40.0  # rosbag2's default for ``ros2 bag play --clock`` (ros2bag/verb/play.py:89)
 
 
 def _msg_class(type_name: str):
@@ -79,10 +93,40 @@ def _intact(bags: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
     return good
 
 
+class _ClockOut:
+    """/clock from the bag's time: ``at(t_ns)`` publishes when the time has moved on (``last_ns``
+    is reset when a loop starts over); ``tick(t_ns)`` at most every 1/CLOCK_HZ wall seconds."""
+
+    def __init__(self, node):
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from rosgraph_msgs.msg import Clock
+
+        self._msg = Clock()
+        # rclcpp::ClockQoS (best effort, keep last 1), as rosbag2's player publishes it
+        self._pub = node.create_publisher(Clock, CLOCK_TOPIC, QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+        self.last_ns: int | None = None
+        self._last_wall = 0.0
+
+    def at(self, t_ns: int) -> None:
+        if self.last_ns is not None and t_ns <= self.last_ns:  # never backwards within a pass
+            return
+        self._msg.clock.sec, self._msg.clock.nanosec = divmod(int(t_ns), 1_000_000_000)
+        self._pub.publish(self._msg)
+        self.last_ns = int(t_ns)
+        self._last_wall = time.monotonic()
+
+    def tick(self, t_ns: int) -> None:
+        if time.monotonic() - self._last_wall >= 1.0 / CLOCK_HZ:
+            self.at(t_ns)
+
+
 def replay_session(session: Path, trials: list[str] | None = None, rate: float = 1.0, loop: bool = False, quiet: bool = False,
-                   context=None, on_trial: Callable[[str], None] | None = None, max_messages: int | None = None) -> int:
-    """Publish the session's messages with their original spacing divided by ``rate``.
-    Returns the number of messages published."""
+                   context=None, on_trial: Callable[[str], None] | None = None, max_messages: int | None = None,
+                   clock: bool | None = None) -> int:
+    """Publish the session's messages with their original spacing divided by ``rate``, and
+    /clock from their log times unless ``clock`` is False (None: the node's ROS parameter
+    ``clock``, default true; with its own context the process' ``--ros-args`` are read, as
+    launch passes them). Returns the number of messages published (without /clock)."""
     import rclpy
     from rclpy.context import Context
     from rosbags.rosbag2 import Reader
@@ -93,12 +137,16 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
     own = context is None
     if own:
         context = Context()
-        rclpy.init(context=context, args=[])
+        rclpy.init(context=context, args=sys.argv)  # rcl reads only what follows --ros-args (launch's parameters)
     node = rclpy.create_node("replay", context=context)
+    want_clock = node.declare_parameter("clock", True).value if clock is None else clock
+    clock_out = _ClockOut(node) if want_clock else None
     pubs: dict[str, object] = {}
     n = 0
     try:
         while True:
+            if clock_out is not None:
+                clock_out.last_ns = None  # a loop starts the bag's time over
             for tid, b in bags:
                 try:
                     reader = Reader(b)
@@ -129,9 +177,14 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
                         if t_first is None:
                             t_first = t
                         due = wall0 + (t - t_first) / 1e9 / rate
-                        dt = due - time.monotonic()
-                        if dt > 0:
-                            time.sleep(dt)
+                        while (dt := due - time.monotonic()) > 0:
+                            if clock_out is None:
+                                time.sleep(dt)
+                                break
+                            clock_out.tick(t_first + int((time.monotonic() - wall0) * rate * 1e9))  # the bag time reached
+                            time.sleep(min(dt, 1.0 / CLOCK_HZ))
+                        if clock_out is not None:
+                            clock_out.at(t)
                         p.publish(bytes(raw))
                         n += 1
                         if max_messages is not None and n >= max_messages:

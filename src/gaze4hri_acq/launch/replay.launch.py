@@ -1,6 +1,8 @@
-"""ros2 launch gaze4hri_acq replay.launch.py session:=sessions/S12 [trial:=ID rate:=0.5 loop:=true]:
+"""ros2 launch gaze4hri_acq replay.launch.py session:=sessions/S12 [trial:=ID rate:=0.5 loop:=true clock:=false]:
 republish a recorded session on its original topics (RViz, Foxglove) as
-``gaze4hri-acq replay``; the launch ends with it (gaze4hri_acq.nodes.launching)."""
+``gaze4hri-acq replay``, with /clock from the bag's time (``clock``, default true: nodes
+launched with use_sim_time:=true follow the replay); the launch ends with it
+(gaze4hri_acq.nodes.launching)."""
 from __future__ import annotations
 
 

@@ -49,6 +49,8 @@ REPLAY_ARGUMENTS = [
     {"name": "trial", "default": "", "description": "republish only this trial id; empty: every done trial"},
     {"name": "rate", "default": "1.0", "description": "playback speed factor (1 = the original timing)"},
     {"name": "loop", "default": "false", "description": "start over at the end", "choices": ["true", "false"]},
+    {"name": "clock", "default": "true", "description": "publish /clock from the bag's time, so that use_sim_time nodes follow the replay",
+     "choices": ["true", "false"]},
 ]
 
 
@@ -168,4 +170,9 @@ def replay_actions(context) -> list:
         cmd += ["--trial", a["trial"]]
     if a["loop"] == "true":
         cmd.append("--loop")
-    return single_process(cmd, "the replay")
+    from launch_ros.actions import Node
+
+    # the replay node's ROS parameter ``clock`` (gaze4hri_acq.replay: /clock from the bag's time)
+    node = Node(package=PACKAGE, executable=EXECUTABLE, arguments=cmd, parameters=[param_file({"replay": {"clock": a["clock"] == "true"}}, "replay")],
+                output="screen")
+    return [node, exit_handler(node, "the replay")]
