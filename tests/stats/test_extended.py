@@ -347,7 +347,8 @@ def test_groups_welch_against_statsmodels(videos):
 
 def test_min_subjects_skips_inference_keeps_descriptives(videos):
     a = A.illumination(videos, min_subjects=20)
-    assert a.status == "partial" and "illumination" in a.tables and "illumination_pairwise" not in a.tables
+    assert a.status == "partial" and "illumination" in a.tables and a.tables["illumination_pairwise"]["p_unc"].isna().all()
+    assert "illumination_sensitivity" not in a.tables
     assert any("at least 20 subjects (--min-subjects)" in r for r in a.skipped)
     b = A.conflict(videos, min_subjects=20)
     assert b.tables["conflict"]["p_unc"].isna().all() and b.status == "partial"

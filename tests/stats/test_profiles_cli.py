@@ -124,6 +124,7 @@ def test_cli_profile_exclusions_min_subjects(small_results, tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0 and "profile study (--profile), exclusions mine (" in out
     assert "needs at least 8 subjects (--min-subjects), N = 7" in out
+    assert "Headline results (profile study" in out and "1 illumination" in out and "not tested (too few subjects)" in out  # ends with the results table
     summ = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summ["min_subjects"] == 8 and summ["analyses"]["illumination"]["status"] == "partial"
     assert cli.main(["analyze", str(small_results), "--out", str(tmp_path / "o2"), "--exclusions", str(tmp_path / "nope.yaml")]) == 2

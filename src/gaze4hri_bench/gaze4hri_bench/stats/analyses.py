@@ -301,8 +301,10 @@ def illumination(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisPro
     a.caption("illumination_cv", profile, "Experiment 1: coefficient of variation CV = 100 sigma/mu of the level means (sigma ddof 1, as the study's Table III)")
     if len(levels) < len(ILLUMINATION_LEVELS):
         a.notes.append(f"levels present: {', '.join(map(str, levels))}")
-    if _too_few(a, "pairwise tests and sensitivity slopes", min_subjects):
-        return a
+    # with too few subjects the test tables are still written, their columns complete and t/p
+    # empty (pairwise_paired leaves a family with fewer than min_subjects untested)
+    few = _too_few(a, "pairwise tests and sensitivity tests", min_subjects)
+    untested = f" Not tested: fewer than {min_subjects} subjects (--min-subjects), N = {a.n}; t, p and d are empty." if few else ""
     if len(methods) < 2:
         a.partial("pairwise method tests need at least 2 methods")
     else:
@@ -313,14 +315,17 @@ def illumination(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisPro
             pw.insert(0, "level", lv)
             parts.append(pw)
         a.tables["illumination_pairwise"] = _sig(pd.concat(parts, ignore_index=True), "p_holm", alpha)
-        a.caption("illumination_pairwise", profile, "Experiment 1: paired two-sided t-tests between methods per level", "Holm over the method pairs of one level", PAIRED_EFFECT)
-        a.notes.append("Holm family: all method pairs at one level. " + DZ_NOTE)
+        a.caption("illumination_pairwise", profile, "Experiment 1: paired two-sided t-tests between methods per level." + untested, "Holm over the method pairs of one level", PAIRED_EFFECT)
+        if not few:
+            a.notes.append("Holm family: all method pairs at one level. " + DZ_NOTE)
     if len(levels) >= 2:
         lp = level_pairs(wide, methods, [str(lv) for lv in levels], min_subjects)
         lp["level_a"], lp["level_b"] = lp["level_a"].astype(int), lp["level_b"].astype(int)
         a.tables["illumination_level_pairs"] = _sig(_with_display(lp), "p_holm", alpha)
-        a.caption("illumination_level_pairs", profile, f"Experiment 1: paired two-sided t-tests between illumination levels within each method ({len(levels) * (len(levels) - 1) // 2} pairs)",
-                  "Holm over the level pairs of one method", PAIRED_EFFECT)
+        a.caption("illumination_level_pairs", profile, f"Experiment 1: paired two-sided t-tests between illumination levels within each method ({len(levels) * (len(levels) - 1) // 2} pairs)."
+                  + untested, "Holm over the level pairs of one method", PAIRED_EFFECT)
+        if few:
+            return a
         long = wide.stack(level="method", future_stack=True).reset_index().melt(id_vars=["subject", "method"], var_name="level", value_name="error_mean")
         long["level"] = long["level"].astype(int)
         long = long.dropna(subset=["error_mean"])
@@ -355,27 +360,42 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfil
     a.n = len(wide)
     if a.n == 0:
         return a.skip("no subject has both the fixed and the arc trials for every method")
-    rows = []
+    rows, drows = [], []
     run_tests = not _too_few(a, "paired tests", min_subjects)
     for m in methods:
+        f_all, r_all = wide[(m, "fixed")].dropna().to_numpy(), wide[(m, "arc")].dropna().to_numpy()
         f, r = wide[(m, "fixed")].to_numpy(), wide[(m, "arc")].to_numpy()
         ok = np.isfinite(f) & np.isfinite(r)  # all True unless listwise deletion is per family
         f, r = f[ok], r[ok]
         if run_tests and f.size < min_subjects:
             a.partial(f"{display_name(m)}: test skipped, {f.size} subject(s) with both settings (--min-subjects {min_subjects})")
-        t = paired_ttest(r, f) if run_tests and f.size >= min_subjects else {"mean_diff": r.mean() - f.mean(), "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
+        t = paired_ttest(r, f) if run_tests and f.size >= min_subjects else {"mean_diff": r.mean() - f.mean() if f.size else np.nan, "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
+        # descriptives: profile ``study`` (listwise per family) over every subject with a value in the
+        # cell, as the study's descriptives file (camera_viewpoint.py:138-172); the test stays paired
+        fd, rd = (f_all, r_all) if profile.listwise == "family" else (f, r)
         rows.append(
-            {"method": m, "fixed_mean": f.mean(), "fixed_sd": f.std(ddof=1) if f.size > 1 else np.nan, "arc_mean": r.mean(),
-             "arc_sd": r.std(ddof=1) if r.size > 1 else np.nan, "n": int(f.size), "mean_diff": t["mean_diff"], "t": t["t"], "dof": t["dof"],
+            {"method": m, "fixed_mean": fd.mean() if fd.size else np.nan, "fixed_sd": fd.std(ddof=1) if fd.size > 1 else np.nan,
+             "arc_mean": rd.mean() if rd.size else np.nan, "arc_sd": rd.std(ddof=1) if rd.size > 1 else np.nan, "n": int(f.size),
+             "n_fixed": int(fd.size), "n_arc": int(rd.size), "mean_diff": t["mean_diff"], "t": t["t"], "dof": t["dof"],
              "p": t["p_unc"], "cohen_dz": t["cohen_dz"], "cohen_dav": t["cohen_dav"]}
         )
+        for setting, x in (("fixed", fd), ("arc", rd)):
+            lo, hi = ci95(x)
+            sd = x.std(ddof=1) if x.size > 1 else np.nan
+            drows.append({"method": m, "setting": setting, "n": int(x.size), "mean": x.mean() if x.size else np.nan, "sd": sd,
+                          "se": sd / np.sqrt(x.size) if x.size > 1 else np.nan, "ci_low": lo, "ci_high": hi})
+    desc_who = ("every subject with a value in the cell (the study's descriptives, camera_viewpoint.py:138-172); the test uses the subjects with both settings"
+                if profile.listwise == "family" else "the subjects with both settings for every method")
     out = pd.DataFrame(rows)
     out.insert(out.columns.get_loc("p") + 1, "p_holm", holm(out["p"].to_numpy()))
     out.insert(out.columns.get_loc("p_holm") + 1, "correction", profile.viewpoint_correction)
     out.insert(out.columns.get_loc("correction") + 1, "p_adj", out["p_holm"] if profile.viewpoint_correction == "holm" else out["p"])
     a.tables["viewpoint"] = _sig(_with_display(out), "p_adj", alpha)
     fam = "Holm across methods" if profile.viewpoint_correction == "holm" else "none: each method tested on its own, uncorrected (the study's camera_viewpoint.py); p_holm given for reference"
-    a.caption("viewpoint", profile, "Experiment 2: fixed camera (illumination 100) vs arc, two-sided paired t-test per method, arc - fixed", fam, PAIRED_EFFECT)
+    a.caption("viewpoint", profile, "Experiment 2: fixed camera (illumination 100) vs arc, two-sided paired t-test per method, arc - fixed; "
+              f"means and SDs over {desc_who} (n_fixed, n_arc), the test over its n paired subjects", fam, PAIRED_EFFECT)
+    a.tables["viewpoint_descriptives"] = _with_display(pd.DataFrame(drows, columns=["method", "setting", "n", "mean", "sd", "se", "ci_low", "ci_high"]))
+    a.caption("viewpoint_descriptives", profile, f"Experiment 2: subject-level mean error (deg), SD, SE and 95 % t CI per method and camera setting over {desc_who}")
     if run_tests:
         a.notes.append(f"Two-sided paired t-test arc vs fixed per method; p uncorrected, p_holm across methods; significance uses p_adj ({profile.viewpoint_correction}). " + DZ_NOTE)
     return a
@@ -461,9 +481,11 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
     a.caption("conflict_slopes", profile, f"Experiment 3: per-subject fits error = a + b conflict ({fit})")
     if run_tests:
         a.notes.append(f"Slopes in deg of error per deg of conflict ({fit}); one-sided t-test of the subject slopes > 0, Holm across methods.")
-        if len(methods) >= 2:
-            a.tables["conflict_pairwise"] = _sig(_pairwise_methods(wide, methods, min_subjects), "p_holm", alpha)
-            a.caption("conflict_pairwise", profile, "Experiment 3: paired two-sided t-tests of subject mean errors between methods", "Holm over all method pairs", PAIRED_EFFECT)
+    if len(methods) >= 2:  # written with empty t/p when too few subjects (pairwise_paired leaves the family untested)
+        untested = "" if run_tests else f" Not tested: fewer than {min_subjects} subjects (--min-subjects), N = {a.n}; t, p and d are empty."
+        a.tables["conflict_pairwise"] = _sig(_pairwise_methods(wide, methods, min_subjects), "p_holm", alpha)
+        a.caption("conflict_pairwise", profile, "Experiment 3: paired two-sided t-tests of subject mean errors between methods." + untested, "Holm over all method pairs", PAIRED_EFFECT)
+        if run_tests:
             a.notes.append("Pairwise: two-sided paired t-tests of subject mean errors, Holm across all pairs. " + DZ_NOTE)
     return a
 

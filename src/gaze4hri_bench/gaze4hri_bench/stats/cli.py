@@ -48,4 +48,16 @@ def main(args: argparse.Namespace) -> int:
     removed = sum(r["videos"] for r in s["exclusions"]["applied"])
     print(f"profile {s['profile']} ({s['profile_source']}), exclusions {s['exclusions']['name']} ({removed} video x method rows removed)")
     print(f"report: {s['report_md']} and {s['report_html']} ({s['seconds']:.1f} s)")
+    from .headline import headline, render
+
+    try:
+        rows = headline(args.out / "tables", args.alpha)
+    except Exception as e:  # noqa: BLE001 - the report is written; a summary that fails must not fail the run
+        print(f"gaze4hri-bench analyze: warning: headline results not printed ({type(e).__name__}: {e})", file=sys.stderr)
+    else:
+        if len(rows):
+            import shutil
+
+            width = shutil.get_terminal_size((140, 24)).columns if sys.stdout.isatty() else 140
+            print(render(rows, f"Headline results (profile {s['profile']}, alpha {args.alpha}; best = lowest subject-level mean error among the networks)", width), end="")
     return 0

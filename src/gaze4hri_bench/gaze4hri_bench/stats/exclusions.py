@@ -21,7 +21,7 @@ import yaml
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.protocol import EXPERIMENTS
 
-__all__ = ["Exclusions", "SubjectExclusion", "ExperimentExclusion", "load_exclusions", "shipped_lists", "apply_exclusions", "subject_key"]
+__all__ = ["Exclusions", "SubjectExclusion", "ExperimentExclusion", "load_exclusions", "shipped_lists", "apply_exclusions", "subject_key", "unknown_subjects", "check_known_subjects"]
 
 WHERE = "analyze --exclusions"
 
@@ -123,6 +123,25 @@ def load_exclusions(spec: str | Path) -> Exclusions:
     except yaml.YAMLError as e:
         raise Gaze4HRIError(f"{origin} is not valid YAML ({str(e).splitlines()[0]})", WHERE, "fix the file's syntax") from None
     return parse_exclusions(data, origin)
+
+
+def unknown_subjects(excl: Exclusions, subjects) -> list[str]:
+    """The subject ids an exclusion list names (whole subjects or experiments) that match
+    no subject of the results (by :func:`subject_key`), in the list's order."""
+    have = {subject_key(s) for s in pd.unique(pd.Series(list(subjects), dtype=object).astype(str))}
+    named = [s.subject for s in excl.subjects] + [e.subject for e in excl.experiments]
+    return list(dict.fromkeys(s for s in named if subject_key(s) not in have))
+
+
+def check_known_subjects(excl: Exclusions, subjects, origin: str) -> None:
+    """Refuse a list that names subjects the results do not have (a typo would exclude
+    nobody, silently): one-line error naming the ids, the list and the fix."""
+    bad = unknown_subjects(excl, subjects)
+    if bad:
+        have = sorted(pd.unique(pd.Series(list(subjects), dtype=object).astype(str)))
+        shown = ", ".join(have[:6]) + (" ..." if len(have) > 6 else "")
+        raise Gaze4HRIError(f"{origin} names subject(s) {', '.join(bad[:6])}{' ...' if len(bad) > 6 else ''} that are not in the results (they have {shown})",
+                            WHERE, "correct the ids (0017 = S17 = subj_0017 match) or remove those entries")
 
 
 def apply_exclusions(videos: pd.DataFrame, excl: Exclusions, frames: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:

@@ -82,8 +82,9 @@ class LoadedResults:
     duplicates: videos found in more than one file (the first file read is kept).
     subjects: subject metadata when the results carry it (columns glasses, gender or
     provenance ``subjects``): subject plus the SUBJECT_META names present.
-    invalid: frames not valid per method, input and ``invalid_reason`` (columns method,
-    input, reason, frames).
+    invalid: frames that enter no mean per method, input and reason (columns method,
+    input, reason, frames): the ``invalid_reason`` of invalid frames (``(none given)``
+    without one), ``error_not_finite`` for frames marked valid with a NaN error.
     """
 
     videos: pd.DataFrame
@@ -197,6 +198,29 @@ def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]
     return vid, mutual.to_pandas()
 
 
+#: reason of a frame marked valid whose error is NaN or infinite (left out of every mean)
+ERROR_NOT_FINITE = "error_not_finite"
+#: reason of an invalid frame in a file without an ``invalid_reason`` column (or with it empty)
+NO_REASON = "(none given)"
+
+
+def _unused_frames(table: pa.Table, has_reason: bool) -> pa.Table:
+    """The frames that enter no mean (not ``valid``, or ``valid`` with a non-finite
+    ``error_deg``) with their reason: the file's ``invalid_reason`` for invalid frames
+    (``(none given)`` when the file has none), ``error_not_finite`` for valid frames
+    whose error is NaN or infinite. Columns method, input, invalid_reason."""
+    flag = pc.fill_null(table["valid"], False)
+    finite = pc.is_finite(pc.fill_null(table["error_deg"], float("nan")))
+    bad = table.filter(pc.invert(pc.and_(flag, finite)))
+    if not bad.num_rows:
+        return pa.table({"method": pa.array([], pa.string()), "input": pa.array([], pa.string()), "invalid_reason": pa.array([], pa.string())})
+    flag_bad = pc.fill_null(bad["valid"], False)
+    given = pc.cast(bad["invalid_reason"], pa.string()) if has_reason else pa.nulls(bad.num_rows, pa.string())
+    given = pc.if_else(pc.equal(pc.fill_null(given, ""), ""), pa.scalar(NO_REASON), given)
+    reason = pc.if_else(flag_bad, pa.scalar(ERROR_NOT_FINITE), given)
+    return pa.table({"method": pc.cast(bad["method"], pa.string()), "input": pc.cast(bad["input"], pa.string()), "invalid_reason": reason})
+
+
 def load_results(paths: list[Path]) -> LoadedResults:
     """Read per-frame Parquet files (or folders of them) into video-level means.
 
@@ -263,10 +287,9 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
             sm = pq.ParquetFile(info.path).read(columns=["subject", *meta_cols.values()]).to_pandas()
             subj_meta.append(sm.rename(columns={v: k for k, v in meta_cols.items()}).drop_duplicates("subject"))
         subj_meta.extend(_metadata_subjects(info.metadata))
-        if "invalid_reason" in has:
-            bad = table.filter(pc.invert(pc.fill_null(table["valid"], False))).select(["method", "input", "invalid_reason"])
-            if bad.num_rows:
-                reasons.append(bad.group_by(["method", "input", "invalid_reason"]).aggregate([([], "count_all")]).to_pandas())
+        bad = _unused_frames(table, "invalid_reason" in has)
+        if bad.num_rows:
+            reasons.append(bad.group_by(["method", "input", "invalid_reason"]).aggregate([([], "count_all")]).to_pandas())
         del table
         pairs = vid[["method", "input"]].drop_duplicates().itertuples(index=False)
         for m, i in pairs:

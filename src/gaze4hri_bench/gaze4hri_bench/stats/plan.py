@@ -12,7 +12,7 @@ import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 
 from . import analyses as A
-from .exclusions import Exclusions, apply_exclusions, load_exclusions
+from .exclusions import Exclusions, apply_exclusions, check_known_subjects, load_exclusions, shipped_lists
 from .load import LoadedResults, load_results
 from .profiles import PROFILES, AnalysisProfile, get_profile
 
@@ -135,6 +135,10 @@ def prepare(inputs: list[Path], alpha: float, profile: str = "auto", exclusions:
     pipeline_profiles, warnings = check_pipeline_profiles(loaded, allow_mixed)
     prof, profile_source = resolve_profile(profile, pipeline_profiles)
     excl_list = load_exclusions(exclusions or prof.exclusions)
+    if exclusions and str(exclusions) not in shipped_lists():
+        # a list written for this data: a subject it names that the results lack is a typo, refused
+        # (shipped lists, e.g. the study's, may name subjects a partial data set does not have)
+        check_known_subjects(excl_list, loaded.videos["subject"].cat.categories if hasattr(loaded.videos["subject"], "cat") else loaded.videos["subject"], str(exclusions))
     warnings = [f"{Path(i.path).name} not used: {i.reason}" for i in loaded.files if i.status != "used"] + warnings
     loaded.videos, loaded.mutual_frames, excl_applied = exclude(loaded, excl_list)
     videos = loaded.videos
