@@ -140,3 +140,87 @@ def ci95_from(mean, sd, n):
     h = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
     return mean - h, mean + h
 
+
+
+# ------------------------------------------------------------ study-only tables
+def _describe_ref(x):
+    x = pd.Series(x).dropna()
+    lo, hi = stats.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
+    return len(x), x.mean(), x.std(ddof=1), stats.sem(x), lo, hi
+
+
+def test_viewpoint_matrix_and_conflict_video_table(videos):
+    """camera_viewpoint.py:242-272 (subjects with both settings per model) and the video table of
+    head_gaze_conflict_vs_error.py:148-219, 512 (one row per video: valid frames, error, conflict)."""
+    v = videos[~((videos.subject == "S05") & (videos.experiment == "viewpoint") & (videos.method == "l2cs_gaze360"))]
+    mx = A.viewpoint(v, profile=STUDY).tables["viewpoint_subjects"]
+    w = _setting_means(v, "l2cs_gaze360", weighted=True).dropna()
+    got = mx[mx.method == "l2cs_gaze360"].set_index("subject")
+    assert list(got.index) == list(w.index) and "S05" not in got.index
+    assert np.allclose(got["fixed"], w["fixed"]) and np.allclose(got["arc"], w["arc"])
+    c = A.conflict(videos, profile=STUDY)
+    cv = c.tables["conflict_videos"]
+    ref = videos[(videos.experiment == "conflict") & videos.subject.isin(c.tables["conflict_slopes"].subject)]
+    assert len(cv) == len(ref)
+    m = cv.merge(ref, on=["subject", "method", "trial"])
+    assert np.allclose(m["conflict"], m["conflict_all_mean"]) and (m["n_valid_x"] == m["n_valid_y"]).all()
+
+
+def test_target_rows_columns_descriptives(videos):
+    """point_analysis.py:332-368 (row R1 = P1-P3 ... and column C1 = P1, P4, P7 subject values,
+    frame-weighted) and :882-914 (n, mean, SD, SE, 95 % t CI over subjects)."""
+    t = A.target_position(videos, profile=STUDY).tables["target_rows_columns"].set_index(["method", "factor", "group"])
+    x = videos[(videos.experiment == "illumination") & (videos.condition == "100") & (videos.method == "gazetr_eth")]
+    for factor, group, pts in (("row", "R3", ("P7", "P8", "P9")), ("column", "C1", ("P1", "P4", "P7"))):
+        sv = x[x.target.isin(pts)].groupby("subject").apply(_wmean, include_groups=False)
+        r = t.loc[("gazetr_eth", factor, group)]
+        assert (r["n"], r["mean"], r["sd"], r["se"], r["ci_low"], r["ci_high"]) == pytest.approx(_describe_ref(sv))
+    assert t.loc[("gazetr_eth", "row", "R3"), "mean"] > t.loc[("gazetr_eth", "row", "R1"), "mean"]  # closest row worse (known effect)
+
+
+def test_wins_tally_from_champions(videos):
+    """point_analysis.py:504-620: a champion's points, and, at points without one, the lowest-mean method(s)."""
+    a = A.target_position(videos, profile=STUDY)
+    ch, desc, tally = a.tables["target_champion"], a.tables["target"], a.tables["target_wins_tally"].set_index("method")
+    assert "P5" in tally.loc["gazetr_eth", "points_won"].split(", ")  # the injected champion
+    for m in tally.index:
+        won = [r.target for r in ch.itertuples() if r.decisive and m in r.champion.split("; ")]
+        low = [r.target for r in ch.itertuples() if not r.decisive and desc[desc.target == r.target].sort_values("mean").method.iloc[0] == m]
+        assert (tally.loc[m, "n_points_won"], tally.loc[m, "n_points_tied_topmean"]) == (len(won), len(low))
+    assert sum(tally["n_points_won"]) + sum(tally["n_points_tied_topmean"]) == len(ch)  # no ties in this set
+    assert list(tally["n_points_won"]) == sorted(tally["n_points_won"], reverse=True)
+
+
+def test_tiers_compare_with_the_tiers_last_method():
+    """line_movement_analysis_paper.py:794-852: a method opens a new tier only if it differs
+    significantly from the LAST method of the current tier (not its first)."""
+    from gaze4hri_bench.stats.study_tables import tiers
+
+    pairs = pd.DataFrame({"method_a": ["a", "a", "b", "c"], "method_b": ["b", "c", "c", "d"], "p_holm": [0.5, 0.01, 0.2, 0.001]})
+    means = pd.Series({"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0})
+    assert tiers(pairs, means, 0.05) == [["a", "b", "c"], ["d"]]
+    assert tiers(pairs, means, 0.0005) == [["a", "b", "c", "d"]]
+
+
+def test_mutual_pooled_all_row_and_tiers(videos):
+    """The 'all' row of line_movement_analysis_paper.py:655-716 (every mutual-gaze video of the
+    subject, frame-weighted) and the tiers of :891-993 from the pool's Holm-corrected pairs."""
+    from gaze4hri_bench.stats.study_tables import tiers
+
+    a = A.mutual_gaze(videos, profile=STUDY)
+    pooled = a.tables["mutual_pooled"].set_index(["method", "pool"])
+    keep = a.n  # subjects complete in all four conditions for every method
+    x = videos[(videos.experiment == "mutual") & (videos.method == "l2cs_gaze360")]
+    sv = x.groupby("subject").apply(_wmean, include_groups=False)
+    sv = sv[sv.index.isin(set(videos.subject) - set(a.excluded.subject))]
+    assert len(sv) == keep
+    r = pooled.loc[("l2cs_gaze360", "all")]
+    assert (r["n"], r["mean"], r["sd"], r["se"], r["ci_low"], r["ci_high"]) == pytest.approx(_describe_ref(sv))
+    tt = a.tables["mutual_tiers"]
+    pw = a.tables["mutual_method_pairs"]
+    for pool in ("all", "h_slow"):
+        g = tt[tt.pool == pool]
+        got = [list(t.method) for _, t in g.groupby("tier", sort=True)]
+        means = g.set_index("method")["mean"]
+        assert got == tiers(pw[pw.pool == pool], means, 0.05)
+        assert list(g.sort_values(["tier", "mean"]).method) == list(means.sort_values().index)

@@ -33,6 +33,7 @@ from .extended import (
 )
 from .inference import cv_percent, group_ols2, group_slopes, holm, one_sample_ttest, paired_ttest, pairwise_paired
 from .profiles import REFERENCE, AnalysisProfile
+from .study_tables import STUDY_ROWS, describe, group_descriptives, paired_matrix, tiers, wins_tally
 
 __all__ = [
     "Analysis",
@@ -396,6 +397,9 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfil
               f"means and SDs over {desc_who} (n_fixed, n_arc), the test over its n paired subjects", fam, PAIRED_EFFECT)
     a.tables["viewpoint_descriptives"] = _with_display(pd.DataFrame(drows, columns=["method", "setting", "n", "mean", "sd", "se", "ci_low", "ci_high"]))
     a.caption("viewpoint_descriptives", profile, f"Experiment 2: subject-level mean error (deg), SD, SE and 95 % t CI per method and camera setting over {desc_who}")
+    a.tables["viewpoint_subjects"] = _with_display(paired_matrix(wide, methods, "fixed", "arc"))
+    a.caption("viewpoint_subjects", profile, "Experiment 2: subject x setting matrix, each subject's value with the fixed camera and on the arc, "
+              "subjects with both settings per method (the study's camera_viewpoint_subject_level_matrix.csv, camera_viewpoint.py:242-272)")
     if run_tests:
         a.notes.append(f"Two-sided paired t-test arc vs fixed per method; p uncorrected, p_holm across methods; significance uses p_adj ({profile.viewpoint_correction}). " + DZ_NOTE)
     return a
@@ -446,6 +450,11 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
         a.excluded = pd.concat([pre, a.excluded[~a.excluded["subject"].isin(pre["subject"])]], ignore_index=True)
     vv = _valid(v)
     w = "n_valid" if profile.conflict_fit == "wls" else None
+    cv = vv[vv["subject"].astype(str).isin(wide.index) & vv["method"].astype(str).isin(methods)]
+    cv = pd.DataFrame({"subject": cv["subject"].astype(str), "method": cv["method"].astype(str), "condition": cv["condition"].astype(str),
+                       "target": cv["target"].astype(str), "trial": cv["trial"].astype(str), "n_valid": cv["n_valid"] if "n_valid" in cv else np.nan,
+                       "error_mean": cv["error_mean"].astype(float), "conflict": cv[xcol].astype(float)})
+    a.tables["conflict_videos"] = _with_display(cv.sort_values(["subject", "method", "trial"]).reset_index(drop=True))
     sl = group_slopes(vv.assign(subject=vv["subject"].astype(str), method=vv["method"].astype(str)), ["subject", "method"], xcol, "error_mean", w=w)
     sl = sl.rename(columns={"n": "n_videos"})
     sl = sl[sl["subject"].isin(wide.index)]
@@ -479,6 +488,10 @@ def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, 
               "Holm across methods", "slope mean and 95 % CI; % of subjects with a positive slope")
     a.tables["conflict_slopes"] = _with_display(sl[["subject", "method", "intercept", "slope", "n_videos"]].reset_index(drop=True))
     a.caption("conflict_slopes", profile, f"Experiment 3: per-subject fits error = a + b conflict ({fit})")
+    a.captions["conflict_videos"] = profile.caption(
+        f"Experiment 3: the video-level table the slopes are fitted on (the study's head_gaze_conflict__video_level_table.csv, head_gaze_conflict_vs_error.py:148-219, 512): "
+        f"per video its valid frames (n_valid, the WLS weight), mean error of the valid frames and conflict (deg, averaged over {'all frames of the video' if xcol == 'conflict_all_mean' else 'the valid frames'}). "
+        "Family: none (descriptive). Effect size: none (descriptive).")
     if run_tests:
         a.notes.append(f"Slopes in deg of error per deg of conflict ({fit}); one-sided t-test of the subject slopes > 0, Holm across methods.")
     if len(methods) >= 2:  # written with empty t/p when too few subjects (pairwise_paired leaves the family untested)
@@ -553,9 +566,16 @@ def target_position(videos: pd.DataFrame, alpha: float = 0.05, profile: Analysis
     a.caption("target_best", profile, "Experiment 4.1: the method with the lowest mean error per point")
     if len(points) < 9:
         a.notes.append(f"points present: {', '.join(points)}")
+    vc = v[v["subject"].astype(str).isin(wide.index)]
+    groups = [("row", {g: tuple(p for p in ps if p in points) for g, ps in STUDY_ROWS.items()}),
+              ("column", {g: tuple(p for p in ps if p in points) for g, ps in STUDY_COLUMNS.items()})]
+    rc = [group_descriptives(_group_means(vc, {p: g for g, ps in gs.items() for p in ps}, "grp", wide.index, profile), methods, gs, factor) for factor, gs in groups]
+    a.tables["target_rows_columns"] = _with_display(pd.concat(rc, ignore_index=True))
+    a.caption("target_rows_columns", profile, "Experiment 4.1: subject-level mean error (deg), SD, SE and 95 % t CI per method for the study's rows R1 (P1-P3, farthest), R2 (P4-P6), "
+              "R3 (P7-P9, closest) and columns C1 (P1, P4, P7), C2, C3; a row's (column's) subject value aggregates the subject's videos of its points "
+              "(point_analysis.py:332-368, 882-914)")
     if _too_few(a, "row, column, point and method tests and eccentricity fits", min_subjects):
         return a
-    vc = v[v["subject"].astype(str).isin(wide.index)]
     rows_w = _group_means(vc, {p: pos[p][0] for p in points}, "row", wide.index, profile)
     cols_w = _group_means(vc, {p: pos[p][1] for p in points}, "column", wide.index, profile)
     study_w = _group_means(vc, {p: c for c, ps in STUDY_COLUMNS.items() for p in ps if p in points}, "scol", wide.index, profile)
@@ -602,6 +622,9 @@ def target_position(videos: pd.DataFrame, alpha: float = 0.05, profile: Analysis
         a.tables["target_champion"] = ch
         a.caption("target_champion", profile, f"Experiment 4.1: a point's champion is significantly better (lower mean, Holm p < {alpha}) than every other method; "
                   "empty when no method is", "Holm over the method pairs of one point", "none (decision from the pairwise tests)")
+        a.tables["target_wins_tally"] = _with_display(wins_tally(ch, desc[["target", "method", "mean"]]))
+        a.caption("target_wins_tally", profile, "Experiment 4.1: per method the points it is champion of, and among the points without a champion those where its mean is the lowest "
+                  "(the study's pointwise_wins_tally, point_analysis.py:504-620)", "Holm over the method pairs of one point", "none (decision from the pairwise tests)")
     if {"abs_pitch_mean", "abs_yaw_mean"} <= set(vc.columns) and vc["abs_pitch_mean"].notna().any():
         ev = _valid(vc).assign(subject=lambda d: d["subject"].astype(str), method=lambda d: d["method"].astype(str))
         reg = eccentricity_ols(ev, ["subject", "method"], "error_mean", "abs_pitch_mean", "abs_yaw_mean", min_n=5).rename(columns={"n": "n_videos"})
@@ -650,6 +673,18 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
         return a.skip("no subject has every mutual-gaze condition for every method")
     a.tables["mutual"] = _with_display(_desc(wide, ["method", "condition"]))
     a.caption("mutual", profile, "Experiment 4.2: mean error (deg), SD and 95 % t CI over subjects per mutual-gaze condition; subjects complete in all conditions")
+    vc = v[v["subject"].astype(str).isin(wide.index)]
+    pooled, pool_wide = [], {}
+    for pool, cs in MUTUAL_POOLS.items():
+        if len(cs) < 2 or not set(cs) <= set(conds):
+            continue
+        pm = subject_means(vc[vc["condition"].astype(str).isin(cs)], ["method"], weighted=profile.weighted)
+        pool_wide[pool] = pm.pivot_table(index="subject", columns="method", values="error_mean", aggfunc="first").reindex(index=wide.index)
+        pooled += [{"method": m, "pool": pool, "conditions": ", ".join(cs), **describe(pool_wide[pool][m] if m in pool_wide[pool] else [])} for m in methods]
+    if pooled:
+        a.tables["mutual_pooled"] = _with_display(pd.DataFrame(pooled))
+        a.caption("mutual_pooled", profile, "Experiment 4.2: subject-level mean error (deg), SD, SE and 95 % t CI per method over pooled conditions: slow (h_slow + v_slow), fast, "
+                  "and all four (the study's 'all' row, line_movement_analysis_paper.py:655-716); a pooled value aggregates the subject's videos of the pool")
     if _too_few(a, "tests and eccentricity slopes", min_subjects):
         return a
     parts = []
@@ -661,8 +696,7 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
     a.caption("mutual_pairwise", profile, "Experiment 4.2: paired two-sided t-tests between the conditions of each method", "Holm over the condition pairs of one method", PAIRED_EFFECT)
     a.notes.append("Holm family: the condition pairs of one method. " + DZ_NOTE)
     if len(methods) >= 2:
-        vc = v[v["subject"].astype(str).isin(wide.index)]
-        mparts = []
+        mparts, tparts = [], []
         for pool, cs in MUTUAL_POOLS.items():
             if not set(cs) <= set(conds):
                 continue
@@ -671,10 +705,17 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
             pw = _pairwise_methods(pw_w, methods)
             pw.insert(0, "pool", pool)
             mparts.append(pw)
+            mean = pw_w[methods].mean()
+            for k, tier in enumerate(tiers(pw, mean, alpha), 1):
+                tparts += [{"pool": pool, "tier": k, "method": m, "mean": mean[m], "sd": pw_w[m].std(ddof=1), "n": int(pw_w[m].notna().sum())} for m in tier]
         if mparts:
             a.tables["mutual_method_pairs"] = _sig(pd.concat(mparts, ignore_index=True), "p_holm", alpha)
             a.caption("mutual_method_pairs", profile, "Experiment 4.2: paired two-sided t-tests between methods per condition and per pooled speed (slow, fast) and overall (all); "
                       "pooled values aggregate the subject's videos of the pool", "Holm over the method pairs of one pool", PAIRED_EFFECT)
+            a.tables["mutual_tiers"] = _with_display(pd.DataFrame(tparts, columns=["pool", "tier", "method", "mean", "sd", "n"]))
+            a.caption("mutual_tiers", profile, f"Experiment 4.2: tiered method ranking per pool (the study's model_ranking files, line_movement_analysis_paper.py:743-852, 891-993): "
+                      f"methods by ascending subject-level mean, a new tier where a method differs significantly (Holm p < {alpha}) from the last method of the current tier",
+                      "Holm over the method pairs of one pool", "none (decision from the pairwise tests)")
     if frames is None or frames.empty:
         a.partial("eccentricity regression skipped: no ground-truth pitch/yaw per frame")
         return a

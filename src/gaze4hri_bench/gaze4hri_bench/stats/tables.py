@@ -30,11 +30,14 @@ HEADERS = {
     "valid_frames": "Valid frames", "valid_pct": "Valid (%)", "device": "Device", "batch": "Batch",
     "infer_ms_per_frame": "ms/frame", "fps": "FPS", "peak_vram_mb": "Peak VRAM (MB)", "peak_rss_mb": "Peak RSS (MB)",
     "subject": "Subject", "reason": "Reason",
+    "pool": "Pool", "tier": "Tier", "group": "Group", "points": "Points", "se": "SE", "setting": "Setting", "conditions": "Conditions",
+    "n_fixed": "N fixed", "n_arc": "N arc", "n_valid": "Valid frames", "error_mean": "Mean error", "conflict": "Conflict",
+    "n_points_won": "Points won", "points_won": "Won", "n_points_tied_topmean": "Lowest, no champion", "points_tied_topmean": "Lowest at",
     "weights": "Weights", "detector": "Detector", "data": "Data", "profile": "Pipeline profile",
     "ci": "95 % CI", "slope_ci": "Slope 95 % CI", "fixed_ci": "Fixed 95 % CI", "arc_ci": "Arc 95 % CI",
     "crop_ci": "Crop 95 % CI", "rectified_ci": "Rect. 95 % CI", "b_pitch_ci": "b_pitch 95 % CI", "b_yaw_ci": "b_yaw 95 % CI",
 }
-_INT = {"n", "dof", "n_levels", "subjects", "videos", "frames", "valid_frames", "batch", "level", "n_videos", "n_frames"}
+_INT = {"n", "dof", "tier", "n_fixed", "n_arc", "n_valid", "n_points_won", "n_points_tied_topmean", "n_levels", "subjects", "videos", "frames", "valid_frames", "batch", "level", "n_videos", "n_frames"}
 
 
 def _fmt_p(x: float) -> str:
