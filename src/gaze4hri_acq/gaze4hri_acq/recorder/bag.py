@@ -24,6 +24,27 @@ writer here (``_CrcMcapWriter``) stores the CRC-32 of each chunk's uncompressed 
 (spec "Chunk"), of the data section (spec "Data End") and of the summary (spec
 "Footer"), so that ``check_bag`` (gaze4hri_core.mcap_crc), rosbags' and mcap's readers
 detect damaged bytes instead of reading them as data.
+MCAP fields as rosbag2's own writer writes them (ros2/rosbag2 jazzy,
+rosbag2_storage_mcap/src/mcap_storage.cpp; tests/acq/test_bag_rosbag2_fields.py compares
+field by field):
+- each channel's metadata holds ``offered_qos_profiles`` (the publishers' QoS as YAML) and
+  ``topic_type_hash`` (the type's RIHS01 hash, "RIHS01_<64 hex>"), mcap_storage.cpp:932-938
+  (create_topic); the hash is the one rosbag2's recorder takes from the publishers' endpoint
+  info (rosbag2_transport/src/rosbag2_transport/recorder.cpp:630-683), which rosidl computes
+  at build time into ``share/<pkg>/msg/<Type>.json`` (``type_hash``);
+- the "rosbag2" metadata record's ``serialized_metadata`` is the bag's metadata YAML
+  (mcap_storage.cpp:955-972, update_metadata) with the ROS distro in use as ``ros_distro``
+  (rosbag2_cpp/src/rosbag2_cpp/writers/sequential_writer.cpp:89: $ROS_DISTRO), not rosbags'
+  ``ros_distro: rosbags``;
+- every topic has offered QoS, also a topic that no publisher offered when the bag opened
+  (rosbag2 would not have subscribed to it yet): the profile the project's publisher of that
+  topic declares (``PUBLISHER_QOS``); all in the form discovery reports them, which is what
+  rosbag2 records (history unknown, depth 0, infinite durations: rclpy's TopicEndpointInfo);
+- log times never go backwards within a channel in file order (rosbag2's log time is the
+  receive time, mcap_storage.cpp:875; ours is the device stamp, so /tf, fed by poses of
+  several devices, is written with the latest /tf log time when its stamp is older; the
+  stamps inside the message are unchanged). Across channels the file stays in arrival
+  order with device stamps as log times (the benchmark's time base), as MCAP allows.
 rosbags 0.11 internals used here (``Writer.storage``, ``McapWriter.close_chunk``,
 ``McapWriter.bio``) are pinned by requirements/ros.txt and covered by tests/acq/test_bag.py.
 """
@@ -43,13 +64,14 @@ from pathlib import Path
 
 from gaze4hri_core.errors import SessionError
 from gaze4hri_core.mcap_crc import Damage, check_mcap, data_crc_of
+from gaze4hri_core.session import Topics
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.rosbag2.storage_mcap import Channel, McapWriter, PendingChunk, Schema
+from rosbags.rosbag2.storage_mcap import Channel, McapWriter, PendingChunk, Schema, get_qos
 from rosbags.typesys import Stores, get_typestore
 
 __all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError", "metadata_agrees", "ros_distro",
-           "bag_qos", "check_bag", "require_intact", "FIX_DAMAGED"]
+           "bag_qos", "check_bag", "require_intact", "FIX_DAMAGED", "type_hash", "PUBLISHER_QOS", "declared_qos", "as_discovered"]
 
 COMPRESSIONS = ("none", "zstd", "lz4")
 _BIG = 1 << 20  # messages this large bypass rosbags' chunk buffer: one chunk each (compressed or not)
@@ -98,6 +120,80 @@ def bag_qos(profile):
     return Qos(QosHistory[profile.history.name], int(profile.depth), QosReliability[profile.reliability.name],
                QosDurability[profile.durability.name], t(profile.deadline), t(profile.lifespan), QosLiveliness[profile.liveliness.name],
                t(profile.liveliness_lease_duration), bool(profile.avoid_ros_namespace_conventions))
+
+
+def type_hash(msgtype: str) -> str:
+    """RIHS01 type hash of ``pkg/msg/Name`` as the installed distro built it: rosidl's
+    ``share/<pkg>/msg/<Name>.json`` (found through the ament index where AMENT_PREFIX_PATH is
+    set, else beside the package's Python module: ``<prefix>/lib/pythonX.Y/site-packages/<pkg>``),
+    the value rclpy reports as TopicEndpointInfo.topic_type_hash; for a type not installed
+    here (tf2_msgs without a sourced ROS), rosbags' own RIHS01 computation of the Kilted type."""
+    import importlib.util
+    import json
+
+    pkg, _, name = msgtype.split("/")
+    candidates = []
+    if os.environ.get("AMENT_PREFIX_PATH"):
+        candidates += [Path(p) / "share" / pkg / "msg" / f"{name}.json" for p in os.environ["AMENT_PREFIX_PATH"].split(os.pathsep) if p]
+    try:
+        spec = importlib.util.find_spec(pkg)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin:
+        candidates.append(Path(spec.origin).resolve().parents[4 if Path(spec.origin).name == "__init__.py" else 3] / "share" / pkg / "msg" / f"{name}.json")
+    for c in candidates:
+        try:
+            hashes = json.loads(c.read_text("utf-8"))["type_hashes"]
+        except (OSError, ValueError, KeyError):
+            continue
+        for h in hashes:
+            if h.get("type_name") == msgtype:
+                return str(h["hash_string"])
+    return _typestore().hash_rihs01(msgtype)
+
+
+# The QoS each topic's publisher declares (nodes/common.py QOS_*; camera_node.py:98-102,
+# mocap_node.py:66-71, robot_node.py:129-134, recorder/node.py:129-130, device.py:54), for a
+# topic that no publisher offered when the bag opened. Everything else: QOS_SENSOR.
+PUBLISHER_QOS = {
+    Topics.CAMERA_INFO: "QOS_LATCHED",
+    Topics.EVENTS: "QOS_RELIABLE",
+    Topics.SAFETY: "QOS_RELIABLE",
+    Topics.DIAGNOSTICS: "QOS_RELIABLE",
+}
+_INFINITE = (9223372036, 854775807)  # RMW_DURATION_INFINITE as rosbag2 writes it (sec, nsec)
+
+
+def as_discovered(q):
+    """A rosbags Qos in the form discovery reports an endpoint's offered QoS, which is what
+    rosbag2 records (recorder.cpp:620-628, TopicEndpointInfo.qos_profile): history unknown,
+    depth 0, unset (zero) durations infinite, system-default liveliness automatic."""
+    from rosbags.interfaces import QosHistory, QosLiveliness, QosTime
+
+    def t(d):
+        return QosTime(*_INFINITE) if (d.sec, d.nsec) == (0, 0) else d
+
+    live = QosLiveliness.AUTOMATIC if q.liveliness == QosLiveliness.SYSTEM_DEFAULT else q.liveliness
+    return q._replace(history=QosHistory.UNKNOWN, depth=0, deadline=t(q.deadline), lifespan=t(q.lifespan), liveliness=live,
+                      liveliness_lease_duration=t(q.liveliness_lease_duration))
+
+
+def declared_qos(topic: str):
+    """The offered QoS of ``topic``'s publisher (PUBLISHER_QOS), as discovery would report it."""
+    from ..nodes import common
+
+    return as_discovered(bag_qos(getattr(common, PUBLISHER_QOS.get(topic, "QOS_SENSOR"))))
+
+
+def _with_distro(serialized: str) -> str:
+    """rosbags' serialized metadata with the distro in use instead of ``ros_distro: rosbags``."""
+    import yaml
+
+    data = yaml.safe_load(serialized)
+    if not isinstance(data, dict):
+        return serialized
+    data["ros_distro"] = ros_distro()
+    return yaml.safe_dump(data, sort_keys=False).strip()
 
 
 def _set_ros_distro(bag_dir: Path) -> None:
@@ -186,12 +282,26 @@ class _CrcMcapWriter(McapWriter):
         self.chunks.append(ci)
         self.chunk = PendingChunk(2**63 - 1, 0, BytesIO(), defaultdict(list))
 
+    def add_connection(self, connection, offered_qos_profiles: str) -> None:
+        """rosbags' McapWriter.add_connection with ``topic_type_hash`` added to the channel's
+        metadata, as rosbag2 writes it (mcap_storage.cpp:932-938)."""
+        from rosbags.rosbag2.storage_mcap import write_channel, write_string
+
+        meta = BytesIO()
+        write_string(meta, "offered_qos_profiles")
+        write_string(meta, offered_qos_profiles)
+        write_string(meta, "topic_type_hash")
+        write_string(meta, connection.digest)
+        self.channels.append(Channel(connection.id, connection.msgtype, connection.topic, connection.ext.serialization_format, meta.getvalue()))
+        self.channel_stats[connection.id] = 0
+        write_channel(self.chunk.bio, self.channels[-1], self.schemas)
+
     def close(self, version: int, metadata: str) -> None:
         if self.chunk.bio.tell():
             self.close_chunk()
         out = self.bio
         tail = self.bio = _Tail(out.tell())
-        super().close(version, metadata)
+        super().close(version, _with_distro(metadata))
         buf = bytearray(tail.getvalue())
         foot = len(buf) - 8 - 29  # footer record: opcode, length, summary_start, summary_offset_start, summary_crc
         (summary_start,) = struct.unpack_from("<Q", buf, foot + 9)
@@ -249,7 +359,10 @@ class TrialBag:
             st.bio._f = _FullDisk(st.bio._f, fail_after_bytes)
         ts = _typestore()
         qos = offered_qos or {}  # topic -> [rosbags Qos] of its publishers (bag_qos)
-        self._conns = {t: self._w.add_connection(t, ty, typestore=ts, offered_qos_profiles=qos.get(t, ())) for t, ty in topics.items()}
+        self._conns = {t: self._w.add_connection(t, ty, msgdef=ts.generate_msgdef(ty, ros_version=2)[0], rihs01=type_hash(ty),
+                                                 offered_qos_profiles=[as_discovered(q) for q in qos.get(t) or [declared_qos(t)]])
+                       for t, ty in topics.items()}
+        self._last_log: dict[str, int] = {}  # topic -> latest log time written (never backwards in file order)
         self.compression = compression
         self.flush_interval_s = flush_interval_s
         self.fail_after_bytes = fail_after_bytes
@@ -275,6 +388,8 @@ class TrialBag:
             return
         if self.reserve_bytes > 0:
             self._check_reserve(len(data))
+        t_ns = max(t_ns, self._last_log.get(topic, t_ns))  # /tf from several devices: never back in file order
+        self._last_log[topic] = t_ns
         try:
             if len(data) >= _BIG:
                 self._write_big(conn, t_ns, data)
@@ -443,6 +558,19 @@ class RepairResult:
     messages: int
     chunks: int
     cut_bytes: int
+
+
+def _channel_metadata(b: bytes) -> dict[str, str]:
+    """An MCAP channel's metadata map (spec "Channel": map<string, string>)."""
+    out, off = {}, 0
+    try:
+        while off < len(b):
+            k, off = _str(b, off)
+            v, off = _str(b, off)
+            out[k] = v
+    except (struct.error, UnicodeDecodeError):
+        pass
+    return out
 
 
 def _u(fmt: str, b: bytes, off: int):
@@ -634,15 +762,21 @@ def repair_bag(bag_dir: Path) -> RepairResult:
     st.message_start_time, st.message_end_time = t_min, t_max
     st.channel_stats = {c.id: stats.get(c.id, 0) for c in st.channels}
     fmt = {"ros2msg": MessageDefinitionFormat.MSG, "ros2idl": MessageDefinitionFormat.IDL}
-    ts = _typestore()
     for c in st.channels:
         sc = next(s for s in st.schemas if s.name == c.schema)
+        meta = _channel_metadata(c.metadata)  # what the channel recorded: hash and offered QoS
+        digest = meta.get("topic_type_hash", "")
+        if not digest:
+            try:
+                digest = type_hash(c.schema)
+            except Exception:  # a type this typestore does not know keeps no hash
+                digest = ""
         try:
-            digest = ts.hash_rihs01(c.schema)
-        except Exception:  # a type this typestore does not know keeps no hash
-            digest = ""
+            offered = get_qos(c.metadata)
+        except Exception:  # unreadable QoS YAML: the bag stays readable without it
+            offered = []
         conn = Connection(id=c.id, topic=c.topic, msgtype=c.schema, msgdef=MessageDefinition(fmt.get(sc.encoding, MessageDefinitionFormat.MSG), sc.data),
-                          digest=digest, msgcount=0, ext=ConnectionExtRosbag2(serialization_format=c.message_encoding, offered_qos_profiles=[]), owner=w)
+                          digest=digest, msgcount=0, ext=ConnectionExtRosbag2(serialization_format=c.message_encoding, offered_qos_profiles=offered), owner=w)
         w.connections.append(conn)
         w.counts[c.id] = stats.get(c.id, 0)
     if sum(stats.values()):
