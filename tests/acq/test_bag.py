@@ -87,7 +87,7 @@ def test_killed_writer_repairs_to_last_complete_chunk(tmp_path, cut_fraction, co
     data = p.read_bytes()
     p.write_bytes(data[: int(len(data) * cut_fraction)])  # torn tail, no summary, no metadata.yaml
     r = repair_bag(d)
-    assert r.repaired and r.cut_bytes > 0
+    assert r.repaired and r.cut_bytes >= 0  # a cut may fall exactly on a chunk's end: nothing torn to cut
     a, m = _read_rosbags(d), _read_mcap(d)
     assert len(a) == len(m) == r.messages > 0
     # every kept message is intact and in order
