@@ -143,7 +143,9 @@ def test_two_subjects_warns_and_skips_inference(synth, tmp_path, capsys):
     cap = capsys.readouterr()
     assert "warning: only 2 subject(s), fewer than --min-subjects 3" in cap.err
     assert "skipped: needs at least 3 subjects" in cap.out
-    assert (tmp_path / "o" / "tables" / "illumination.csv").exists() and not (tmp_path / "o" / "tables" / "illumination_pairwise.csv").exists()
+    assert (tmp_path / "o" / "tables" / "illumination.csv").exists()
+    assert pd.read_csv(tmp_path / "o" / "tables" / "illumination_pairwise.csv")["p_holm"].isna().all()  # columns kept, p empty
+    assert "not tested (too few subjects)" in cap.out  # the headline says so
 
 
 def _with_profile(name, t, prof):
