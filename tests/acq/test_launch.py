@@ -500,3 +500,19 @@ def test_ctrl_c_during_a_launched_trial_stops_cleanly(ws, tmp_path):
     assert (bag_dir(sdir, tid) / "metadata.yaml").is_file(), out[-3000:]
     with Reader(bag_dir(sdir, tid)) as r:
         assert r.message_count > 0
+
+
+@pytest.mark.launch
+def test_live_gaze_launch_fails_loudly_without_the_benchmark_package(ws, tmp_path):
+    """Issue 21: from a workspace whose Python lacks gaze4hri_bench the live gaze node
+    never activated and logged nothing; now its configure fails with the fix in one line
+    and the launch exits non-zero."""
+    hide = tmp_path / "hide" / "gaze4hri_bench"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("raise ImportError(\"No module named 'gaze4hri_bench'\")\n")
+    env = {**ws.env, "PYTHONPATH": os.pathsep.join([str(hide.parent), ws.env.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", _DRIVER, "live_gaze.launch.py", "method:=head_pose"], env=env, cwd=ws.install.parent,
+                       capture_output=True, text=True, timeout=180)
+    log = p.stdout + p.stderr
+    assert p.returncode != 0, log[-3000:]
+    assert "benchmark package does not import" in log and "pip install -e src/gaze4hri_core -e src/gaze4hri_bench" in log, log[-3000:]

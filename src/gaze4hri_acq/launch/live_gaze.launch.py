@@ -42,8 +42,13 @@ def generate_launch_description():
 
     def launch_setup(context):
         a = {d["name"]: LaunchConfiguration(d["name"]).perform(context) for d in ARGUMENTS}
-        return [Node(package="gaze4hri_acq", executable="gaze4hri-acq", arguments=["node", NODE, "--backend", "real"],
-                     parameters=[f"{share}/config/{NODE}.yaml", overrides(a)], output="screen")]
+        from gaze4hri_acq.nodes.launching import exit_handler
+
+        node = Node(package="gaze4hri_acq", executable="gaze4hri-acq", arguments=["node", NODE, "--backend", "real"],
+                    parameters=[f"{share}/config/{NODE}.yaml", overrides(a)], output="screen")
+        # the node's process ends non-zero when it cannot start (its error line is in the
+        # log): the launch ends with it and fails (issue 21: it idled silently)
+        return [node, exit_handler(node, "the live gaze node")]
 
     decl = [DeclareLaunchArgument(d["name"], default_value=d["default"], description=d["description"], **({"choices": d["choices"]} if "choices" in d else {}))
             for d in ARGUMENTS]

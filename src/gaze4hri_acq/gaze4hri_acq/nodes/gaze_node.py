@@ -219,13 +219,20 @@ class GazeNode(ControlMixin, LifecycleNode):
         self._diag_pub = FastPublisher(self, DiagnosticArray, Topics.DIAGNOSTICS, QOS_RELIABLE, bus)
         self._init_control(bus)
         self._diag_timer = self.create_timer(1.0, self._publish_diag)
+        self.on_fatal = None  # set by the process host (nodes/host.py): end the process with a code
         if self.get_parameter("autostart").value:
             self._autostart = self.create_timer(0.05, self._do_autostart)
 
     def _do_autostart(self) -> None:
+        """configure + activate at start-up (live_gaze.launch.py); a failure is the
+        process's end with a non-zero code, so the launch fails with the error line above
+        it instead of idling silently (issue 21)."""
         self._autostart.cancel()
         if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
-            self.trigger_activate()
+            if self.trigger_activate() == TransitionCallbackReturn.SUCCESS:
+                return
+        if self.on_fatal is not None:
+            self.on_fatal(1)
 
     # ------------------------------------------------------------- lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -234,7 +241,12 @@ class GazeNode(ControlMixin, LifecycleNode):
             if self._estimator_factory is not None:
                 self.estimator = self._estimator_factory(p)
             else:
-                from gaze4hri_bench.pipeline.single_frame import FrameEstimator
+                try:
+                    from gaze4hri_bench.pipeline.single_frame import FrameEstimator
+                except ImportError as e:  # rclpy would turn it into a silent ERROR transition
+                    raise Gaze4HRIError(f"live gaze: the benchmark package does not import in this Python ({e})", "gaze node configure",
+                                        "install it beside the workspace: pip install -e src/gaze4hri_core -e src/gaze4hri_bench "
+                                        "in the Python that runs ros2 launch (README, Lab install)") from None
 
                 self.estimator = FrameEstimator(p["method"], p["input"], p["models_dir"] or None, p["device"], p["detector"],
                                                 p["threads"] or None, landmarks=p["head_pose"] != "mocap", profile=p["profile"])

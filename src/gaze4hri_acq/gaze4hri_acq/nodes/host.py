@@ -45,6 +45,15 @@ def run_nodes(names: list[str], backend: str, ros_args: list[str], sim: dict | N
     cfg = StackConfig(backend=backend, nodes=tuple(names), share_graph=True, intra_process=every_device,
                       dds_topics=(CONTROL, Topics.EVENTS), ros_args=tuple(ros_args),
                       load_config=not any(a == "--params-file" for a in ros_args), sim=dict(sim or {}))
-    with Stack(cfg):
+    codes: list[int] = []
+
+    def fatal(code: int) -> None:  # a node that cannot do its job ends the process non-zero
+        codes.append(int(code))
+        done.set()
+
+    with Stack(cfg) as stack:
+        for node in stack.nodes.values():
+            if hasattr(node, "on_fatal"):
+                node.on_fatal = fatal
         done.wait()
-    return 0
+    return max(codes, default=0)
