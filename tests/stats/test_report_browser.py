@@ -5,9 +5,13 @@ overflow and no broken image.
 A script injected into a copy of the report runs after the page has loaded and
 writes what it finds into the DOM; ``chromium --headless --dump-dom`` returns it.
 Checked: the page does not scroll sideways; no element sticks out of the page unless
-it is inside a scroll container; no box's content is wider than the box where the
-box does not scroll; every ``<img>`` decoded (naturalWidth > 0). The negative
-controls show that the check fails on the defects it looks for.
+it is inside a scroll container; no text block (caption, paragraph, figure caption,
+heading, list item) is cut off at the edge of a scroll container it sits in (a table's
+caption on a phone); no box's content is wider than the box where the box does not
+scroll; every ``<img>`` decoded (naturalWidth > 0). The report is checked at a
+phone's 390 px, 800 px and 1280 px in one browser start: a wrapper page holds the
+report in three iframes of those widths, each posts its findings to the wrapper. The
+negative controls show that the check fails on the defects it looks for.
 """
 from __future__ import annotations
 
@@ -32,7 +36,9 @@ window.addEventListener('load', () => {
   const W = document.documentElement.clientWidth;
   const bad = [], scrolls = [];
   const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\s+/).join('.') : '');
-  const inScroller = el => { for (let p = el.parentElement; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return true; } return false; };
+  const scroller = el => { for (let p = el.parentElement; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return p; } return null; };
+  const inScroller = el => scroller(el) !== null;
+  const TEXT = new Set(['CAPTION', 'P', 'FIGCAPTION', 'H1', 'H2', 'H3', 'LI', 'SUMMARY']);
   const flagged = new Set();
   for (const el of document.body.querySelectorAll('*')) {
     if (el.id === 'g4h-check') continue;
@@ -42,16 +48,30 @@ window.addEventListener('load', () => {
     const ox = getComputedStyle(el).overflowX;
     if ((ox === 'auto' || ox === 'scroll') && el.scrollWidth > el.clientWidth + 1) { scrolls.push(name(el)); continue; }
     if (ox === 'visible' && el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1) { bad.push('content wider than its box: ' + name(el) + ' ' + el.scrollWidth + ' > ' + el.clientWidth + ': ' + (el.textContent || '').slice(0, 50)); flagged.add(el); continue; }
+    const sc = TEXT.has(el.tagName) ? scroller(el) : null;
+    if (sc && r.right > sc.getBoundingClientRect().right + 1) { bad.push('text cut off by its scroll container: ' + name(el) + ': ' + (el.textContent || '').slice(0, 50)); flagged.add(el); continue; }
     if (!inScroller(el) && r.right > W + 1) { bad.push('sticks out of the page: ' + name(el) + ' right ' + Math.round(r.right) + ' > ' + W + ': ' + (el.textContent || '').slice(0, 50)); flagged.add(el); }
   }
   if (document.documentElement.scrollWidth > W + 1) bad.push('page scrolls sideways: ' + document.documentElement.scrollWidth + ' > ' + W);
   const imgs = [];
   for (const img of document.images) { imgs.push(img.naturalWidth); if (!img.complete || img.naturalWidth === 0) bad.push('image failed to load: ' + (img.alt || img.src.slice(0, 60))); }
-  const pre = document.createElement('pre'); pre.id = 'g4h-check';
-  pre.textContent = JSON.stringify({bad: bad, scrolls: scrolls, images: imgs, width: W,
+  const res = JSON.stringify({bad: bad, scrolls: scrolls, images: imgs, width: W,
     tables: document.querySelectorAll('table').length, figures: document.querySelectorAll('figure').length,
+    videos: Array.from(document.querySelectorAll('video')).map(v => Math.round(v.getBoundingClientRect().width)),
     status: !!document.getElementById('status'), toc: document.querySelectorAll('nav.toc a').length});
+  if (window.parent !== window) { window.parent.postMessage(res, '*'); return; }
+  const pre = document.createElement('pre'); pre.id = 'g4h-check';
+  pre.textContent = res;
   document.body.appendChild(pre);
+});
+"""
+
+#: The wrapper page: one iframe per width, each report posts its findings here.
+FRAMES_JS = r"""
+const got = [];
+window.addEventListener('message', e => {
+  got.push(JSON.parse(e.data));
+  if (got.length === N_FRAMES) { const pre = document.createElement('pre'); pre.id = 'g4h-check'; pre.textContent = JSON.stringify(got); document.body.appendChild(pre); }
 });
 """
 
@@ -74,6 +94,23 @@ def browser_check(html_path: Path, work: Path, width: int = 1280) -> dict:
     return json.loads(html.unescape(m.group(1)))
 
 
+def browser_check_widths(html_path: Path, work: Path, widths=(390, 800, 1280)) -> dict[int, dict]:
+    """The check at several widths in one browser start: width -> findings."""
+    work.mkdir(parents=True, exist_ok=True)
+    page = work / "page.html"
+    page.write_text(html_path.read_text().replace("</body>", f"<script>{CHECK_JS}</script></body>"))
+    frames = "".join(f"<iframe src='{page.name}' width='{w}' height='900' style='border:0;display:block'></iframe>" for w in widths)
+    wrap = work / "frames.html"
+    wrap.write_text(f"<!DOCTYPE html><html><body style='margin:0'><script>{FRAMES_JS.replace('N_FRAMES', str(len(widths)))}</script>{frames}</body></html>")
+    r = subprocess.run([_chromium(), *FLAGS, f"--user-data-dir={work / 'profile'}", f"--window-size={max(widths) + 40},900", "--dump-dom", wrap.as_uri()],
+                       capture_output=True, text=True, timeout=180)
+    m = re.search(r'<pre id="g4h-check">(.*?)</pre>', r.stdout, re.S)
+    assert m, f"chromium wrote no check result (rc {r.returncode}): {r.stderr[-800:]}"
+    import html
+
+    return {d["width"]: d for d in json.loads(html.unescape(m.group(1)))}
+
+
 def screenshot(html_path: Path, png: Path, work: Path, width: int = 1280, height: int = 1400) -> Path:
     """A PNG of the top ``height`` px of the rendered page (docs/img/report_*.png are made with this)."""
     work.mkdir(parents=True, exist_ok=True)
@@ -82,33 +119,57 @@ def screenshot(html_path: Path, png: Path, work: Path, width: int = 1280, height
     return png
 
 
+def _with_review_clips(report: Path, work: Path) -> Path:
+    """A copy of the report with the "Review clips" section that ``analyze`` adds when
+    ``review --extremes`` ran (review.extremes.report_links: the real markup)."""
+    from gaze4hri_bench.review.extremes import INDEX, report_links
+
+    (work / "review").mkdir(parents=True, exist_ok=True)
+    (work / "review" / INDEX).write_text(json.dumps([
+        {"key": "l2cs_gaze360__crop", "which": which, "subject": "S01", "trial": "arc_P5", "mean_error_deg": 4.2,
+         "valid_frames": 300, "mp4": f"l2cs/{which}.mp4", "png": f"l2cs/{which}.png"} for which in ("best", "worst")]))
+    intro, _, html_clips = report_links(work)
+    page = work / "report.html"
+    page.write_text(report.read_text().replace("</body>", f"<h2>Review clips</h2><p>{intro}</p>{html_clips}</body>"))
+    return page
+
+
 def test_report_renders_without_overflow_or_broken_images(small_report, tmp_path):
+    """At a phone's 390 px, 800 px and 1280 px: tables may scroll inside their container,
+    but the page never does, no caption is cut off, and the review videos shrink to the
+    page (they are 480 px wide on a wide screen)."""
     out, summary = small_report
-    res = browser_check(out / "report.html", tmp_path)
-    assert res["bad"] == [], "\n".join(res["bad"][:15])
+    page = _with_review_clips(out / "report.html", tmp_path / "report")
+    found = browser_check_widths(page, tmp_path)
+    assert sorted(found) == [390, 800, 1280]
     pngs = [p for p in summary["figures"] if p.endswith(".png")]
-    assert len(res["images"]) == len(pngs) >= 8 and min(res["images"]) > 100
+    for w, res in found.items():
+        assert res["bad"] == [], f"{w} px:\n" + "\n".join(res["bad"][:15])
+        assert len(res["images"]) == len(pngs) >= 8 and min(res["images"]) > 100
+        assert len(res["videos"]) == 2 and max(res["videos"]) <= min(480, w), (w, res["videos"])
+    res = found[1280]
     assert res["status"] and res["toc"] >= res["tables"] - 2  # status box; the contents list links (nearly) every table
     # the provenance and status tables fit the page: no sideways scrolling needed to read them
     assert not any("status" in s for s in res["scrolls"]), res["scrolls"]
-
-
-def test_report_fits_a_narrow_window(small_report, tmp_path):
-    """At 800 px wide tables may scroll inside their container, but the page itself never does."""
-    out, _ = small_report
-    res = browser_check(out / "report.html", tmp_path, width=800)
-    assert res["bad"] == [], "\n".join(res["bad"][:15])
+    assert found[390]["videos"][0] < 390 and found[1280]["videos"][0] == 480
 
 
 def test_check_catches_overflow_and_broken_images(tmp_path):
-    """Negative controls: the old report's unwrapped wide table, and an image that does not decode."""
+    """Negative controls: the old report's unwrapped wide table, an image that does not
+    decode, a caption inside a table wider than its scroll container (cut off on a
+    phone), and a video of a fixed 1400 px width (wider than the page)."""
     wide = "<table><tr>" + "".join(f"<td>{'x' * 40}{k}</td>" for k in range(12)) + "</tr></table>"
+    cut = ("<div style='overflow-x:auto'><table><caption>A caption long enough to wrap over several lines of the wide table</caption><tr>"
+           + "".join(f"<td>{'y' * 40}{k}</td>" for k in range(12)) + "</tr></table></div>")
+    video = "<figure><video width='1400' preload='none'></video></figure>"
     page = tmp_path / "bad.html"
-    page.write_text(f"<!DOCTYPE html><html><body style='max-width:1100px'>{wide}<img alt='broken' src='data:image/png;base64,AAAA'></body></html>")
+    page.write_text(f"<!DOCTYPE html><html><body style='max-width:1100px'>{wide}<img alt='broken' src='data:image/png;base64,AAAA'>{cut}{video}</body></html>")
     res = browser_check(page, tmp_path / "w")
     assert any("sticks out of the page" in b for b in res["bad"]), res
     assert any("page scrolls sideways" in b for b in res["bad"]), res
     assert any("image failed to load: broken" in b for b in res["bad"]), res
+    assert any("text cut off by its scroll container: caption" in b for b in res["bad"]), res
+    assert any("content wider than its box: figure 1400" in b for b in res["bad"]), res  # the fixed-width video
     assert len(res["bad"]) < 10  # outermost offenders only
 
 

@@ -82,7 +82,7 @@ def report_links(report_dir: Path) -> tuple[str, str, str] | None:
         mp4, png = f"review/{e['mp4']}", f"review/{e['png']}"
         label = f"{e['key']} {e['which']}: {e['subject']}/{e['trial']}, mean {e['mean_error_deg']:.1f} deg over {e['valid_frames']} valid frames"
         md.append(f"- {label}: [clip]({mp4}), [contact sheet]({png})")
-        hs.append(f"<figure class='review'><video controls preload='none' width='480' src='{html.escape(mp4)}' "
+        hs.append(f"<figure class='review'><video controls preload='none' width='480' style='max-width:100%;height:auto' src='{html.escape(mp4)}' "
                   f"poster='{html.escape(png)}'></video><figcaption>{html.escape(label)} "
                   f"(<a href='{html.escape(mp4)}'>clip</a>, <a href='{html.escape(png)}'>contact sheet</a>)</figcaption></figure>")
     intro = ("Each method's best and worst trial (lowest and highest mean angular error over valid frames): ground truth "

@@ -24,7 +24,7 @@ import pandas as pd
 from gaze4hri_core.protocol import P_GRID
 
 __all__ = [
-    "METHOD_COLORS", "CONDITION_COLORS", "BASELINES", "method_color", "condition_color", "is_baseline", "t_ci",
+    "METHOD_COLORS", "CONDITION_COLORS", "BASELINES", "method_color", "condition_color", "star_color", "is_baseline", "t_ci",
     "SUBJECT_VIEW_GRID", "illumination_levels", "target_heatmap", "conflict_slopes", "eccentricity", "paired_bars",
     "condition_bars", "significance_matrix",
 ]
@@ -60,6 +60,16 @@ def method_color(method: str) -> str:
     """The method's fixed colour (its registered name; unknown names by a stable hash)."""
     m = str(method)
     return METHOD_COLORS.get(m) or _EXTRA[zlib.crc32(m.encode()) % len(_EXTRA)]
+
+
+def star_color(rgba) -> str:
+    """Black or white, whichever contrasts more with a cell of colour ``rgba`` (0-1
+    floats): significance stars stay legible on the darkest cells of a diverging scale
+    (WCAG 2 relative luminance; black wins above about 0.18)."""
+    c = np.asarray(rgba, float)[:3]
+    lin = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    lum = float(lin @ np.array([0.2126, 0.7152, 0.0722]))
+    return "#000000" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#ffffff"
 
 
 def condition_color(condition) -> str:
@@ -378,8 +388,8 @@ def significance_matrix(pw: pd.DataFrame, stem: Path, title: str, facet: str | N
         ax.imshow(np.where(np.eye(len(names), dtype=bool), 1.0, np.nan), cmap="Greys", vmin=0, vmax=4)
         for i in range(len(names)):
             for j in range(len(names)):
-                if star[i, j]:
-                    ax.text(j, i, star[i, j], ha="center", va="center", fontsize=7)
+                if star[i, j]:  # white on the dark ends of the scale, black elsewhere (contrast >= 4.5:1)
+                    ax.text(j, i, star[i, j], ha="center", va="center", fontsize=7, color=star_color(im.cmap(norm(mat[i, j]))))
         show_x = k // nc == nr - 1 or k + nc >= len(groups)
         ax.set_xticks(range(len(names)), names if show_x else [], rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(names)), names if k % nc == 0 else [], fontsize=7)

@@ -37,7 +37,7 @@ CAPTIONS = {
     "coverage": "Results per method and input: subjects, videos, frames, valid frames; whole-dataset mean error (deg, mean of subject means).",
     "input_choice": "Input used per method in the main analyses.",
     "illumination": "Experiment 1: subject-level mean angular error (deg) and SD (ddof 1) per method and illumination level.",
-    "illumination_cv": "Experiment 1: coefficient of variation CV = 100 sigma/mu of the four level means (sigma with ddof 1, as in the study's Table III).",
+    "illumination_cv": "Experiment 1: coefficient of variation CV = 100 sigma/mu of the level means (sigma with ddof 1, as in the study's Table III).",
     "illumination_pairwise": "Experiment 1: paired t-tests between methods per level; Holm over the pairs of a level; effect size Cohen's d_z (also d_av).",
     "viewpoint": "Experiment 2: fixed camera (illumination 100) vs arc, two-sided paired t-test per method; p uncorrected, p (Holm) across methods; effect size Cohen's d_z (also d_av), arc - fixed.",
     "conflict": "Experiment 3: subject mean error (deg) and per-subject slopes of video error on video conflict (deg/deg); one-sided t-test of slopes > 0, Holm across methods.",
@@ -63,15 +63,61 @@ CAPTIONS = {
 # rendered (md/tex/html) columns per table; CSV keeps all
 SHOW = {
     "illumination_pairwise": ["level", "display_a", "display_b", "n", "mean_diff", "t", "dof", "p_unc", "p_holm", "cohen_dz", "cohen_dav", "significant"],
-    "conflict": ["display", "n", "mean", "sd", "slope_mean", "slope_sd", "t", "p_holm", "pct_positive", "significant"],
+    "conflict": ["display", "n", "mean", "sd", "slope_mean", "slope_sd", "slope_ci_low", "slope_ci_high", "t", "p_holm", "pct_positive", "significant"],
     "conflict_pairwise": ["display_a", "display_b", "n", "mean_diff", "t", "dof", "p_unc", "p_holm", "cohen_dz", "cohen_dav", "significant"],
-    "target": ["display", "target", "row", "column", "mean", "sd", "n"],
+    "target": ["display", "target", "row", "column", "mean", "sd", "ci_low", "ci_high", "n"],
     "target_tests": ["display", "factor", "a", "b", "n", "mean_a", "mean_b", "t", "p_holm", "cohen_dz", "cohen_dav", "significant"],
     "mutual_pairwise": ["display", "condition_a", "condition_b", "n", "mean_diff", "t", "p_holm", "cohen_dz", "cohen_dav", "significant"],
     "efficiency": ["display", "input", "device", "batch", "frames", "infer_ms_per_frame", "fps", "peak_rss_mb", "peak_vram_mb"],
     "viewpoint": ["display", "n", "fixed_mean", "fixed_sd", "arc_mean", "arc_sd", "t", "dof", "p", "p_holm", "cohen_dz", "cohen_dav", "significant"],
     "crop_vs_rectified": ["display", "n", "crop_mean", "crop_sd", "rectified_mean", "rectified_sd", "t", "p_holm", "cohen_dz", "cohen_dav", "better"],
 }
+
+
+#: Human headers for the columns that tables.HEADERS does not name (the CSV files keep
+#: the column names); any other snake_case column is humanised by :func:`_human`. A
+#: lower-case target is a tables.HEADERS key (its header and integer format apply).
+COLUMN_NAMES = {
+    "source": "Source", "trials": "Trials", "median_mm": "Median (mm)", "p95_mm": "95th pct. (mm)", "max_mm": "Max (mm)",
+    "median_deg": "Median (deg)", "p95_deg": "95th pct. (deg)", "max_deg": "Max (deg)",
+    "levels": "Levels (%)", "slope": "Slope", "intercept": "Intercept", "n_subjects": "subjects", "n_points": "Points",
+    "delta": "Delta (deg)", "level_a": "Level A (%)", "level_b": "Level B (%)", "setting": "Setting", "se": "SE",
+    "subject_left": "Subject's left", "subject_middle": "Middle", "subject_right": "Subject's right",
+    "target_a": "Point A", "target_b": "Point B", "column_a": "Column A", "column_b": "Column B", "row_a": "Row A", "row_b": "Row B",
+    "n_methods": "Methods", "champion_display": "Best method", "decisive": "Decisive", "lowest": "Lowest",
+    "order_by_mean": "Order by mean", "n_a": "N A", "n_b": "N B", "sd_a": "SD A", "sd_b": "SD B", "cohen_d": "d",
+    "pool": "Pool", "group": "Group", "group_a": "Group A", "group_b": "Group B", "n_videos": "videos", "n_frames": "frames",
+    "correction": "Correction", "p_adj": "p (adjusted)",
+}
+#: Statistical symbols kept as they are.
+_SYMBOLS = frozenset({"r", "t", "p", "df", "n", "b", "a", "se"})
+#: Identifier columns left out of the rendered table when their display twin is shown.
+_ID_TWINS = {"champion": "champion_display"}
+
+
+def _human(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with human column headers for rendering (Markdown, LaTeX, HTML): names
+    from :data:`COLUMN_NAMES`, any other lower-case name as words ("mocap_lost" ->
+    "Mocap lost"), statistical symbols (r, t, p) as they are; columns that tables.HEADERS already names, and the ``*ci_low`` /
+    ``*ci_high`` pairs that the renderer joins into one CI cell, keep their names."""
+    from .tables import HEADERS
+
+    df = df.drop(columns=[c for c, twin in _ID_TWINS.items() if c in df.columns and twin in df.columns])
+    ren, taken = {}, set(df.columns)
+    for c in df.columns:
+        if not isinstance(c, str) or c in HEADERS or c.endswith(("ci_low", "ci_high")):
+            continue
+        if c in COLUMN_NAMES:
+            new = COLUMN_NAMES[c]
+        elif c == c.lower() and " " not in c and c not in _SYMBOLS:
+            w = c.replace("_", " ")
+            new = w[:1].upper() + w[1:]
+        else:
+            continue
+        if new not in taken:
+            ren[c] = new
+            taken.add(new)
+    return df.rename(columns=ren) if ren else df
 
 
 def _versions() -> dict[str, str]:
@@ -110,6 +156,22 @@ def _p(x) -> str:
     return "n/a" if not np.isfinite(x) else ("p < .001" if x < 0.001 else f"p = {x:.3f}")
 
 
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _count(n: int, what: str, plural: str | None = None) -> str:
+    """"one level", "four levels", "12 levels": a count that reads right for any n."""
+    n = int(n)
+    word = _WORDS[n] if 0 <= n < len(_WORDS) else str(n)
+    return f"{word} {what if n == 1 else (plural or what + 's')}"
+
+
+def _span(lo: float, hi: float, unit: str, nd: int = 2) -> str:
+    """"3.26 %" when both ends print the same, else "from 3.26 % to 6.11 %" (never "from x to x")."""
+    a, b = _f(lo, nd), _f(hi, nd)
+    return f"{a}{unit}" if a == b else f"from {a}{unit} to {b}{unit}"
+
+
 # ---------------------------------------------------------------- narrative text
 def _nets(df: pd.DataFrame) -> pd.DataFrame:
     """The networks' rows when there are any: a weight-free baseline is never "the best" or "the most stable"."""
@@ -133,13 +195,24 @@ def _text_illumination(a: A.Analysis, alpha: float) -> list[str]:
     s.append(f"Across N = {a.n} subjects, the lowest mean error per illumination level{_among(a.tables['illumination'])} was: " + "; ".join(
         f"{r.level} %: {r.display} ({_f(r.mean)} deg, SD {_f(r.sd)}{_ci(r)})" for r in best.itertuples()) + ".")
     cv = _nets(a.tables["illumination_cv"]).sort_values("cv_percent")
-    if len(cv) and cv["cv_percent"].notna().any():
-        nl = int(cv["n_levels"].max())
-        s.append(f"The coefficient of variation across the {'four' if nl == 4 else nl} levels ranged from {_f(cv['cv_percent'].iloc[0])} % ({cv['display'].iloc[0]}, the most stable) to {_f(cv['cv_percent'].iloc[-1])} % ({cv['display'].iloc[-1]}).")
+    cv = cv[cv["cv_percent"].notna()]
+    if len(cv):
+        levels = _count(int(cv["n_levels"].max()), "level")
+        lo, hi = cv.iloc[0], cv.iloc[-1]
+        if len(cv) == 1:
+            s.append(f"The coefficient of variation across the {levels} was {_f(lo.cv_percent)} % ({lo.display}).")
+        elif _f(lo.cv_percent) == _f(hi.cv_percent):
+            s.append(f"The coefficient of variation across the {levels} was {_f(lo.cv_percent)} % for each of the {_count(len(cv), 'method')}.")
+        else:
+            s.append(f"The coefficient of variation across the {levels} ranged from {_f(lo.cv_percent)} % ({lo.display}, the most stable) "
+                     f"to {_f(hi.cv_percent)} % ({hi.display}).")
     pw = a.tables.get("illumination_pairwise")
-    if pw is not None:
+    if pw is not None and len(pw):
         k = int((pw["p_holm"] < alpha).sum())
-        s.append(f"Of {len(pw)} pairwise method comparisons ({len(pw) // max(1, pw['level'].nunique())} per level), {k} were significant after Holm correction (alpha = {alpha}).")
+        nlev = max(1, pw["level"].nunique())
+        per = f" ({len(pw) // nlev} per level)" if nlev > 1 else ""
+        s.append(f"Of {_count(len(pw), 'pairwise method comparison')}{per}, {'none' if k == 0 else k} "
+                 f"{'was' if k == 1 else 'were'} significant after Holm correction (alpha = {alpha}).")
     return s
 
 
@@ -213,9 +286,12 @@ def _text_mutual(a: A.Analysis, alpha: float) -> list[str]:
     t = a.tables.get("mutual")
     if t is None:
         return []
-    m = _nets(t).groupby(["method", "display"], sort=False)["mean"].agg(["min", "max"]).reset_index().sort_values("min")
+    m = _nets(t).groupby(["method", "display"], sort=False)["mean"].agg(["min", "max", "count"]).reset_index().sort_values("min")
     r = m.iloc[0]
-    out = [f"N = {a.n} subjects. Lowest mutual-gaze error: {r.display} ({_f(r['min'])}-{_f(r['max'])} deg across the four conditions)."]
+    conds = list(dict.fromkeys(t.loc[t["method"] == r.method, "condition"].astype(str)))
+    where = (f"{_f(r['min'])} deg in the one condition present, {conds[0]}" if len(conds) == 1 else
+             f"{_span(r['min'], r['max'], ' deg')} across the {_count(len(conds), 'condition')}")
+    out = [f"N = {a.n} subjects. Lowest mutual-gaze error: {r.display} ({where})."]
     pw = a.tables.get("mutual_pairwise")
     if pw is not None and len(pw):
         out.append(f"Significant after Holm correction (within method): {_of(int((pw['p_holm'] < alpha).sum()), len(pw), 'condition comparison')}.")
@@ -271,11 +347,28 @@ CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;p
        "th,td{border-bottom:1px solid #ccc;padding:3px 8px;vertical-align:top}td.num{text-align:right}th{border-bottom:2px solid #444}"
        "td.wrap{overflow-wrap:anywhere;min-width:8em}.tw{overflow-x:auto;max-width:100%;margin:1em 0}"
        "tr.paper td{color:#555;font-style:italic;background:#f6f6f6}"
-       "img{max-width:100%;height:auto}figure{margin:1em 0}figcaption{font-style:italic;font-size:13px}"
+       "img,video{max-width:100%;height:auto}figure{margin:1em 0}figcaption{font-style:italic;font-size:13px;overflow-wrap:break-word}"
+       ".tcap{font-style:italic;font-size:13px;margin:1em 0 4px;overflow-wrap:break-word}.tcap+.tw{margin-top:0}"
+       "h1,h2,h3{overflow-wrap:break-word}"
        "code{background:#f4f4f4;overflow-wrap:anywhere}.skip{color:#a33}p,li{overflow-wrap:anywhere}"
        ".status{border:2px solid #444;border-radius:6px;padding:.5em 1em;margin:1em 0;background:#fafafa}"
        ".status.alarm{border-color:#c00;background:#fff3f3}.status .alarm{color:#c00;font-weight:bold}"
        "nav.toc{font-size:14px}nav.toc ul{margin:.1em 0;padding-left:1.4em}nav.toc li{line-height:1.35}details{margin:1em 0}summary{cursor:pointer;font-style:italic}")
+
+
+def _html_table(df: pd.DataFrame, caption: str, anchor: str, row_class: list[str] | None = None) -> str:
+    """tables.to_html with the caption lifted out of the table into a paragraph above its
+    scroll container (``p.tcap``, which carries the anchor): a caption inside a table
+    that is wider than a phone's screen is as wide as the table and is cut off at the
+    container's edge, mid-word; above it, it wraps at the page width."""
+    import re
+
+    t = to_html(df, caption, row_class=row_class)
+    m = re.search(r"<caption>(.*?)</caption>", t, re.S)
+    if not m:
+        return t
+    t = t.replace(m.group(0), "", 1).replace("<table", f"<table aria-labelledby='{anchor}'", 1)
+    return f"<p class='tcap' id='{anchor}'>{m.group(1)}</p>{t}"
 
 
 def _slug(text: str) -> str:
@@ -315,11 +408,20 @@ class _Doc:
     def status(self, lines: list[str], alarms: list[str], table: pd.DataFrame | None) -> None:
         self.blocks.append(("status", lines, alarms, table))
 
-    def table(self, df: pd.DataFrame, caption: str, *, file: str | None = None, row_class: list[str] | None = None) -> None:
-        """A numbered table; ``file``: the table's CSV under tables/ (linked from a folded long table)."""
+    def table(self, df: pd.DataFrame, caption: str, *, file: str | None = None, row_class: list[str] | None = None,
+              empty: str | None = None, human: bool = True) -> None:
+        """A numbered table; ``file``: the table's CSV under tables/ (linked from a folded long table).
+
+        A table without rows is never printed as a bare header: a sentence names it and
+        says why it is empty (``empty``, else a generic reason). ``human``: headers
+        through :func:`_human` (the paper's layouts name their own columns)."""
+        if not len(df):
+            why = (empty or "the results hold none of the data it needs").rstrip(".")
+            self.blocks.append(("p", f"Not tabulated ({self._short(caption)}): {why}.", "skip"))
+            return
         if self.profile and not caption.startswith("[profile"):
             caption = f"[profile {self.profile}] {caption}"
-        self.blocks.append(("table", df, caption, file, row_class))
+        self.blocks.append(("table", _human(df) if human else df, caption, file, row_class))
 
     def fig(self, path: Path, caption: str) -> None:
         self.blocks.append(("fig", path, caption))
@@ -372,7 +474,7 @@ class _Doc:
                 lines = [f"> **{x}**" for x in b[2]] + [f"> {x}" for x in b[1]]
                 out.append("> **Status**\n>\n" + "\n>\n".join(lines) + "\n")
                 if b[3] is not None and len(b[3]):
-                    out.append(to_markdown(b[3], "Weights and inputs per results file."))
+                    out.append(to_markdown(_human(b[3]), "Weights and inputs per results file."))
             elif b[0] == "table":
                 df, cap, file = b[1], b[2], b[3]
                 out.append(f'<a id="{anchor}"></a>\n')
@@ -413,11 +515,11 @@ class _Doc:
                 cls = "status alarm" if b[2] else "status"
                 body = "".join(f"<p class='alarm'>{esc(x)}</p>" for x in b[2]) + "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in b[1]) + "</ul>"
                 if b[3] is not None and len(b[3]):
-                    body += to_html(b[3], "Weights and inputs per results file.")
+                    body += _html_table(_human(b[3]), "Weights and inputs per results file.", "status-table")
                 out.append(f"<section class='{cls}' id='status'><strong>Status</strong>{body}</section>")
             elif b[0] == "table":
                 df, cap, rc = b[1], b[2], b[4]
-                t = to_html(df, f"{num}. {cap}", table_id=anchor, row_class=rc)
+                t = _html_table(df, f"{num}. {cap}", anchor, rc)
                 if len(df) > self.LONG:
                     t = f"<details id='{anchor}-fold'><summary>{html.escape(num)}. {html.escape(self._short(cap))} ({len(df)} rows; click to show)</summary>{t}</details>"
                 out.append(t)
@@ -433,7 +535,7 @@ class _Doc:
 def _write_table(name: str, df: pd.DataFrame, tdir: Path, caption: str | None = None) -> list[Path]:
     csv = tdir / f"{name}.csv"
     df.to_csv(csv, index=False, float_format="%.10g")
-    view = df[[c for c in SHOW[name] if c in df.columns]] if name in SHOW else df
+    view = _human(df[[c for c in SHOW[name] if c in df.columns]] if name in SHOW else df)
     cap = caption or CAPTIONS.get(name, name)
     (tdir / f"{name}.md").write_text(to_markdown(view, cap))
     (tdir / f"{name}.tex").write_text(to_latex(view, cap, label=f"tab:{name}"))
@@ -444,11 +546,35 @@ def _write_table(name: str, df: pd.DataFrame, tdir: Path, caption: str | None = 
 DETAIL_SUFFIXES = ("_subjects", "_videos", "_slopes")
 
 
+def _why_empty(a: A.Analysis, tn: str) -> str:
+    """Why table ``tn`` of analysis ``a`` has no rows, in words: the conditions or
+    methods present when a comparison needs two, else the analysis' own skip reasons
+    that name the table's subject, else a generic reason."""
+    t = a.tables
+    if tn.endswith("_pairwise") and "condition" in t.get(a.name, pd.DataFrame()).columns:
+        conds = list(dict.fromkeys(t[a.name]["condition"].astype(str)))
+        if len(conds) < 2:
+            return f"only {_count(len(conds), 'condition')} ({', '.join(conds) or 'none'}) in the results; a comparison needs two"
+    main = t.get(a.name)
+    if tn.endswith("_pairwise") and main is not None and "method" in main.columns and main["method"].nunique() < 2:
+        return f"only {_count(main['method'].nunique(), 'method')} in the results; a comparison needs two"
+    words = [w for w in tn.split("_") if len(w) > 3 and w != a.name]
+    hits = [x for x in a.skipped if any(w in x for w in words)]
+    if hits:
+        return "; ".join(hits)
+    return "no method had the subjects, conditions or videos it needs"
+
+
 def _table_block(doc: _Doc, a: A.Analysis, tn: str) -> None:
-    """Render one table of an analysis with its caption (generic: any table an analysis carries)."""
+    """Render one table of an analysis with its caption (generic: any table an analysis carries);
+    an empty one as a sentence that says why. The CI columns travel with the columns
+    SHOW picks, so that a caption that promises a CI has one."""
     df = a.tables[tn]
-    view = df[[c for c in SHOW[tn] if c in df.columns]] if tn in SHOW else df
-    doc.table(view, a.captions.get(tn) or CAPTIONS.get(tn, tn), file=f"tables/{tn}.csv")
+    if tn in SHOW:
+        cols = [c for c in SHOW[tn] if c in df.columns]
+        cols += [c for c in df.columns if c.endswith(("ci_low", "ci_high")) and c not in cols]
+        df = df[cols]
+    doc.table(df, a.captions.get(tn) or CAPTIONS.get(tn, tn), file=f"tables/{tn}.csv", empty=_why_empty(a, tn))
 
 
 def _layouts(name: str, a: A.Analysis, gt: pd.DataFrame | None) -> list[tuple[L.Layout, set[str]]]:
@@ -660,7 +786,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
             doc.p("Partly skipped: " + "; ".join(a.skipped) + ".", "skip")
         shown = set(tabs)
         for lay, covers in _layouts(name, a, gt):
-            doc.table(lay.frame, lay.caption, file=f"tables/{lay.name}.csv", row_class=lay.row_class)
+            doc.table(lay.frame, lay.caption, file=f"tables/{lay.name}.csv", row_class=lay.row_class, human=False)
             written.extend(_write_layout(lay, tdir))
             shown |= covers
         if name == "target":
@@ -706,9 +832,9 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
     doc.h(2, "Provenance")
     doc.p(f"Results schema {SCHEMA_VERSION}. Analysis software: " + ", ".join(f"{k} {v}" for k, v in _versions().items()) + (f"; git {_git()}" if _git() else "") + ".")
     prov = pd.DataFrame([
-        {"file": i.path, "sha256": i.sha256, "rows": i.rows, "schema": i.schema or "(no metadata)", "methods": ", ".join(i.methods),
-         "inputs": ", ".join(i.inputs), "written by": json.dumps((i.metadata or {}).get("software")) if (i.metadata or {}).get("software") else "",
-         "git": str((i.metadata or {}).get("git") or ""), "status": i.status + (f": {i.reason}" if i.reason else "")}
+        {"File": i.path, "SHA256": i.sha256, "Rows": i.rows, "Schema": i.schema or "(no metadata)", "Methods": ", ".join(i.methods),
+         "Inputs": ", ".join(i.inputs), "Written by": json.dumps((i.metadata or {}).get("software")) if (i.metadata or {}).get("software") else "",
+         "Git": str((i.metadata or {}).get("git") or ""), "Status": i.status + (f": {i.reason}" if i.reason else "")}
         for i in loaded.files
     ])
     doc.table(prov, "Inputs and their SHA-256.")
