@@ -306,9 +306,26 @@ def camera_source_summary(tref, gt: pd.DataFrame) -> dict | None:
             "median_deg": q(deg, 50), "p95_deg": q(deg, 95), "max_deg": round(float(deg[ok].max()), 4)}
 
 
+#: A frame the data marked valid whose ground-truth gaze is not a finite vector (e.g. the
+#: last frame when no pose follows it): invalid, with this reason, so that `run`, the
+#: results and the report count the same valid frames (an error needs a ground truth).
+NO_GROUND_TRUTH = "no_ground_truth"
+
+
+def count_reasons(df: pd.DataFrame) -> dict[str, int]:
+    """validity.count_reasons plus :data:`NO_GROUND_TRUTH` where a frame has it."""
+    out = validity.count_reasons(df)
+    n = int((df["invalid_reason"].astype(str) == NO_GROUND_TRUTH).sum())
+    if n:
+        out = {**{k: v for k, v in out.items() if k not in ("valid", "total")}, NO_GROUND_TRUTH: n,
+               "valid": out["valid"], "total": out["total"]}
+    return out
+
+
 def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray]) -> pd.DataFrame:
     """One row per ground-truth frame (schema.COLUMNS); invalid frames keep their reason,
-    valid frames without a prediction become ``no_face``; error NaN where not valid."""
+    valid frames without a ground-truth vector become ``no_ground_truth``, valid frames
+    without a prediction ``no_face``; error NaN where not valid."""
     from gaze4hri_core.protocol import trial_by_id
 
     n = len(gt)
@@ -321,6 +338,9 @@ def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray
     gtv = gt[["gt_x", "gt_y", "gt_z"]].to_numpy(float)
     gt_valid = gt["valid"].to_numpy(bool)
     reason = gt["invalid_reason"].fillna("").astype(str).to_numpy(object)
+    no_gt = gt_valid & ~(np.isfinite(gtv).all(axis=1) & (np.linalg.norm(np.nan_to_num(gtv), axis=1) > 0))
+    reason = np.where(no_gt, NO_GROUND_TRUTH, reason)
+    gt_valid = gt_valid & ~no_gt
     has = np.isfinite(pred).all(axis=1)
     valid = gt_valid & has
     reason = np.where(gt_valid & ~has, "no_face", reason)
@@ -418,7 +438,7 @@ def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels,
             "frames": times.frames, "decode_s": times.decode_s, "detect_s": times.detect_s,
             "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "wall_s": wall,
             "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
-            "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
+            "calibration_hashes": _cal_hashes(t), "reasons": count_reasons(df),
             "subject_info": dict(getattr(t, "subject_info", None) or {}),
             "data_backend": _data_backend(t),
             "profile": cfg.profile, "excluded": getattr(times, "excluded", None),
