@@ -298,6 +298,9 @@ class OperatorView:
                 c[s] = c.get(s, 0) + 1
             self.state["counts"] = ", ".join(f"{v} {k}" for k, v in c.items())
 
+    #: session lines (orchestrator.session._say) are printed here, not also on stdout
+    shows_messages = True
+
     def message(self, text: str) -> None:
         self.console.print(text)
 

@@ -8,6 +8,7 @@ Layering: cli.py, nodes/host.py and simulate.py import this module; it imports
 neither of them (before, cli.py and nodes/host.py imported each other)."""
 from __future__ import annotations
 
+import datetime as _dt
 import signal
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from gaze4hri_core.errors import Gaze4HRIError, SessionError
 
 from .session_config import SessionConfig
 
-__all__ = ["run_session_args", "session_exit_code", "orchestrator_parameters", "run_orchestrator"]
+__all__ = ["run_session_args", "session_exit_code", "orchestrator_parameters", "run_orchestrator", "interrupt_hint"]
 
 SessionArgs = SessionConfig
 
@@ -40,6 +41,7 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     from .orchestrator.session import check_inputs
 
     check_inputs(cfg)  # bad input fails here, before any node starts
+    since = _dt.datetime.now(_dt.timezone.utc)  # trials the manifest marks interrupted after this: this run's
     stop = {"reason": None}
 
     def on_signal(signum, _frame):
@@ -68,7 +70,7 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
                 sdir = run_session(cfg, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a, view))
             except Interrupted as e:
                 err = SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
-                                   "the interrupted trial is marked incomplete; continue with --resume")
+                                   interrupt_hint(Path(a.out_dir) / a.subject, since))
                 err.exit_code = 130 if e.reason == "SIGINT" else 143 if e.reason == "SIGTERM" else 1  # EXIT_CODES
                 raise err from None
             finally:
@@ -80,6 +82,30 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     finally:
         for sig, h in old.items():
             signal.signal(sig, h)
+
+
+def interrupt_hint(session_dir: Path, since: _dt.datetime) -> str:
+    """What to do after a Ctrl-C, from what the manifest says: the trial this run
+    interrupted while recording (marked incomplete, recorded again by --resume), or, when
+    the stop came between trials, that no trial was recording."""
+    from gaze4hri_core.session import load_manifest
+
+    try:
+        m = load_manifest(session_dir)
+    except (Gaze4HRIError, OSError, ValueError):
+        return "continue with --resume"
+    hit = []
+    for tid, r in m.trials.items():
+        if r.status != "incomplete" or not str(r.reason or "").startswith("interrupted") or not r.ended:
+            continue
+        try:
+            if _dt.datetime.fromisoformat(str(r.ended)) >= since:
+                hit.append(tid)
+        except ValueError:
+            continue
+    if hit:
+        return f"trial {hit[-1]} was recording and is marked incomplete; continue with --resume (it is recorded again)"
+    return "no trial was recording; continue with --resume"
 
 
 def _eye_head_run(a: SessionArgs, view=None):

@@ -320,9 +320,12 @@ def _subject_eye_head(cfg: SessionConfig, src_dir: Path, sdir: Path, eye_head, v
 
 
 def _say(view, text: str) -> None:
-    """A session line the operator reads whether or not the live view runs."""
+    """A session line the operator reads whether or not the live view runs, printed
+    once: by the view when it shows messages itself (``shows_messages``: the operator
+    view prints above its live panel), else on stdout (``--quiet``, the null view)."""
     view.message(text)
-    print(text, flush=True)
+    if not getattr(view, "shows_messages", False):
+        print(text, flush=True)
 
 
 def _default_calibration() -> Path:
