@@ -159,6 +159,7 @@ class RtdeRobot:
         self._sent_at = 0.0
         self._commanded_speed = 0.0
         self.stop_reason: str | None = None
+        self.stop_code: str | None = None  # the stop's fault code (the monitor's verdict code, protective_stop, device)
         self.stopped_ns: int | None = None  # host time of the last stopL sent
         self.log: list[tuple[int, float, float]] = []  # (stamp, commanded, measured TCP speed) during motions
 
@@ -274,14 +275,15 @@ class RtdeRobot:
                 v = float(np.linalg.norm(smp.tcp_speed[:3]))
                 self.log.append((now, self._commanded_speed, v))
                 if smp.pstop:
-                    self.stop_reason = "protective stop"
+                    self.stop_reason, self.stop_code = "protective stop", "protective_stop"
                     self._moving = False
                     continue
                 verdict = self.safety.check(now, T, v, moving=True)
                 if not verdict:
+                    self.stop_code = verdict.code
                     self.stop(reason=f"safety stop: {verdict.reason}", wait=False)
             except (RuntimeError, DeviceError) as e:
-                self.stop_reason = f"connection lost: {e}"
+                self.stop_reason, self.stop_code = f"connection lost: {e}", "device"
                 self._moving = False
 
     # ------------------------------------------------------------------ motion
@@ -299,7 +301,7 @@ class RtdeRobot:
         return qs
 
     def _send_path(self, path, speed: float) -> None:
-        self.stop_reason = None
+        self.stop_reason = self.stop_code = None
         self._commanded_speed = float(speed)
         self._op_id = self._ctl.getAsyncOperationProgressEx().operationId()
         self._sent_at = time.monotonic()

@@ -179,6 +179,17 @@ class RobotNode(DeviceNode):
         return gap if gap > limit else None
 
     # ---------------------------------------------------------------- stream
+    def wait_until_ns(self, t_ns: int) -> bool:
+        """As DeviceNode's, and on a real controller's host clock (HostClock has no
+        sleep_until: the real backend's stream died at its first sample)."""
+        clock = self._device_clock()
+        if clock is not None and not hasattr(clock, "sleep_until"):
+            dt = (t_ns - clock.now_ns()) / 1e9
+            if dt > 0:
+                time.sleep(dt)
+            return True
+        return super().wait_until_ns(t_ns)
+
     def step(self) -> None:
         period = int(1e9 / float(getattr(self.driver, "rate_hz", 125.0)))
         now = self.now_ns()
@@ -238,8 +249,11 @@ class RobotNode(DeviceNode):
                 off = float(np.linalg.norm(st.T_base_tool0.t - goal.t))
                 if reason or off > 0.005:
                     # the driver or the controller stopped the arm by itself (its own safety
-                    # monitor, protective stop, link loss): a fault, not the end of the motion
-                    self._fault("driver_stop", f"robot stopped by itself {off * 1e3:.0f} mm before the end of '{self._motion['name']}'"
+                    # monitor, protective stop, link loss): a fault, not the end of the motion,
+                    # with the driver's code when it has one (the real driver's watchdog
+                    # stops a lost head band 'mocap_loss' before this node's own check)
+                    code = getattr(self.driver, "stop_code", None) or "driver_stop"
+                    self._fault(code, f"robot stopped by itself {off * 1e3:.0f} mm before the end of '{self._motion['name']}'"
                                 + (f": {reason}" if reason else ""), st.stamp_ns)
                 else:
                     name = self._motion["name"]
@@ -279,7 +293,11 @@ class RobotNode(DeviceNode):
         # state sample can be a few ms older (a whole sample period on a busy machine)
         t_cmd = max(self.now_ns(), st.stamp_ns)
         self._motion = {"name": move.name, "t0_ns": t_cmd, "preview": pv, "goal": move.waypoints_base[-1]}
-        self.driver.move_linear(list(move.waypoints_base), move.speed, move.accel, move.blend, move.constant_speed)
+        try:
+            self.driver.move_linear(list(move.waypoints_base), move.speed, move.accel, move.blend, move.constant_speed)
+        except BaseException:
+            self._motion = None  # refused by the driver (protective stop...): no motion to watch, no false fault
+            raise
         self.pub_events.publish(to_json({"event": "motion_start", "name": move.name, "duration_s": pv.duration_s, "stamp_ns": t_cmd}))
         return {"duration_s": pv.duration_s}
 
