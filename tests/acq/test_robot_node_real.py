@@ -74,6 +74,7 @@ def test_real_robot_node_runs_a_trial_stops_on_loss_and_shows_a_protective_stop(
         # and the next move is refused with the reason
         with pytest.raises(Gaze4HRIError, match="protective stop"):
             bed.move(plan.approach)
+        assert bed.robot._motion is None  # nothing left running for the node to fault on
 
 
 @pytest.mark.long
