@@ -8,6 +8,7 @@ sets (export.ethxgaze). Formats are a registry, not if/elif on names.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from gaze4hri_core.errors import Gaze4HRIError
@@ -20,26 +21,39 @@ def _study(args) -> int:
 
     if args.data_format not in ("auto", "session"):
         raise Gaze4HRIError("--format study exports MCAP sessions", "--data-format", "pass a folder of sessions")
-    res = export_study(args.sessions, args.out, subjects=args.subjects, trials=args.trials, lossless=not args.no_lossless,
-                       boxes=args.boxes)
-    print(f"exported {len(res.written)} trial(s) to {args.out}" + (f"; skipped {len(res.skipped)}:" if res.skipped else ""))
-    for s in res.skipped:
-        print(f"  {s}")
+    try:
+        res = export_study(args.sessions, args.out, subjects=args.subjects, trials=args.trials, lossless=not args.no_lossless,
+                           boxes=args.boxes, log=lambda m: print(m, flush=True), progress=_bars(args))
+    except KeyboardInterrupt:
+        print("export interrupted: the trial being written was discarded (trials are written whole); re-run the same "
+              "command to resume: exported trials are kept and reported as existing", file=sys.stderr, flush=True)
+        raise
+    # each skipped trial was named once above: the summary only counts them
+    print(f"exported {len(res.written)} trial(s) to {args.out}" + (f"; skipped {len(res.skipped)} (named above)" if res.skipped else ""))
     return 0 if res.written else 2
 
 
 def _eth(args) -> int:
     from .ethxgaze import export_ethxgaze
 
-    res = export_ethxgaze(args.sessions, args.out, subjects=args.subjects, trials=args.trials, stride=args.stride,
-                          data_format=args.data_format, val_subjects=tuple(args.val_subjects or ()),
-                          test_subjects=tuple(args.test_subjects or ()))
+    try:
+        res = export_ethxgaze(args.sessions, args.out, subjects=args.subjects, trials=args.trials, stride=args.stride,
+                              data_format=args.data_format, val_subjects=tuple(args.val_subjects or ()),
+                              test_subjects=tuple(args.test_subjects or ()), log=lambda m: print(m, flush=True),
+                              progress=_bars(args))
+    except KeyboardInterrupt:
+        print("export interrupted: the HDF5 files are incomplete; re-run the same command to write them anew",
+              file=sys.stderr, flush=True)
+        raise
     for s, n in res.counts.items():
         print(f"{res.files[s]}: {n} patches")
-    print(f"split: {res.split}" + (f"; skipped {len(res.skipped)}:" if res.skipped else ""))
-    for s in res.skipped:
-        print(f"  {s}")
+    print(f"split: {res.split}" + (f"; skipped {len(res.skipped)} (named above)" if res.skipped else ""))
     return 0 if sum(res.counts.values()) else 2
+
+
+def _bars(args) -> bool:
+    """`run`'s progress bars: on a terminal unless --no-progress."""
+    return not args.no_progress and sys.stderr.isatty()
 
 
 #: format -> (function, help)
@@ -61,6 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="study: also write head_bboxes.npy with this face detector (e.g. yolov8_face_onnx as the study, "
                         "mediapipe, opencv_haar); default: none")
     p.add_argument("--stride", type=int, default=1, metavar="N", help="ethxgaze-h5: every N-th frame")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (default: bars with the ETA on a terminal)")
     p.add_argument("--val-subjects", nargs="+", metavar="ID", help="ethxgaze-h5: subjects of the validation split")
     p.add_argument("--test-subjects", nargs="+", metavar="ID", help="ethxgaze-h5: subjects of the test split")
 

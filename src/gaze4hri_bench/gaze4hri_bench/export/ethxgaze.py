@@ -79,15 +79,20 @@ class _SubjectFile:
 
 def export_ethxgaze(data: Path, out: Path, subjects=None, trials=None, stride: int = 1, data_format: str = "auto",
                     val_subjects=(), test_subjects=(), focal_px: float = 960.0, distance_mm: float = 600.0, size: int = 224,
-                    log: Callable[[str], None] = print) -> EthExportResult:
-    """Write ``out/subject<ID>.h5`` per subject and ``out/train_test_split.json``."""
+                    log: Callable[[str], None] = print, progress: bool = False) -> EthExportResult:
+    """Write ``out/subject<ID>.h5`` per subject and ``out/train_test_split.json``.
+    ``progress``: `run`'s overall bar with the ETA (pipeline.progress.RunProgress); each
+    skipped trial is said once, through ``log``."""
     from ..data.reader import Dataset
+    from ..pipeline.progress import RunProgress
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ds = Dataset(data, subjects=subjects, trials=trials, stride=stride, format=data_format)
     refs = [r for r in ds.trials() if r.status == "done"]
     skipped = [f"{s.subject}/{s.trial}: {s.reason}" for s in getattr(ds, "skipped", [])]
+    for s in skipped:
+        log(f"skipped {s}")
     if not refs:
         raise Gaze4HRIError("no finished trial to export", str(data), "check --subjects/--trials and the data folder")
     unknown = [s for s in (*val_subjects, *test_subjects) if s not in {r.subject for r in refs}]
@@ -96,20 +101,24 @@ def export_ethxgaze(data: Path, out: Path, subjects=None, trials=None, stride: i
                             f"known: {', '.join(sorted({r.subject for r in refs}))}")
     files: dict[str, _SubjectFile] = {}
     paths: dict[str, Path] = {}
+    bars = RunProgress(progress, log=log)
+    job = bars.job("export", refs, stride)
     try:
         for ref in refs:
             name = f"subject{ref.subject}.h5"
             if ref.subject not in files:
                 paths[ref.subject] = out / name
                 files[ref.subject] = _SubjectFile(out / name, size)
-            try:
-                n = _export_trial(ds, ref, files[ref.subject], focal_px, distance_mm, size)
-            except Gaze4HRIError as e:
-                skipped.append(f"{ref.key}: {e.line()}")
-                log(f"skipped {ref.key}: {e.line()}")
-                continue
-            log(f"{ref.key}: {n} patches")
+            with job.trial(ref) as bar:
+                try:
+                    n = _export_trial(ds, ref, files[ref.subject], focal_px, distance_mm, size, bar=bar)
+                except Gaze4HRIError as e:
+                    skipped.append(f"{ref.key}: {e.line()}")
+                    bars.write(f"skipped {ref.key}: {e.line()}")
+                    continue
+            bars.write(f"{ref.key}: {n} patches")
     finally:
+        job.close()
         for f in files.values():
             f.close()
     counts = {s: files[s].n for s in files}
@@ -120,7 +129,7 @@ def export_ethxgaze(data: Path, out: Path, subjects=None, trials=None, stride: i
     return EthExportResult(paths, counts, split, skipped)
 
 
-def _export_trial(ds, ref, f: _SubjectFile, focal_px: float, distance_mm: float, size: int) -> int:
+def _export_trial(ds, ref, f: _SubjectFile, focal_px: float, distance_mm: float, size: int, bar=None) -> int:
     import cv2
 
     gt = ds.trial_ground_truth(ref).set_index("frame")
@@ -129,6 +138,8 @@ def _export_trial(ds, ref, f: _SubjectFile, focal_px: float, distance_mm: float,
     written = 0
     rcols = [f"R_head_{i}{j}" for i in range(3) for j in range(3)]
     for fs in ds.iter_frames(ref):
+        if bar is not None:
+            bar.update(1)
         if fs.index not in gt.index:
             continue
         g = gt.loc[fs.index]

@@ -78,10 +78,11 @@ BOX_GROWTH = 0.10
 
 
 def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True, fps: float = 30.0,
-                       boxes: str | None = None) -> Path:
+                       boxes: str | None = None, bar=None) -> Path:
     """Write one trial; returns its stamp folder. Raises Gaze4HRIError on bad input.
     ``boxes``: a face detector name (faces.detectors) to write head_bboxes.npy with, as
-    the study did with yolov8n-face + ByteTrack (subject track, box grown 10 % per side)."""
+    the study did with yolov8n-face + ByteTrack (subject track, box grown 10 % per side).
+    ``bar``: a progress handle (pipeline.progress: ``total``, ``update``) moved per frame."""
     import cv2
 
     if ref.status != "done":
@@ -95,6 +96,8 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
     table = ds.frame_table(ref)
     rec = table.kind != "dropped"
     t_frames = table.t_ns[rec]
+    if bar is not None:
+        bar.total = len(t_frames)
     stamp_ms = int(t_frames[0] // 1_000_000)
     date = _dt.datetime.fromtimestamp(t_frames[0] / 1e9, _dt.timezone.utc).strftime("%Y-%m-%d")
     subj_dir = Path(out) / date / ref.subject
@@ -124,6 +127,8 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
             for w in writers:
                 w.write(bgr)
             n += 1
+            if bar is not None:
+                bar.update(1)
         for w in writers:
             w.release()
         if n == 0:
@@ -263,18 +268,42 @@ def _write_subject_info(ds: SessionDataset, ref, subj_dir: Path) -> None:
 
 
 def export_study(data: Path, out: Path, subjects=None, trials=None, lossless: bool = True,
-                 log: Callable[[str], None] = print, boxes: str | None = None) -> StudyExportResult:
+                 log: Callable[[str], None] = print, boxes: str | None = None, progress: bool = False) -> StudyExportResult:
     """Export every finished trial of the sessions under ``data``; a trial that fails is
-    reported (one line) and skipped, the others are written."""
+    reported (one line) and skipped, the others are written.
+
+    Trials that are not finished (pending, incomplete, failed) are named in one line
+    before the work, not one line each; every message is said once (the CLI's summary
+    counts them). ``progress``: `run`'s overall bar (trials i/N, frames, rate, ETA)
+    with the current trial's bar beneath it (pipeline.progress.RunProgress), on stderr."""
+    from ..pipeline.progress import RunProgress
+
     ds = SessionDataset(data, subjects=subjects, trials=trials)
-    written, skipped = [], []
-    for ref in ds.trials():
+    refs = ds.trials()
+    todo = [r for r in refs if r.status == "done"]
+    unfinished = [r for r in refs if r.status != "done"]
+    written: list[Path] = []
+    skipped = [f"{r.key}: trial status is {r.status!r}" for r in unfinished]
+    if unfinished:
+        by: dict[str, int] = {}
+        for r in unfinished:
+            by[r.status] = by.get(r.status, 0) + 1
+        names = ", ".join(r.key for r in unfinished[:5]) + (f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else "")
+        log(f"not exported: {len(unfinished)} unfinished trial(s) ({', '.join(f'{k} {v}' for k, v in sorted(by.items()))}): {names}; "
+            "only finished trials are exported (record them: gaze4hri-acq session --resume)")
+    with RunProgress(progress, log=log) as bars:
+        job = bars.job("export", todo)
         try:
-            p = export_trial_study(ds, ref, Path(out), lossless=lossless, boxes=boxes)
-        except Gaze4HRIError as e:
-            skipped.append(f"{ref.key}: {e.line()}")
-            log(f"skipped {ref.key}: {e.line()}")
-            continue
-        written.append(p)
-        log(f"wrote {p}")
+            for ref in todo:
+                with job.trial(ref) as bar:
+                    try:
+                        p = export_trial_study(ds, ref, Path(out), lossless=lossless, boxes=boxes, bar=bar)
+                    except Gaze4HRIError as e:
+                        skipped.append(f"{ref.key}: {e.line()}")
+                        bars.write(f"skipped {ref.key}: {e.line()}")
+                        continue
+                written.append(p)
+                bars.write(f"wrote {p}")
+        finally:
+            job.close()
     return StudyExportResult(written, skipped)
