@@ -54,22 +54,31 @@ def frame_geometries(ds, tref) -> tuple[list, pd.DataFrame]:
     return geos, rows
 
 
-def trial_truths(ds, trefs) -> list[tuple]:
+def trial_truths(ds, trefs, progress: bool = False, log=print) -> list[tuple]:
     """(trial ref, experiment, FrameGeometry per valid frame, valid ground-truth rows) per
     trial with valid frames: each trial's ground truth is computed once, for the oracle
-    table and the origin table alike."""
+    table and the origin table alike. ``progress``: `run`'s overall bar (trials i/N,
+    frames, rate, ETA; pipeline.progress.RunProgress) on stderr; else a line every 10 s."""
     from gaze4hri_core.protocol import trial_by_id
 
+    from .progress import RunProgress
+
     out = []
-    for t in trefs:
-        geos, rows = frame_geometries(ds, t)
-        if not geos:
-            continue
-        try:
-            exp = trial_by_id(t.trial).experiment
-        except KeyError:
-            exp = "unknown"
-        out.append((t, exp, geos, rows))
+    with RunProgress(progress, log=log) as bars:
+        job = bars.job("deviations: ground truth", list(trefs))
+        for t in trefs:
+            with job.trial(t) as bar:
+                geos, rows = frame_geometries(ds, t)
+                bar.total = len(geos)
+                bar.update(len(geos))
+            if not geos:
+                continue
+            try:
+                exp = trial_by_id(t.trial).experiment
+            except KeyError:
+                exp = "unknown"
+            out.append((t, exp, geos, rows))
+        job.close()
     return out
 
 
@@ -375,6 +384,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """The command; Ctrl-C ends with how to resume (exit 130 from the CLI)."""
+    import sys
+
+    try:
+        return _main(args)
+    except KeyboardInterrupt:
+        runs = args.runs or args.out / "runs"
+        print(f"deviations interrupted: re-run the same command to resume; the finished per-setting runs under {runs} "
+              "are kept (each resumes like `gaze4hri-bench run`), the ground-truth pass is quick to redo",
+              file=sys.stderr, flush=True)
+        raise
+
+
+def _main(args: argparse.Namespace) -> int:
     import shlex
     import sys
 
@@ -407,7 +430,8 @@ def main(args: argparse.Namespace) -> int:
     trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
     if not trefs:
         raise Gaze4HRIError(f"no recorded trials under {args.data}", "--data", "check --subjects/--trials")
-    truths = trial_truths(ds, trefs)
+    bars = sys.stderr.isatty()
+    truths = trial_truths(ds, trefs, progress=bars, log=lambda m: print(m, flush=True))
     tab = deviation_table(truths, methods, args.profile, stride=args.stride)
     origin = origin_table(truths)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -429,7 +453,7 @@ def main(args: argparse.Namespace) -> int:
         folders = R.run_variants(vs, args.data, runs, models_dir=args.models_dir, device=args.device, batch=args.batch,
                                  detector=args.detector, subjects=args.subjects, trials=args.trials,
                                  data_format=args.data_format, log=lambda m: print(m, flush=True),
-                                 progress=sys.stderr.isatty())
+                                 progress=bars)
         net = pd.concat([R.frame_effects(folders["reference"], folders[v.label], v, present) for v in vs[1:]],
                         ignore_index=True)
         sig, changes = R.significance_changes(folders["reference"], folders, vs, args.alpha, args.min_subjects)

@@ -78,16 +78,22 @@ def run_variants(vs: list[Variant], data: Path, runs: Path, *, models_dir=None, 
                  detector="auto", subjects=None, trials=None, data_format="auto", log=print,
                  progress: bool = False) -> dict[str, Path]:
     """Run every variant (the reference one with the baselines too); {label: folder}.
-    ``progress``: `run`'s bars per job on stderr (a terminal)."""
+    ``progress``: `run`'s bars per job on stderr (a terminal). Before each setting one
+    line gives the overall progress: setting k/N, elapsed, and the ETA from the mean
+    time of the settings run so far (:func:`eta_line`)."""
+    import time
+
     from .run import RunConfig, run_benchmark
 
     out = {}
+    t0 = time.monotonic()
     for v in vs:
         folder = runs / v.folder
         if out:  # the first run's face tables (same detector and frames): detect once, not per setting
             share_face_cache(out[vs[0].label], folder)
         ms = v.methods + (BASELINES if v.profile == "reference" else ())
-        log(f"deviations: {len(out) + 1}/{len(vs)} {v.label}: run --profile {v.profile} ({', '.join(v.methods)})")
+        log(f"deviations: {len(out) + 1}/{len(vs)} {v.label}: run --profile {v.profile} ({', '.join(v.methods)}); "
+            + eta_line(len(out), len(vs), time.monotonic() - t0))
         cfg = RunConfig(methods=ms, data=data, out=folder, input="both", detector=detector,
                         subjects=tuple(subjects) if subjects else None, trials=tuple(trials) if trials else None,
                         device=device, batch=batch, models_dir=models_dir, progress=progress, data_format=data_format,
@@ -95,6 +101,20 @@ def run_variants(vs: list[Variant], data: Path, runs: Path, *, models_dir=None, 
         run_benchmark(cfg, log=lambda m: None)
         out[v.label] = folder
     return out
+
+
+def _hms(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60:02d}:{s % 60:02d}"
+
+
+def eta_line(done: int, total: int, elapsed_s: float) -> str:
+    """"elapsed 02:10, about 06:30 left" after ``done`` of ``total`` settings (the mean
+    time per setting so far times the settings left; a setting that resumes finished
+    trials is quicker, so the estimate errs long); "ETA after the first setting" at 0."""
+    if done <= 0:
+        return f"elapsed {_hms(elapsed_s)}, ETA after the first setting"
+    return f"elapsed {_hms(elapsed_s)}, about {_hms(elapsed_s / done * (total - done))} left"
 
 
 def share_face_cache(src: Path, dst: Path) -> None:
