@@ -40,8 +40,9 @@ def test_mocap_dropout_fails_the_moving_trial_and_the_session_continues(tmp_path
     assert rec.status == "failed" and "head band lost" in rec.reason, rec.reason
     assert m.trials["illum010_P2"].status == "done"
     ev = _events(bag_dir(sdir, "mutual_h_fast"))  # the bag up to the stop is intact
-    # the node's monitor or the driver's own one stopped the arm first: either way a fault naming the loss
-    assert any(e["event"] == "fault" and "head band lost" in e.get("reason", "") for e in ev)
+    # the node's check or the simulated controller's (the same one monitor) stopped the arm
+    # first: either way a fault naming the loss with its code, as the real backend reports it
+    assert any(e["event"] == "fault" and "head band lost" in e.get("reason", "") and e.get("code") == "mocap_loss" for e in ev), ev
     # redo the failed trial: a fresh bag, the old one kept aside
     sdir = run_session_args(_args(tmp_path, redo=("mutual_h_fast",)))
     m = load_manifest(sdir)

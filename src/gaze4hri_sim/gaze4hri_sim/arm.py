@@ -59,6 +59,7 @@ class SimArm:
         self.protective_stop = False
         self.connected = True
         self.stop_reason: str | None = None
+        self.stop_code: str | None = None
         self._fault_pstop_ns: int | None = None
         self._fault_link_ns: int | None = None
         self.commanded_log: list[tuple[int, float, float]] = []  # (stamp, commanded, measured) during motions
@@ -75,16 +76,17 @@ class SimArm:
             self.update()
             self.protective_stop = False
             self._fault_pstop_ns = None
-            self.stop_reason = None
+            self.stop_reason = self.stop_code = None
 
     def reconnect(self) -> None:
         with self._lock:
             self._fault_link_ns = None
             self.connected = True
-            self.stop_reason = None
+            self.stop_reason = self.stop_code = None
 
     # ------------------------------------------------------------------ time
-    def _halt(self, reason: str | None) -> None:
+    def _halt(self, reason: str | None, code: str | None = None) -> None:
+        self.stop_code = code  # the stop's fault code, as the real driver reports it (RtdeRobot.stop_code)
         self._motion = None
         self._qd[:] = 0
         self._tcp_v[:] = 0
@@ -109,10 +111,10 @@ class SimArm:
         self._t = t
         if self._fault_link_ns is not None and t >= self._fault_link_ns and self.connected:
             self.connected = False
-            self._halt("connection lost (simulated): the controller stopped the program")
+            self._halt("connection lost (simulated): the controller stopped the program", "device")
         if self._fault_pstop_ns is not None and t >= self._fault_pstop_ns and not self.protective_stop:
             self.protective_stop = True
-            self._halt("protective stop (simulated)")
+            self._halt("protective stop (simulated)", "protective_stop")
         m = self._motion
         if m is not None:
             if self._head_feed is not None:
@@ -129,7 +131,7 @@ class SimArm:
             self.commanded_log.append((t, v_cmd, float(np.linalg.norm(v_lin))))
             verdict = self.monitor.check(t, se3_unchecked(T_new[:3, :3], T_new[:3, 3]), float(np.linalg.norm(v_lin)), moving=True)
             if not verdict:
-                self._halt(f"safety stop: {verdict.reason}")
+                self._halt(f"safety stop: {verdict.reason}", verdict.code)
             elif m.tau >= m.duration:
                 self._halt(None)
         self._hist.append((t, self._q.copy()))
@@ -225,7 +227,7 @@ class SimArm:
             verdict, q = self.monitor.preview(t, poses, self._q, speed, accel, now_ns=self._t)
             if not verdict:
                 raise MotionRefused(verdict.reason or "refused", "UR robot (sim)")
-            self.stop_reason = None
+            self.stop_reason = self.stop_code = None
             self._motion = _Motion(t, q, v, prof.duration, name=name)
             if prof.duration == 0:
                 self._motion = None
@@ -260,7 +262,7 @@ class SimArm:
                 raise MotionRefused(f"joint goal is another arm configuration than the linear move reaches (joint "
                                     f"{int(d.argmax()) + 1} differs by {np.degrees(d.max()):.1f} deg); move there on the pendant",
                                     "UR robot (sim)")
-            self.stop_reason = None
+            self.stop_reason = self.stop_code = None
             self._motion = _Motion(t, q, vel, prof.duration, name="move_joints") if prof.duration > 0 else None
             return prof.duration
 

@@ -76,6 +76,11 @@ class SimRobot:
     def is_moving(self) -> bool:
         return self.arm.is_moving()
 
+    @property
+    def stop_code(self) -> str | None:
+        """The last stop's fault code (mocap_loss, head_distance, protective_stop, ...), as the real driver's."""
+        return self.arm.stop_code
+
     def _check_open(self) -> None:
         if not self._connected:
             raise DeviceError("UR robot (sim)", "sim", "not connected", "call connect() first (lifecycle configure)")

@@ -44,7 +44,8 @@ __all__ = [
     "save_blink_annotations",
 ]
 
-DATA_REASONS = ("trial_incomplete", "dropped_frame", "duplicate_frame", "before_stable_start", "mocap_lost", "interp_gap")
+# no_ground_truth: a frame whose ground-truth gaze could not be computed (pipeline/run.py)
+DATA_REASONS = ("trial_incomplete", "dropped_frame", "duplicate_frame", "before_stable_start", "mocap_lost", "interp_gap", "no_ground_truth")
 FACE_REASONS = ("blink", "blink_uncertain", "no_face")
 REASONS = DATA_REASONS + FACE_REASONS
 
