@@ -229,16 +229,18 @@ def test_gat_crop_truncates_to_integers_and_antialiases():
     box = [100.6, 100.6, 300.4, 300.4]
     p = crops.crop(img, box, "gat_head_box", 56, box_kind="head")
     assert abs(float(p.mean()) - 127.5) < 4 and float(p.std()) < 12  # aliasing-free
-    region = crops.rule_square(box, "gat_head_box", "head")
-    q = crops.crop_int_antialiased(img, np.trunc(region), 56)
-    assert np.array_equal(p, q)  # the float region is truncated first
+    # official (idiap/gaze3d transforms.py:131-132): x, y, w, h truncated, not x2, y2:
+    # s = 199.8 * 0.9 = 179.82, xmin = 200.5 - 89.91 = 110.59, ymin = 100.6 + 17.982 = 118.582
+    # -> columns 110 .. 110 + 179, rows 118 .. 118 + 179
+    q = crops.resize_antialiased(img[118:297, 110:289], 56, 56)
+    assert np.array_equal(p, q)
 
 
 def test_mcgaze_square_uses_integer_centre_and_half_side():
+    # official (MCGaze_demo/demo.ipynb): int(x1 + x2) // 2, int(max(h, w) * 0.8) of the float box
     sq = crops.rule_square([100.7, 50.2, 201.9, 171.6], "mcgaze_head_square", "head")
-    x1, y1, x2, y2 = 100, 50, 201, 171
-    half = int(0.8 * max(x2 - x1, y2 - y1))
-    cx, cy = (x1 + x2) // 2, (y1 + y2) // 2
+    cx, cy, half = int(302.6) // 2, int(221.8) // 2, int(121.4 * 0.8)
+    assert (cx, cy, half) == (151, 110, 97)
     assert np.array_equal(sq, [cx - half, cy - half, cx + half, cy + half])
 
 

@@ -8,17 +8,22 @@ left after cutting it at the image border (long side ``size``). Rules (facts in
 
 * ``l2cs_face_box``: the face box itself, no margin (not squared), resized to 224 and
   then to ``size`` (448), as L2CS-Net's official demo.
-* ``mcgaze_head_square``: square of half side int(0.8 max(w, h)) about the integer
-  head box centre ((x1 + x2) // 2), cut at the image border and resized with its
-  aspect ratio kept so that its long side is ``size`` (MCGaze_demo/demo.ipynb: the
-  slice ``img[max(0, cy - l):min(cy + l, H), max(0, cx - l):min(cx + l, W)]``, then the
+* ``mcgaze_head_square``: square of half side int(0.8 max(w, h)) of the float head box
+  about the centre (int(x1 + x2) // 2, int(y1 + y2) // 2) (the coordinate sum truncated
+  towards zero, then floor-halved), cut at the image border and resized with its aspect
+  ratio kept so that its long side is ``size`` (MCGaze_demo/demo.ipynb: the slice
+  ``img[max(0, cy - l):min(cy + l, H), max(0, cx - l):min(cx + l, W)]``, then the
   L2CS-setting test pipeline's ``Resize(img_scale=(448, 448), keep_ratio=True)``, mmcv
   ``imrescale``). Its patch is not square at a border: the network pads it after
   normalisation and takes its size as a second input (:data:`KEEP_RATIO`).
 * ``gat_head_box``: square of side 0.9 max(w, h), horizontally centred on the head
-  box, top edge at ymin + 0.09 max(w, h) (GaT, idiap/gaze3d), truncated to integer
-  pixels and resized with anti-aliasing (bilinear with a widened kernel, as
-  torchvision's ``antialias=True`` / PIL), as the official demo.
+  box, top edge at ymin + 0.09 max(w, h) (GaT, idiap/gaze3d), its x, y, width and
+  height each truncated towards zero (right edge int(x) + int(w)), black outside the
+  image, resized with torchvision's antialiased bilinear (:func:`resize_antialiased`).
+
+Both are the official steps for boxes at any float coordinate and at the image borders
+(tests/bench/faces/test_crop_parity.py, benchmarks/crop_parity.py; residuals in
+docs/models_video.md, "Crops").
 
 The study cropped every method like ``l2cs_face_box`` (GazeForHRI/GazeModels@l2cs:
 gaze_estimation.py:302-315: integer box, clamped, 224x224 without squaring), its box
@@ -35,6 +40,7 @@ import cv2
 import numpy as np
 
 __all__ = ["CROP_RULES", "KEEP_RATIO", "crop", "crop_square", "crop_int_antialiased", "crop_cut_keep_ratio", "keep_ratio_size",
+           "resize_antialiased", "GAT_RESIZE",
            "grow_box", "head_box_from_face", "rule_square", "to_tensor", "pad_tensor", "clip_pad_size", "HEAD_FROM_FACE"]
 
 # Face box -> head box factors (fractions of the face box width w and height h).
@@ -59,21 +65,33 @@ def head_box_from_face(box, factors: dict | None = None) -> np.ndarray:
 
 
 def _square_mcgaze(box) -> np.ndarray:
-    """MCGaze demo (zgchen33/MCGaze demo.py): integer centre (x1 + x2) // 2 and half side
-    int(0.8 max(w, h)) of the (integer) head box."""
-    x1, y1, x2, y2 = (int(v) for v in box)
-    half = int(0.8 * max(x2 - x1, y2 - y1))
-    cx, cy = (x1 + x2) // 2, (y1 + y2) // 2
+    """MCGaze's head square (zgchen33/MCGaze @ b8ce708, MCGaze_demo/demo.ipynb, lines of
+    the .ipynb file): the box stays float (``xy = int(xy)`` at 169-170 only rebinds the
+    loop variable); the centre is the coordinate SUM truncated towards zero, then
+    floor-halved, ``int(y1 + y2) // 2`` and ``int(x1 + x2) // 2`` (171); the half side is
+    ``int(max(y2 - y1, x2 - x1) * 0.8)`` of the float box (172). Returns the integer
+    square [cx - l, cy - l, cx + l, cy + l] (end-exclusive, as the demo's slice, 173)."""
+    x1, y1, x2, y2 = (float(v) for v in np.asarray(box, float).reshape(4))
+    cy, cx = int(y1 + y2) // 2, int(x1 + x2) // 2
+    half = int(max(y2 - y1, x2 - x1) * 0.8)
     return np.array([cx - half, cy - half, cx + half, cy + half], float)
 
 
 def _square_gat(box) -> np.ndarray:
-    x1, y1, x2, y2 = box
-    m = max(x2 - x1, y2 - y1)
-    s = 0.9 * m
-    cx = 0.5 * (x1 + x2)
-    top = y1 + 0.09 * m
-    return np.array([cx - 0.5 * s, top, cx + 0.5 * s, top + s])
+    """GaT's square (idiap/gaze3d @ f2c13de, utils_demo.py:33-36 ``BboxReshape(square=True,
+    ratio=-0.1)`` -> src/data/components/transforms.py:42-67 ``reshape_bbox_adjust_top``),
+    in float64 (transforms.py:99) and in the official order of operations, so that
+    :func:`crop_int_antialiased` truncates the same floats: x_mid = (x1 + x2) / 2 (47);
+    s = max(x2 - x1, y2 - y1) * (1 + ratio) (49-57); xmin = x_mid - s / 2 (58);
+    ymin = y1 - s * ratio (64; ratio <= 0); returned as (xmin, ymin, xmin + s, ymin + s)
+    (66-67, torchvision ``_box_xywh_to_xyxy``: x + w)."""
+    x1, y1, x2, y2 = (float(v) for v in np.asarray(box, float).reshape(4))
+    ratio = -0.1
+    x_mid = (x1 + x2) / 2
+    s = max(x2 - x1, y2 - y1) * (1 + ratio)
+    xmin = x_mid - s / 2
+    ymin = y1 - s * ratio
+    return np.array([xmin, ymin, xmin + s, ymin + s])
 
 
 def crop_square(image: np.ndarray, region, out_w: int, out_h: int | None = None) -> np.ndarray:
@@ -88,33 +106,112 @@ def crop_square(image: np.ndarray, region, out_w: int, out_h: int | None = None)
     return cv2.warpAffine(image, A, (int(out_w), int(out_h)), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
 
 
-def crop_int_antialiased(image: np.ndarray, region, size: int) -> np.ndarray:
-    """GaT's official crop: ``region`` truncated to integer pixels (outside the image
-    black), resized to size x size with anti-aliased bilinear (PIL's filter, which
-    torchvision's ``antialias=True`` follows)."""
-    from PIL import Image
+def _aa_taps(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Source indices (n_out, K), float32 weights (n_out, K) and tap counts (n_out,) of
+    an antialiased bilinear resize n_in -> n_out, ``align_corners=False``, computed in
+    the float32 / float64 mix of PyTorch's CPU kernel (ATen UpSampleKernel.cpp,
+    ``_compute_indices_min_size_weights_aa``; the same triangle filter as PIL): scale =
+    n_in / n_out (float32); centre = scale (i + 0.5); support = max(scale, 1); window
+    [trunc(c - support + 0.5), trunc(c + support + 0.5)) clipped to the input; weight
+    1 - |(j - c + 0.5) / max(scale, 1)| (positive part), summed in order and divided by
+    the sum."""
+    f32, f64 = np.float32, np.float64
+    scale = f32(n_in) / f32(n_out)
+    support = scale if scale >= 1 else f32(1.0)
+    invscale = f32(1.0 / f64(scale)) if scale >= 1 else f32(1.0)
+    centre = (f64(scale) * (np.arange(n_out) + 0.5)).astype(f32)
+    lo = np.maximum(np.trunc((centre - support).astype(f64) + 0.5).astype(np.int64), 0)
+    hi = np.minimum(np.trunc((centre + support).astype(f64) + 0.5).astype(np.int64), n_in)
+    count = hi - lo
+    j = np.arange(int(count.max()))
+    idx = lo[:, None] + j[None, :]
+    x = (((idx.astype(f32) - centre[:, None]).astype(f64) + 0.5) * f64(invscale)).astype(f32)
+    w = np.where(np.abs(x) < 1, (1.0 - np.abs(x).astype(f64)).astype(f32), f32(0.0))
+    w[j[None, :] >= count[:, None]] = 0
+    total = np.zeros(n_out, f32)
+    for k in range(len(j)):  # sequential float32 sum, as the kernel's loop
+        total = total + w[:, k]
+    w = (w / total[:, None]).astype(f32)
+    return np.minimum(idx, n_in - 1), w, count
 
-    x1, y1, x2, y2 = (int(v) for v in np.asarray(region, float).reshape(4))
+
+def _aa_pass(x: np.ndarray, n_out: int, axis: int) -> np.ndarray:
+    """One separable pass of :func:`resize_antialiased` along ``axis`` (float32)."""
+    n_in = x.shape[axis]
+    if n_in == n_out:  # the kernel skips a dimension whose size does not change
+        return x
+    idx, w, _ = _aa_taps(n_in, n_out)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    out = np.take(x, idx[:, 0], axis=axis) * w[:, 0].reshape(shape)
+    for k in range(1, idx.shape[1]):  # output = t0 w0; output += tj wj, in float32
+        out = out + np.take(x, idx[:, k], axis=axis) * w[:, k].reshape(shape)
+    return out
+
+
+def resize_antialiased(image: np.ndarray, out_w: int, out_h: int) -> np.ndarray:
+    """uint8 (H, W, C) -> (out_h, out_w, C): torchvision's antialiased bilinear resize
+    of a uint8 image on its float path (torchvision 0.16.1 v2 ``resize_image``,
+    _geometry.py:248-265: to float32, ``interpolate(mode="bilinear", align_corners=False,
+    antialias=True)``, ``round_``, back to uint8), re-implemented in numpy: PyTorch's
+    separable CPU kernel, width first, then height, on a float32 intermediate
+    (:func:`_aa_taps`); rounded half to even. Equal to torch's float path within 1 grey
+    level at rare rounding ties (docs/models_video.md, "Crops")."""
+    x = np.asarray(image).astype(np.float32)
+    x = _aa_pass(x, int(out_w), 1)
+    x = _aa_pass(x, int(out_h), 0)
+    return np.clip(np.rint(x), 0, 255).astype(np.uint8)
+
+
+#: how GaT's crop is resized: "torch_float" (:func:`resize_antialiased`, torchvision
+#: 0.16.1 on a CPU whose capability string is not exactly "AVX2", e.g. AVX-512) or "pil"
+#: (PIL's BILINEAR, within 2 grey levels, mean 0.001, of torch's native uint8 kernel,
+#: which torchvision 0.16.1 takes on an "AVX2" CPU); docs/models_video.md, "Crops".
+GAT_RESIZE = "torch_float"
+
+
+def crop_int_antialiased(image: np.ndarray, region, size: int) -> np.ndarray:
+    """GaT's official crop of the float ``region`` [x1, y1, x2, y2] (idiap/gaze3d @
+    f2c13de, transforms.py:129-147 ``Crop(224)``): converted to (x, y, w, h) with
+    w = x2 - x1, h = y2 - y1 (131, torchvision ``_box_xyxy_to_xywh``), then each of x, y,
+    w, h truncated towards zero (``.type(torch.int16)``, 132): the right edge is
+    int(x1) + int(x2 - x1), not int(x2). ``resized_crop`` (135-143; torchvision 0.16.1
+    v2 ``crop_image``, _geometry.py:1349-1364) slices the image and pads with zeros where
+    the box leaves it; ``resize_image`` (194-268) resizes with antialiased bilinear
+    (:data:`GAT_RESIZE`)."""
+    x1f, y1f, x2f, y2f = (float(v) for v in np.asarray(region, float).reshape(4))
+    x1, y1 = int(x1f), int(y1f)
+    w, h = int(x2f - x1f), int(y2f - y1f)
     H, W = image.shape[:2]
-    out = np.zeros((max(y2 - y1, 1), max(x2 - x1, 1), 3), np.uint8)
-    sx1, sy1, sx2, sy2 = max(x1, 0), max(y1, 0), min(x2, W), min(y2, H)
+    out = np.zeros((max(h, 1), max(w, 1), 3), np.uint8)
+    sx1, sy1, sx2, sy2 = max(x1, 0), max(y1, 0), min(x1 + w, W), min(y1 + h, H)
     if sx2 > sx1 and sy2 > sy1:
         out[sy1 - y1:sy2 - y1, sx1 - x1:sx2 - x1] = image[sy1:sy2, sx1:sx2]
-    return np.asarray(Image.fromarray(out).resize((int(size), int(size)), Image.BILINEAR))
+    if GAT_RESIZE == "pil":
+        from PIL import Image
+
+        return np.asarray(Image.fromarray(out).resize((int(size), int(size)), Image.BILINEAR))
+    return resize_antialiased(out, int(size), int(size))
 
 
 def keep_ratio_size(h: int, w: int, size: int) -> tuple[int, int]:
     """(height, width) of an h x w image rescaled into size x size with its aspect ratio
-    kept: mmcv ``rescale_size`` for ``img_scale=(size, size)`` (scale = size / long
-    side, each side ``int(side * scale + 0.5)``)."""
+    kept: mmcv 1.4.8 ``rescale_size`` for ``img_scale=(size, size)`` (mmcv/image/
+    geometric.py:205-213: scale = min(size / long side, size / short side); _scale_size,
+    16-29: each side ``int(side * scale + 0.5)``)."""
     scale = min(size / max(h, w), size / min(h, w))
     return int(h * scale + 0.5), int(w * scale + 0.5)
 
 
 def crop_cut_keep_ratio(image: np.ndarray, region, size: int) -> np.ndarray:
-    """MCGaze's official crop: the integer ``region`` cut at the image border (numpy
-    slicing), resized with bilinear interpolation (mmcv ``imresize``: ``cv2.resize``
-    INTER_LINEAR) so that its long side is ``size``, aspect ratio kept."""
+    """MCGaze's official crop of the integer ``region`` (:func:`_square_mcgaze`): cut at
+    the image border by numpy slicing (MCGaze_demo/demo.ipynb:173), resized with its
+    aspect ratio kept so that its long side is ``size`` (configs/multiclue_gaze/
+    multiclue_gaze_r50_l2cs.py:33 ``Resize(img_scale=(448, 448), keep_ratio=True)``,
+    backend cv2 (mmdet/datasets/pipelines/transforms.py:79, 217-221) -> mmcv 1.4.8
+    ``imrescale``, mmcv/image/geometric.py:221-249: sizes by :func:`keep_ratio_size`,
+    ``cv2.resize`` INTER_LINEAR, 88-89): equal to the official crop. A region wholly
+    outside the image raises (the demo's slice would wrap round a negative end index)."""
     x1, y1, x2, y2 = (int(v) for v in np.asarray(region, float).reshape(4))
     H, W = image.shape[:2]
     part = image[max(0, y1):min(y2, H), max(0, x1):min(x2, W)]
