@@ -17,12 +17,15 @@ import numpy as np
 from ..methods.base import FrameContext, Prepared
 from ..methods.clips import CentredWindow, SlidingWindow
 
-__all__ = ["Sample", "Direct", "StageTimes", "assemble", "stack_inputs", "run_samples"]
+__all__ = ["Sample", "Direct", "StageTimes", "Assembler", "assemble", "stack_inputs", "run_samples"]
 
 
 @dataclass
 class StageTimes:
-    """Seconds spent per stage (summed over frames) and frames decoded."""
+    """Seconds spent per stage (summed over frames) and frames decoded: decode, ground
+    truth (``gt_s``), faces (``detect_s``: detection, tracking, landmarks, cache reads),
+    pre-processing, inference and writing (``write_s``: rows, blink mask, face cache,
+    part file)."""
 
     decode_s: float = 0.0
     detect_s: float = 0.0
@@ -30,9 +33,13 @@ class StageTimes:
     infer_s: float = 0.0
     frames: int = 0
     excluded: str | None = None  # why the profile excluded the whole trial (study: a frame without its face)
+    gt_s: float = 0.0
+    write_s: float = 0.0
+
+    STAGES = ("decode_s", "gt_s", "detect_s", "preprocess_s", "infer_s", "write_s")
 
     def add(self, other: StageTimes) -> None:
-        for k in ("decode_s", "detect_s", "preprocess_s", "infer_s", "frames"):
+        for k in (*self.STAGES, "frames"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
 
@@ -107,67 +114,83 @@ def _clip_sample(method, slots: list[_Slot | None], frames_of: list[int | None],
     return Sample(clip, np.stack([p.to_cam for p in items]), frames_of, read, hw)
 
 
-def assemble(method, prepared: Iterator[tuple[int, Prepared | None]]) -> Iterator[Sample]:
-    """Turn per-frame prepared inputs (frame index, Prepared or None) into samples
-    according to the method's clip policy."""
-    pol = getattr(method, "clip_policy", None)
-    if pol is None:
-        for f, p in prepared:
-            if p is not None:
-                yield Sample(p.tensor, p.to_cam, [f], None, p.hw)
-        return
-    if isinstance(pol, CentredWindow):
-        # buffer of the last lookbehind + lookahead + 1 stream positions
-        buf: deque[_Slot] = deque(maxlen=pol.lookbehind + pol.lookahead + 1)
-        pos = -1
+class Assembler:
+    """Push-style clip assembly of one method over one trial: :meth:`push` takes a
+    frame's prepared input (frame index, Prepared or None) and returns the samples it
+    completes; :meth:`finish` returns the rest at the trial's end. The same windows, in
+    the same order, as :func:`assemble` (which is this class driven by an iterator), so
+    one decode can feed several methods frame by frame (run.py, decode once)."""
 
-        def emit(c: int, last: int) -> Sample | None:
-            first = last - len(buf) + 1  # stream position of buf[0]
-            if buf[c - first].prepared is None:
-                return None  # no input for the centre frame: no prediction
-            qs = [c + (k - pol.out_index) * pol.stride for k in range(pol.length)]
-            slots = [buf[q - first] if first <= q <= last else None for q in qs]
-            return _clip_sample(method, slots, [s.frame if s is not None else None for s in slots], pol.out_index)
+    def __init__(self, method):
+        self.method = method
+        self.pol = getattr(method, "clip_policy", None)
+        if self.pol is not None and not isinstance(self.pol, (CentredWindow, SlidingWindow)):
+            raise TypeError(f"unknown clip policy {self.pol!r}")
+        self.pos = -1
+        self.last_start = None
+        n = 1 if self.pol is None else (self.pol.lookbehind + self.pol.lookahead + 1 if isinstance(self.pol, CentredWindow)
+                                        else self.pol.length)
+        self.buf: deque[_Slot] = deque(maxlen=n)
 
-        for f, p in prepared:
-            pos += 1
-            buf.append(_Slot(f, p))
-            c = pos - pol.lookahead
-            if c >= 0:
-                s = emit(c, pos)
+    def _centred(self, c: int) -> Sample | None:
+        pol, buf, last = self.pol, self.buf, self.pos
+        first = last - len(buf) + 1  # stream position of buf[0]
+        if buf[c - first].prepared is None:
+            return None  # no input for the centre frame: no prediction
+        qs = [c + (k - pol.out_index) * pol.stride for k in range(pol.length)]
+        slots = [buf[q - first] if first <= q <= last else None for q in qs]
+        return _clip_sample(self.method, slots, [s.frame if s is not None else None for s in slots], pol.out_index)
+
+    def push(self, f: int, p: Prepared | None) -> list[Sample]:
+        pol = self.pol
+        if pol is None:
+            return [Sample(p.tensor, p.to_cam, [f], None, p.hw)] if p is not None else []
+        self.pos += 1
+        self.buf.append(_Slot(f, p))
+        if isinstance(pol, CentredWindow):
+            c = self.pos - pol.lookahead
+            s = self._centred(c) if c >= 0 else None
+            return [s] if s is not None else []
+        s0 = self.pos - pol.length + 1
+        if s0 >= 0 and s0 % pol.step == 0:
+            self.last_start = s0
+            buf = self.buf
+            smp = _clip_sample(self.method, list(buf), [sl.frame if sl.prepared is not None else None for sl in buf], None)
+            return [smp] if smp is not None else []
+        return []
+
+    def finish(self) -> list[Sample]:
+        pol, pos = self.pol, self.pos
+        out: list[Sample] = []
+        if pol is None:
+            return out
+        if isinstance(pol, CentredWindow):
+            for c in range(max(0, pos - pol.lookahead + 1), pos + 1):
+                s = self._centred(c)
                 if s is not None:
-                    yield s
-        for c in range(max(0, pos - pol.lookahead + 1), pos + 1):
-            s = emit(c, pos)
-            if s is not None:
-                yield s
-        return
-    if isinstance(pol, SlidingWindow):
-        buf2: deque[_Slot] = deque(maxlen=pol.length)
-        pos = -1
-        last_start = None
-        for f, p in prepared:
-            pos += 1
-            buf2.append(_Slot(f, p))
-            s0 = pos - pol.length + 1
-            if s0 >= 0 and s0 % pol.step == 0:
-                last_start = s0
-                smp = _clip_sample(method, list(buf2), [sl.frame if sl.prepared is not None else None for sl in buf2], None)
-                if smp is not None:
-                    yield smp
+                    out.append(s)
+            return out
         n = pos + 1
         if n == 0:
-            return
+            return out
         starts = pol.starts(n)
-        if starts[-1] != last_start:  # final window (or the only one, edge-padded)
+        if starts[-1] != self.last_start:  # final window (or the only one, edge-padded)
             s0 = starts[-1]
-            first = n - len(buf2)
-            slots = [buf2[q - first] if q is not None else None for q in pol.window(s0, n)]
-            smp = _clip_sample(method, slots, [sl.frame if sl is not None and sl.prepared is not None else None for sl in slots], None)
+            first = n - len(self.buf)
+            slots = [self.buf[q - first] if q is not None else None for q in pol.window(s0, n)]
+            smp = _clip_sample(self.method, slots, [sl.frame if sl is not None and sl.prepared is not None else None for sl in slots], None)
             if smp is not None:
-                yield smp
-        return
-    raise TypeError(f"unknown clip policy {pol!r}")
+                out.append(smp)
+        return out
+
+
+def assemble(method, prepared: Iterator[tuple[int, Prepared | None]]) -> Iterator[Sample]:
+    """Turn per-frame prepared inputs (frame index, Prepared or None) into samples
+    according to the method's clip policy (:class:`Assembler` over an iterator)."""
+    a = Assembler(method)
+    for f, p in prepared:
+        yield from a.push(f, p)
+    yield from a.finish()
 
 
 def timed_iter(it, times: StageTimes, attr: str):

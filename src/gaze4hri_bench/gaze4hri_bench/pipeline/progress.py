@@ -28,7 +28,7 @@ def _frames_of(tref, stride: int) -> int:
 
 
 class _TrialBar:
-    """The per-trial handle process_trial drives (``total``, ``refresh``, ``update``):
+    """The per-trial handle the run loop drives (``total``, ``refresh``, ``update``):
     each update moves the trial's bar and the job's overall bar."""
 
     def __init__(self, job: JobProgress, estimate: int, bar):
@@ -65,10 +65,13 @@ class _TrialBar:
 
 
 class JobProgress:
-    """One (method, input) job over its trials."""
+    """One (method, input) job over its trials. ``position``: the terminal row of its
+    overall bar (its trial bar is the row below), so the jobs of one run, which advance
+    together (each trial is decoded once for all of them), each keep their own rows."""
 
-    def __init__(self, run: RunProgress, label: str, trefs: list, stride: int = 1):
+    def __init__(self, run: RunProgress, label: str, trefs: list, stride: int = 1, position: int = 0):
         self.run, self.label, self.trefs = run, label, list(trefs)
+        self.position = position
         self.estimates = [_frames_of(t, stride) for t in self.trefs]
         self.i = 0
         self.frames = 0
@@ -79,7 +82,7 @@ class JobProgress:
             from tqdm import tqdm
 
             total = sum(self.estimates) or None
-            self.bar = tqdm(total=total, desc=label, unit="frame", position=0, leave=True, dynamic_ncols=True,
+            self.bar = tqdm(total=total, desc=label, unit="frame", position=position, leave=True, dynamic_ncols=True,
                             file=run.stream, bar_format=_OVERALL_FMT, mininterval=0.2, miniters=1, smoothing=0.1)
             self._set_postfix()
 
@@ -99,27 +102,35 @@ class JobProgress:
 
     @contextlib.contextmanager
     def trial(self, tref):
-        """Context for one trial; yields the handle for ``process_trial(bar=...)``."""
-        k = self.i
+        """Context for one trial; yields its handle (:meth:`start_trial`, :meth:`end_trial`)."""
+        handle = self.start_trial(tref)
+        try:
+            yield handle
+        finally:
+            self.end_trial(handle)
+
+    def start_trial(self, tref) -> _TrialBar:
+        """The next trial's handle (``total``, ``refresh``, ``update``); end it with :meth:`end_trial`."""
+        k = min(self.i, max(len(self.estimates) - 1, 0))
         self.i += 1
         self._set_postfix()
         sub = None
         if self.run.enabled:
             from tqdm import tqdm
 
-            sub = tqdm(total=self.estimates[k] or None, desc=f"{tref.subject}/{tref.trial}", unit="frame", position=1,
-                       leave=False, dynamic_ncols=True, file=self.run.stream, bar_format=_TRIAL_FMT, mininterval=0.2, miniters=1)
-        handle = _TrialBar(self, self.estimates[k], sub)
-        try:
-            yield handle
-        finally:
-            handle.close()
-            if self.bar is None:
-                now = time.monotonic()
-                if now - self._last_line >= self.run.quiet_every_s and self.i < len(self.trefs):
-                    self._last_line = now
-                    rate = self.frames / max(now - self.t0, 1e-9)
-                    self.run.write(f"{self.label}: trial {self.i}/{len(self.trefs)}, {self.frames} frames, {rate:.1f} frames/s")
+            sub = tqdm(total=(self.estimates[k] if self.estimates else 0) or None, desc=f"{tref.subject}/{tref.trial}",
+                       unit="frame", position=self.position + 1, leave=False, dynamic_ncols=True, file=self.run.stream,
+                       bar_format=_TRIAL_FMT, mininterval=0.2, miniters=1)
+        return _TrialBar(self, self.estimates[k] if self.estimates else 0, sub)
+
+    def end_trial(self, handle: _TrialBar) -> None:
+        handle.close()
+        if self.bar is None:
+            now = time.monotonic()
+            if now - self._last_line >= self.run.quiet_every_s and self.i < len(self.trefs):
+                self._last_line = now
+                rate = self.frames / max(now - self.t0, 1e-9)
+                self.run.write(f"{self.label}: trial {self.i}/{len(self.trefs)}, {self.frames} frames, {rate:.1f} frames/s")
 
     def close(self) -> None:
         if self.bar is not None:
@@ -152,8 +163,8 @@ class RunProgress:
         else:
             self.log(msg)
 
-    def job(self, label: str, trefs: list, stride: int = 1) -> JobProgress:
-        j = JobProgress(self, label, trefs, stride)
+    def job(self, label: str, trefs: list, stride: int = 1, position: int = 0) -> JobProgress:
+        j = JobProgress(self, label, trefs, stride, position)
         self._jobs.append(j)
         return j
 

@@ -107,7 +107,7 @@ def check_profile(parts: Path, profile: str) -> None:
 
 
 def _timing(parts: list[Path]) -> tuple[dict, dict]:
-    keys = ("frames", "decode_s", "detect_s", "preprocess_s", "infer_s", "wall_s")
+    keys = ("frames", "decode_s", "gt_s", "detect_s", "preprocess_s", "infer_s", "write_s", "wall_s")
     tot = dict.fromkeys(keys, 0.0)
     peak_rss, peak_vram, device, batch, cal = 0.0, None, None, None, {}
     subjects: dict[str, dict] = {}
@@ -115,8 +115,10 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
     reasons: dict[str, int] = {}
     excluded: dict[str, str] = {}
     cams: dict[str, dict] = {}  # subject__trial -> camera pose sources' disagreement (run.camera_source_summary)
+    shared: set[str] = set()  # jobs that read the same decode (run.py, decode once)
     for p in parts:
         t = read_part_timing(p)
+        shared.update(t.get("shared_with") or [])
         if t.get("excluded"):
             excluded[p.stem] = t["excluded"]
         if t.get("camera_sources"):
@@ -140,9 +142,11 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
     frames = int(tot["frames"])
     timing = {
         "frames": frames,
-        "decode_s": round(tot["decode_s"], 4), "detect_s": round(tot["detect_s"], 4),
+        "decode_s": round(tot["decode_s"], 4), "gt_s": round(tot["gt_s"], 4), "detect_s": round(tot["detect_s"], 4),
         "preprocess_s": round(tot["preprocess_s"], 4), "infer_s": round(tot["infer_s"], 4),
-        "wall_s": round(tot["wall_s"], 4),
+        "write_s": round(tot["write_s"], 4), "wall_s": round(tot["wall_s"], 4),
+        # decode, gt and detect were spent once per trial for this job and these (not once per job)
+        "shared_with": sorted(shared),
         "infer_ms_per_frame": round(1000 * tot["infer_s"] / frames, 4) if frames else None,
         "fps": round(frames / tot["wall_s"], 3) if tot["wall_s"] > 0 else None,
         "peak_rss_mb": round(peak_rss, 1), "peak_vram_mb": peak_vram, "device": device, "batch": batch,

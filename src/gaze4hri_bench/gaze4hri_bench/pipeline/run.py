@@ -31,7 +31,6 @@ from ..profiles import get_profile
 from . import results
 from .face_pass import (
     FaceModels,
-    ProfileFaces,
     TrialFaces,
     ensure_profile_faces,
     face_cache_path,
@@ -39,11 +38,11 @@ from .face_pass import (
     needs_profile_pass,
     trial_exclusion,
 )
-from .frames import Direct, Sample, StageTimes, assemble, frame_context, run_samples, timed_iter
+from .frames import Assembler, Direct, Sample, StageTimes, frame_context, run_samples, timed_iter
 from .progress import RunProgress
 from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
 
-__all__ = ["RunConfig", "Job", "run_benchmark", "plan_jobs", "process_trial", "DEFAULT_DETECTOR"]
+__all__ = ["RunConfig", "Job", "run_benchmark", "plan_jobs", "process_trial", "timing_lines", "DEFAULT_DETECTOR"]
 
 DEFAULT_DETECTOR = "auto"  # faces.detectors: yolov8_face_onnx when its weights are present, else mediapipe
 
@@ -150,136 +149,338 @@ def _intrinsics(ds, tref, shape) -> np.ndarray:
     return np.asarray(intr.K, float)
 
 
-# -- one trial ----------------------------------------------------------------------------
-def _stream(job: Job, ds, tref, geo: dict[int, dict], faces: TrialFaces | None, times: StageTimes) -> Iterator:
-    """Producer: frames -> Direct predictions (baselines) or Samples (networks). The
-    face table is filled here when ``faces`` is not cached (detect_s)."""
-    m = job.method
-    K = None
-    use_box = m.needs_face(job.input_type)
-
-    def prepared():
-        nonlocal K
-        for fs in timed_iter(ds.iter_frames(tref), times, "decode_s"):
-            times.frames += 1
-            if K is None:
-                K = _intrinsics(ds, tref, fs.image.shape)
-            t0 = time.perf_counter()
-            box = faces.box(fs.index, fs.image) if faces is not None else None
-            t1 = time.perf_counter()
-            times.detect_s += t1 - t0
-            ctx = frame_context(fs.index, fs.t_ns, fs.image, box if use_box else None, K, geo.get(fs.index))
-            if m.kind != "onnx":
-                yield Direct(fs.index, m.predict(ctx))
-            else:
-                p = m.prepare(ctx, job.input_type)
-                yield fs.index, p
-            times.preprocess_s += time.perf_counter() - t1
-
-    if m.kind != "onnx":
-        yield from prepared()
-    else:
-        yield from assemble(m, prepared())
-
-
-def _infer(job: Job, batch: list[Sample], acc_sum: dict, acc_n: dict, times: StageTimes) -> None:
-    t0 = time.perf_counter()
-    outs = run_samples(job.runner.run, batch)
-    g = job.method.decode(outs)  # (B,3) or (B,T,3), network frame
-    pol = getattr(job.method, "clip_policy", None)
-    for i, s in enumerate(batch):
-        if g.ndim == 2:
-            v = job.method.to_camera(g[i][None], s.to_cam[None])[0]
-            acc_sum[s.frames[0]] = v
-            acc_n[s.frames[0]] = 1
-            continue
-        positions = [s.read] if s.read is not None else range(g.shape[1])
-        for k in positions:
-            f = s.frames[k]
-            if f is None:
-                continue
-            v = job.method.to_camera(g[i, k][None], s.to_cam[k][None])[0]
-            acc_sum[f], acc_n[f] = combine(pol, (acc_sum[f], acc_n[f]) if f in acc_sum else None, v)
-    times.infer_s += time.perf_counter() - t0
-
-
+# -- one pass over the trials for every job (decode once) -----------------------------------
 def _blinks_annotated(ds, tref) -> bool:
     f = getattr(ds, "blinks_annotated", None)
     return bool(f(tref)) if callable(f) else False
 
 
-def process_trial(job: Job, ds, tref, cfg: RunConfig, faces_cache: Path | None = None, bar=None,
-                  face_models: FaceModels | None = None) -> tuple[pd.DataFrame, StageTimes, float]:
-    """Run one job on one trial: (rows as in schema.COLUMNS, stage times, peak RSS MB).
-    Blinks from EAR (cfg.blinks) are added to the ground truth's reasons here, for every
-    method alike, unless the trial's blinks come from an annotation."""
-    import psutil
+class _JobFaces:
+    """One job's view of a trial's shared face tables: boxes from ``boxes`` (the run's
+    common table, or the job's profile rule), EAR from ``ear`` (the common table)."""
 
-    proc = psutil.Process()
-    peak = proc.memory_info().rss
-    times = StageTimes()
-    gt = ds.trial_ground_truth(tref)
-    if bar is not None:
-        bar.total = len(gt)
-        bar.refresh()
-    geo = gt_geometry(gt)
-    ear_here = blink_source(cfg.blinks).ear and not _blinks_annotated(ds, tref)
-    faces = None
-    rec = getattr(job.method, "settings", None)  # the method's pipeline-profile record (networks)
-    if job.method.needs_face(job.input_type) or ear_here:
-        models = face_models or FaceModels(cfg.detector)
-        if needs_profile_pass(rec) and job.method.needs_face(job.input_type) and faces_cache is not None:
-            t0 = time.perf_counter()  # the profile's face rule (study: the most frequent track needs the whole trial)
-            ensure_profile_faces(ds, tref, faces_cache, models.with_conf(rec.detector_conf), rec, False)
-            times.detect_s += time.perf_counter() - t0
-            # boxes by the profile's rule; EAR blinks from the run's common face table (same frames for every method)
-            ear_cache = face_cache_path(cfg.out, tref.subject, tref.trial, cfg.detector, cfg.stride)
-            faces = ProfileFaces(TrialFaces(models, faces_cache, landmarks=False),
-                                 TrialFaces(models, ear_cache, landmarks=True) if ear_here else None)
+    def __init__(self, tables: dict, boxes: str, ear: str | None):
+        self.tables, self.boxes, self.ear = tables, boxes, ear
+
+    def table(self) -> pd.DataFrame:
+        return self.tables[self.boxes].table()
+
+    def ear_table(self) -> pd.DataFrame:
+        return self.tables[self.ear or self.boxes].table()
+
+
+class _TrialFaces:
+    """The face tables one trial needs for all its jobs, each filled once per frame
+    however many jobs read it (pipeline.face_pass): the run's common table (subject
+    rule, with EAR when blinks come from it) and one per profile face rule (built by
+    its pre-pass, then read from the cache)."""
+
+    def __init__(self, jobs: list[Job], ds, tref, cfg: RunConfig, models: FaceModels, ear_here: bool,
+                 cache_of, times: StageTimes):
+        self.tables: dict[str, TrialFaces] = {}
+        self.views: dict[int, _JobFaces | None] = {}
+        common = str(cache_of(cfg.detector))
+        for ji, job in enumerate(jobs):
+            if job is None:
+                continue
+            needs = job.method.needs_face(job.input_type)
+            if not (needs or ear_here):
+                self.views[ji] = None
+                continue
+            rec = getattr(job.method, "settings", None)
+            if needs_profile_pass(rec) and needs:
+                path = cache_of(cfg.detector + face_rule_key(rec))
+                if str(path) not in self.tables:
+                    t0 = time.perf_counter()  # the profile's face rule (study: the most frequent track needs the whole trial)
+                    ensure_profile_faces(ds, tref, path, models.with_conf(rec.detector_conf), rec, False)
+                    times.detect_s += time.perf_counter() - t0
+                    self.tables[str(path)] = TrialFaces(models, path, landmarks=False)
+                if ear_here and common not in self.tables:
+                    self.tables[common] = TrialFaces(models, Path(common), landmarks=True)
+                self.views[ji] = _JobFaces(self.tables, str(path), common if ear_here else None)
+            else:
+                if common not in self.tables:
+                    self.tables[common] = TrialFaces(models, Path(common), landmarks=ear_here)
+                self.views[ji] = _JobFaces(self.tables, common, None)
+        self.common = common
+
+    def step(self, index: int, image: np.ndarray) -> dict[str, np.ndarray | None]:
+        """Every table's box in this frame (detect + track once per table)."""
+        return {k: tf.box(index, image) for k, tf in self.tables.items()}
+
+    def box(self, ji: int, boxes: dict) -> np.ndarray | None:
+        v = self.views.get(ji)
+        return boxes.get(v.boxes) if v is not None else None
+
+    def save(self) -> None:
+        for tf in self.tables.values():
+            tf.save()
+
+
+@dataclass
+class _JobTrial:
+    """One job's state on one trial in flight."""
+
+    acc_sum: dict = field(default_factory=dict)
+    acc_n: dict = field(default_factory=dict)
+    outstanding: int = 0  # samples queued for inference, not yet back
+    preprocess_s: float = 0.0
+    infer_s: float = 0.0
+    excluded: str | None = None
+    bar: object = None
+
+
+@dataclass
+class _Trial:
+    """A trial in flight: its ground truth (blinks applied at its end), the stage times
+    it shares with every job (decode, ground truth, faces) and each job's state."""
+
+    tref: object
+    jobs: dict[int, _JobTrial]
+    times: StageTimes = field(default_factory=StageTimes)
+    gt: pd.DataFrame | None = None
+    faces: _TrialFaces | None = None
+    ended: bool = False
+    camera_sources: dict | None = None
+    peak: float = 0.0
+    remaining: int = 0  # jobs whose part of this trial is not written yet
+
+
+class _Engine:
+    """Every job over every trial in one pass (docs/pipeline.md, "Run loop"): a producer
+    thread decodes each trial once, computes its ground truth and face tables once, and
+    runs every job's pre-processing from that decode; the main thread batches each
+    network's samples across trial boundaries (full batches) and runs ONNX Runtime. A
+    job's trial is written (part file) once its last sample is back, in trial order."""
+
+    def __init__(self, jobs: list[Job], todo: list[set], cfg: RunConfig, ds, face_models: FaceModels,
+                 on_part, bars: list | None = None):
+        import psutil
+
+        self.jobs, self.todo, self.cfg, self.ds = jobs, todo, cfg, ds
+        self.face_models, self.on_part, self.bars = face_models, on_part, bars
+        self.proc = psutil.Process()
+        self.pending: dict[int, list[tuple[_Trial, Sample]]] = {ji: [] for ji, j in enumerate(jobs) if j.method.kind == "onnx"}
+        self.fifo: dict[int, list[_Trial]] = {ji: [] for ji in range(len(jobs))}
+        self.inflight: list[_Trial] = []
+        self.last_done = [0.0] * len(jobs)
+        self.totals = [StageTimes() for _ in jobs]
+        self.t_start = 0.0
+        self.trials_decoded = 0
+        self.shared = StageTimes()  # decode, ground truth, faces of the whole run (once per trial)
+
+    # -- producer (prefetch thread) ---------------------------------------------------------
+    def _produce(self, trefs: list) -> Iterator:
+        cfg, ds = self.cfg, self.ds
+        src = blink_source(cfg.blinks)
+        for t in trefs:
+            key = (t.subject, t.trial)
+            here = [ji for ji in range(len(self.jobs)) if key in self.todo[ji]]
+            if not here:
+                continue
+            tr = _Trial(t, {ji: _JobTrial() for ji in here}, remaining=len(here))
+            t0 = time.perf_counter()
+            gt = ds.trial_ground_truth(t)
+            geo = gt_geometry(gt)
+            tr.times.gt_s = time.perf_counter() - t0
+            tr.gt = gt
+            yield "start", -1, tr, None
+            ear_here = src.ear and not _blinks_annotated(ds, t)
+            cache_of = lambda k, t=t: face_cache_path(cfg.out, t.subject, t.trial, k, cfg.stride)  # noqa: E731
+            sel = [self.jobs[ji] if ji in tr.jobs else None for ji in range(len(self.jobs))]
+            faces = _TrialFaces(sel, ds, t, cfg, self.face_models, ear_here, cache_of, tr.times)
+            tr.faces = faces
+            asm = {ji: Assembler(self.jobs[ji].method) for ji in here if self.jobs[ji].method.kind == "onnx"}
+            need_face = {ji: self.jobs[ji].method.needs_face(self.jobs[ji].input_type) for ji in here}
+            K = None
+            for fs in timed_iter(ds.iter_frames(t), tr.times, "decode_s"):
+                tr.times.frames += 1
+                if K is None:
+                    t0 = time.perf_counter()
+                    K = _intrinsics(ds, t, fs.image.shape)
+                    tr.times.decode_s += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                boxes = faces.step(fs.index, fs.image) if faces.tables else {}
+                tr.times.detect_s += time.perf_counter() - t0
+                g = geo.get(fs.index)
+                for ji in here:
+                    job, jt = self.jobs[ji], tr.jobs[ji]
+                    t1 = time.perf_counter()
+                    ctx = frame_context(fs.index, fs.t_ns, fs.image, faces.box(ji, boxes) if need_face[ji] else None, K, g)
+                    out = (asm[ji].push(fs.index, job.method.prepare(ctx, job.input_type)) if ji in asm
+                           else [Direct(fs.index, job.method.predict(ctx))])
+                    jt.preprocess_s += time.perf_counter() - t1
+                    for item in out:
+                        yield "item", ji, tr, item
+            for ji, a in asm.items():
+                t1 = time.perf_counter()
+                out = a.finish()
+                tr.jobs[ji].preprocess_s += time.perf_counter() - t1
+                for item in out:
+                    yield "item", ji, tr, item
+            t0 = time.perf_counter()
+            if faces.tables:
+                faces.save()
+                if ear_here:
+                    from ..faces.blinks import ear_blinks
+
+                    blink = ear_blinks(tr.gt, faces.tables[faces.common].table(), cfg.ear_threshold, cfg.ear_relative)
+                    tr.gt = validity.apply_face_reasons(tr.gt, blink=blink)
+            for ji in here:
+                rec = getattr(self.jobs[ji].method, "settings", None)
+                view = faces.views.get(ji)
+                if rec is not None and rec.missing_face == "trial" and view is not None and need_face[ji]:
+                    tr.jobs[ji].excluded = trial_exclusion(tr.gt["frame"].to_numpy(), view.table())
+            tr.camera_sources = camera_source_summary(t, tr.gt)
+            tr.times.detect_s += time.perf_counter() - t0
+            yield "end", -1, tr, None
+
+    # -- consumer (main thread) -------------------------------------------------------------
+    def run(self, trefs: list) -> None:
+        self.t_start = time.perf_counter()
+        self.last_done = [self.t_start] * len(self.jobs)
+        width = max(1, len(self.jobs))
+        for kind, ji, tr, item in prefetch(self._produce(trefs), maxsize=self.cfg.prefetch * width):
+            if kind == "start":
+                tr.peak = self.proc.memory_info().rss
+                self.inflight.append(tr)
+                for j in tr.jobs:
+                    self.fifo[j].append(tr)
+                continue
+            if kind == "item":
+                jt = tr.jobs[ji]
+                if isinstance(item, Direct):
+                    jt.acc_sum[item.frame] = item.vector
+                    jt.acc_n[item.frame] = 1
+                    self._bar(ji, tr).update(1)
+                    continue
+                jt.outstanding += 1
+                p = self.pending[ji]
+                p.append((tr, item))
+                if len(p) >= self.jobs[ji].runner.batch:
+                    self.pending[ji] = []
+                    self._infer(ji, p)
+                continue
+            tr.ended = True  # "end": the producer is done with this trial
+            self.trials_decoded += 1
+            self.shared.add(tr.times)
+            for j in tr.jobs:
+                self._drain(j)
+        for ji, p in self.pending.items():  # the run's last, partial batches
+            if p:
+                self.pending[ji] = []
+                self._infer(ji, p)
+
+    def _bar(self, ji: int, tr: _Trial):
+        jt = tr.jobs[ji]
+        if jt.bar is None:
+            jt.bar = self.bars[ji].start_trial(tr.tref) if self.bars is not None else _NoBar()
+            jt.bar.total = len(tr.gt)
+            jt.bar.refresh()
+        return jt.bar
+
+    def _infer(self, ji: int, batch: list[tuple[_Trial, Sample]]) -> None:
+        job = self.jobs[ji]
+        t0 = time.perf_counter()
+        samples = [s for _, s in batch]
+        outs = run_samples(job.runner.run, samples)
+        g = job.method.decode(outs)  # (B,3) or (B,T,3), network frame
+        pol = getattr(job.method, "clip_policy", None)
+        if g.ndim == 2:  # single-frame networks (per sample, as a one-method run always did: identical bits)
+            for i, (tr, s) in enumerate(batch):
+                jt = tr.jobs[ji]
+                jt.acc_sum[s.frames[0]] = job.method.to_camera(g[i][None], s.to_cam[None])[0]
+                jt.acc_n[s.frames[0]] = 1
         else:
-            faces = TrialFaces(models, faces_cache, landmarks=ear_here)
-    acc_sum: dict[int, np.ndarray] = {}
-    acc_n: dict[int, int] = {}
-    pending: list[Sample] = []
-    for item in prefetch(_stream(job, ds, tref, geo, faces, times), maxsize=cfg.prefetch):
-        if isinstance(item, Direct):
-            acc_sum[item.frame] = item.vector
-            acc_n[item.frame] = 1
-            if bar is not None:
-                bar.update(1)
-            continue
-        pending.append(item)
-        if len(pending) >= job.runner.batch:
-            _infer(job, pending, acc_sum, acc_n, times)
-            if bar is not None:
-                bar.update(len(pending))
-            pending = []
-            peak = max(peak, proc.memory_info().rss)
-    if pending:
-        _infer(job, pending, acc_sum, acc_n, times)
-        if bar is not None:
-            bar.update(len(pending))
-    peak = max(peak, proc.memory_info().rss)
-    if faces is not None:
-        faces.save()
-        if ear_here:
-            from ..faces.blinks import ear_blinks
+            for i, (tr, s) in enumerate(batch):
+                jt = tr.jobs[ji]
+                positions = [s.read] if s.read is not None else range(g.shape[1])
+                for k in positions:
+                    f = s.frames[k]
+                    if f is None:
+                        continue
+                    v = job.method.to_camera(g[i, k][None], s.to_cam[k][None])[0]
+                    jt.acc_sum[f], jt.acc_n[f] = combine(pol, (jt.acc_sum[f], jt.acc_n[f]) if f in jt.acc_sum else None, v)
+        dt = (time.perf_counter() - t0) / len(batch)
+        rss = self.proc.memory_info().rss
+        for tr in self.inflight:
+            tr.peak = max(tr.peak, rss)
+        for tr, _s in batch:
+            tr.jobs[ji].infer_s += dt  # a batch across trials: its time shared per sample
+        for tr, _s in batch:
+            self._bar(ji, tr).update(1)
+            tr.jobs[ji].outstanding -= 1
+            self._drain(ji)
 
-            blink = ear_blinks(gt, faces.ear_table(), cfg.ear_threshold, cfg.ear_relative)
-            gt = validity.apply_face_reasons(gt, blink=blink)
-    preds = {f: normalize(acc_sum[f] / acc_n[f]) for f in acc_sum}
-    if rec is not None and rec.smoothing is not None and preds:  # official temporal filter (MCGaze evaluation)
-        order = sorted(preds)
-        preds = dict(zip(order, smooth_sequence([preds[f] for f in order], rec.smoothing), strict=True))
-    if rec is not None and rec.clip_shift:  # the study compared frame f with the output for f - shift
-        preds = {f + rec.clip_shift: v for f, v in preds.items()}
-    times.excluded = None
-    times.camera_sources = camera_source_summary(tref, gt)
-    if rec is not None and rec.missing_face == "trial" and faces is not None and job.method.needs_face(job.input_type):
-        times.excluded = trial_exclusion(gt["frame"].to_numpy(), faces.table())
-        if times.excluded:
+    def _drain(self, ji: int) -> None:
+        """Write this job's finished trials, oldest first."""
+        q = self.fifo[ji]
+        while q and q[0].ended and q[0].jobs[ji].outstanding == 0:
+            self._finish(ji, q.pop(0))
+
+    def _finish(self, ji: int, tr: _Trial) -> None:
+        job, jt = self.jobs[ji], tr.jobs[ji]
+        t0 = time.perf_counter()
+        rec = getattr(job.method, "settings", None)
+        preds = {f: normalize(jt.acc_sum[f] / jt.acc_n[f]) for f in jt.acc_sum}
+        if rec is not None and rec.smoothing is not None and preds:  # official temporal filter (MCGaze evaluation)
+            order = sorted(preds)
+            preds = dict(zip(order, smooth_sequence([preds[f] for f in order], rec.smoothing), strict=True))
+        if rec is not None and rec.clip_shift:  # the study compared frame f with the output for f - shift
+            preds = {f + rec.clip_shift: v for f, v in preds.items()}
+        if jt.excluded:
             preds = {}  # the whole trial is excluded: every frame no_face
-    return rows_for_trial(job, tref, gt, preds), times, peak / 2**20
+        df = rows_for_trial(job, tr.tref, tr.gt, preds)
+        times = StageTimes(decode_s=tr.times.decode_s, detect_s=tr.times.detect_s, preprocess_s=jt.preprocess_s,
+                           infer_s=jt.infer_s, frames=tr.times.frames, excluded=jt.excluded, gt_s=tr.times.gt_s)
+        times.camera_sources = tr.camera_sources
+        times.shared_with = [self.jobs[j].key for j in tr.jobs if j != ji]
+        tr.peak = max(tr.peak, self.proc.memory_info().rss)
+        times.write_s = time.perf_counter() - t0
+        now = time.perf_counter()
+        wall = now - self.last_done[ji]  # this job's time since its previous trial was written
+        self.on_part(ji, tr.tref, df, times, wall, tr.peak / 2**20)
+        times.write_s += time.perf_counter() - now  # the part file itself (printed; the part records the rows' share)
+        self.last_done[ji] = time.perf_counter()
+        self.totals[ji].add(times)
+        if self.bars is not None:
+            self.bars[ji].end_trial(self._bar(ji, tr))
+        tr.remaining -= 1
+        if tr.remaining == 0:
+            self.inflight.remove(tr)
+
+
+class _NoBar:
+    total = None
+
+    def refresh(self) -> None:
+        pass
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+
+def process_trial(job: Job, ds, tref, cfg: RunConfig, face_models: FaceModels | None = None) -> tuple[pd.DataFrame, StageTimes, float]:
+    """Run one job on one trial: (rows as in schema.COLUMNS, stage times, peak RSS MB).
+    The run loop's engine on a single (job, trial), nothing written but the face cache
+    under ``cfg.out``; blinks from EAR (cfg.blinks) are added to the ground truth's
+    reasons as in a run."""
+    got = {}
+    models = face_models or FaceModels(cfg.detector)
+    key = (tref.subject, tref.trial)
+
+    def on_part(ji, t, df, times, wall, peak):
+        got.update(df=df, times=times, peak=peak)
+
+    eng = _Engine([job], [{key}], cfg, ds, models, on_part)
+    if job.method.kind == "onnx" and job.runner is None:
+        job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
+    try:
+        eng.run([tref])
+    finally:
+        if face_models is None:
+            models.close()
+    return got["df"], got["times"], got["peak"]
 
 
 def camera_source_summary(tref, gt: pd.DataFrame) -> dict | None:
@@ -369,9 +570,10 @@ def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray
 # -- the run ------------------------------------------------------------------------------
 def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, dataset=None, skipped: list | None = None) -> list[Path]:
     """Run every job over every selected trial; return the per-(method, input) files.
-    ``dataset``: an object with the data.reader.Dataset interface (default: read cfg.data).
-    ``skipped``: a list that receives the reader's SkippedTrial entries (damaged bags,
-    refused study trials), which are also listed again at the end of the run."""
+    Each trial is decoded once for all jobs (_Engine). ``dataset``: an object with the
+    data.reader.Dataset interface (default: read cfg.data). ``skipped``: a list that
+    receives the reader's SkippedTrial entries (damaged bags, refused study trials),
+    which are also listed again at the end of the run."""
     jobs = jobs if jobs is not None else plan_jobs(cfg)
     src = blink_source(cfg.blinks)
     if src.ear and cfg.ear_relative is None and cfg.ear_threshold is None:
@@ -400,8 +602,47 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
     face_models = FaceModels(cfg.detector)
     with RunProgress(cfg.progress, log) as prog:  # bars (TTY) with messages above them
         try:
+            todo, bars = [], []
+            for k, job in enumerate(jobs):  # what each job still has to do (resume), its session, its bars
+                parts = results.parts_dir(cfg.out, job.method.name, job.input_type)
+                results.check_profile(parts, cfg.profile)  # resume never mixes pipeline profiles
+                mine = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
+                todo.append({(t.subject, t.trial) for t in mine})
+                label = f"{job.method.name} ({job.input_type})"
+                if mine and job.method.kind == "onnx" and job.runner is None:
+                    job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
+                dev = job.runner.device if job.runner is not None else "cpu"
+                done = len(trefs) - len(mine)
+                prog.write(f"{label}: {len(mine)} trial(s) to run" + (f", {done} already done (resumed)" if done else "")
+                           + (f" on {dev}" if mine else ""))
+                bars.append(prog.job(label, mine, cfg.stride, position=2 * k))
+
+            def on_part(ji, t, df, times, wall, peak):
+                job = jobs[ji]
+                dev = job.runner.device if job.runner is not None else "cpu"
+                vram = vram_used_mb() if dev == "cuda" else None
+                results.write_part(results.part_path(results.parts_dir(cfg.out, job.method.name, job.input_type), t.subject, t.trial), df, {
+                    "frames": times.frames, "decode_s": times.decode_s, "gt_s": times.gt_s, "detect_s": times.detect_s,
+                    "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "write_s": times.write_s, "wall_s": wall,
+                    "shared_with": times.shared_with,
+                    "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
+                    "calibration_hashes": _cal_hashes(t), "reasons": count_reasons(df),
+                    "subject_info": dict(getattr(t, "subject_info", None) or {}),
+                    "data_backend": _data_backend(t),
+                    "profile": cfg.profile, "excluded": times.excluded,
+                    "camera_sources": times.camera_sources,
+                })
+                if times.excluded:
+                    prog.write(f"{job.method.name} ({job.input_type}): {t.subject}/{t.trial} excluded under profile {cfg.profile}: {times.excluded}")
+
+            engine = _Engine(jobs, todo, cfg, ds, face_models, on_part, bars)
+            engine.run(trefs)
+            for bar in bars:
+                bar.close()
             for job in jobs:
-                written.append(_run_job(job, cfg, ds, trefs, face_models, prog))
+                written.append(_merge_job(job, cfg, trefs, prog.write))
+            for line in timing_lines(jobs, engine):
+                prog.write(line)
         finally:
             face_models.close()
     if bad:
@@ -411,49 +652,41 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
     return written
 
 
-def _run_job(job: Job, cfg: RunConfig, ds, trefs: list, face_models: FaceModels, prog: RunProgress) -> Path:
-    """One (method, input) job over every trial not done yet; merge into its results file."""
+def _merge_job(job: Job, cfg: RunConfig, trefs: list, log) -> Path:
+    """Merge one job's part files into its results file and say how many frames are valid."""
     parts = results.parts_dir(cfg.out, job.method.name, job.input_type)
-    todo = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
-    results.check_profile(parts, cfg.profile)  # resume never mixes pipeline profiles
-    rec = getattr(job.method, "settings", None)
-    face_key = cfg.detector + (face_rule_key(rec) if rec is not None and job.method.needs_face(job.input_type) else "")
-    skipped = len(trefs) - len(todo)
-    label = f"{job.method.name} ({job.input_type})"
-    if todo and job.method.kind == "onnx" and job.runner is None:
-        job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
-    dev = job.runner.device if job.runner is not None else "cpu"
-    log = prog.write
-    log(f"{label}: {len(todo)} trial(s) to run" + (f", {skipped} already done (resumed)" if skipped else "")
-        + (f" on {dev}" if todo else ""))
-    bars = prog.job(label, todo, cfg.stride)
-    for t in todo:
-        t0 = time.perf_counter()
-        with bars.trial(t) as bar:
-            cache = face_cache_path(cfg.out, t.subject, t.trial, face_key, cfg.stride)
-            df, times, peak = process_trial(job, ds, t, cfg, cache, bar, face_models)
-        wall = time.perf_counter() - t0
-        vram = vram_used_mb() if dev == "cuda" else None
-        results.write_part(results.part_path(parts, t.subject, t.trial), df, {
-            "frames": times.frames, "decode_s": times.decode_s, "detect_s": times.detect_s,
-            "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "wall_s": wall,
-            "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
-            "calibration_hashes": _cal_hashes(t), "reasons": count_reasons(df),
-            "subject_info": dict(getattr(t, "subject_info", None) or {}),
-            "data_backend": _data_backend(t),
-            "profile": cfg.profile, "excluded": getattr(times, "excluded", None),
-            "camera_sources": getattr(times, "camera_sources", None),
-        })
-        if getattr(times, "excluded", None):
-            log(f"{label}: {t.subject}/{t.trial} excluded under profile {cfg.profile}: {times.excluded}")
-    bars.close()
     paths = [results.part_path(parts, t.subject, t.trial) for t in trefs]
     path = results.merge(cfg.out, job, paths, cfg)
     r = results.read_metadata(path)["timing"].get("reasons") or {}
     removed = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("valid", "total") and v)
-    log(f"{label}: {r.get('valid', '?')} of {r.get('total', '?')} frames valid" + (f" (removed: {removed})" if removed else "")
-        + f"; wrote {path}")
+    log(f"{job.method.name} ({job.input_type}): {r.get('valid', '?')} of {r.get('total', '?')} frames valid"
+        + (f" (removed: {removed})" if removed else "") + f"; wrote {path}")
     return path
+
+
+_STAGE_NAMES = {"decode_s": "decode", "gt_s": "ground truth", "detect_s": "faces", "preprocess_s": "pre-process",
+                "infer_s": "inference", "write_s": "writing"}
+
+
+def timing_lines(jobs: list[Job], engine: _Engine) -> list[str]:
+    """The run's per-stage seconds, printed at its end: the shared pass (decode, ground
+    truth, faces: once per trial for every job) and each job's own stages, with its wall
+    time and frames per second. Stages overlap (producer thread), so they do not add up
+    to the wall time."""
+    if not engine.trials_decoded:
+        return []
+    s = engine.shared
+    shared = ", ".join(f"{_STAGE_NAMES[k]} {getattr(s, k):.1f} s" for k in ("decode_s", "gt_s", "detect_s"))
+    lines = [f"timing: {engine.trials_decoded} trial(s), {s.frames} frames decoded once for {len(jobs)} job(s): {shared}"]
+    for ji, job in enumerate(jobs):
+        t = engine.totals[ji]
+        if not t.frames:
+            continue
+        wall = engine.last_done[ji] - engine.t_start
+        own = ", ".join(f"{_STAGE_NAMES[k]} {getattr(t, k):.1f} s" for k in ("preprocess_s", "infer_s", "write_s"))
+        lines.append(f"timing: {job.method.name} ({job.input_type}): {t.frames} frames in {wall:.1f} s "
+                     f"({t.frames / wall if wall > 0 else 0:.1f} frames/s); {own}")
+    return lines
 
 
 def _data_backend(tref) -> str:
