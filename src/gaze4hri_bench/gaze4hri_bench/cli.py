@@ -33,8 +33,9 @@ examples:
   gaze4hri-bench analyze results --out report           # statistics, tables, figures, report.html
   gaze4hri-bench COMMAND --help                         # a command's options, defaults and examples
 
-exit codes: 0 done, 1 run done but some trials skipped (damaged bag: CRC mismatch, or a
-refused study trial; listed at the end, results written for the others), 2 bad input
+exit codes: 0 done (a study-layout trial the release lacks files for is listed and
+skipped), 1 run done but a recorded bag is damaged (CRC mismatch; listed at the end,
+results written for the others), 2 bad input
 or a refusal (one line on stderr), 3 missing weights for a named method, 130 interrupted (Ctrl-C).
 """
 

@@ -84,6 +84,9 @@ class SkippedTrial:
     trial: str
     where: str
     reason: str
+    #: recorded data found damaged (an MCAP CRC mismatch): ``run`` exits 1. A study-layout
+    #: trial the reader refuses (a file the release lacks) is listed, and the run exits 0.
+    damaged: bool = False
 
 
 @runtime_checkable

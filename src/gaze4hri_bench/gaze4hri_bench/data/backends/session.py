@@ -385,7 +385,7 @@ class SessionDataset:
                 bd = sd / rec.bag if rec.bag else bag_dir(sd, tid)
                 damage = bag_damage(bd, tid) if rec.status in TRIAL_STATUSES_READ else None
                 if damage is not None:  # never read: listed, and the run goes on with the other trials
-                    self.skipped.append(SkippedTrial(subject, tid, damage.where or str(bd), damage.line()))
+                    self.skipped.append(SkippedTrial(subject, tid, damage.where or str(bd), damage.line(), damaged=True))
                     continue
                 order.append((tr.index, TrialRef(subject, tid, tr, sd, bd, rec.status, cal, rec, subject_info=info)))
             refs.extend(r for _i, r in sorted(order, key=lambda x: x[0]))
