@@ -14,6 +14,7 @@ from gaze4hri_core.errors import Gaze4HRIError
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "predict": ("gaze4hri_bench.predict", "a method on your own video, image folder or camera -> annotated video + per-frame table"),
     "run": ("gaze4hri_bench.pipeline.cli_run", "run gaze methods on recorded sessions -> per-frame Parquet"),
     "methods": ("gaze4hri_bench.pipeline.cli_methods", "list registered methods and whether their weights are present"),
     "models": ("gaze4hri_bench.zoo.cli", "import, export, list and verify ONNX models of the official checkpoints"),
@@ -28,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 _EPILOG = """\
 examples:
   gaze4hri-bench demo                                   # simulated sessions -> benchmark -> report (out/demo)
+  gaze4hri-bench predict --video my.mp4 --method head_pose   # a method on your own video (annotated MP4 + table)
   gaze4hri-bench methods                                # methods, weight status, import commands
   gaze4hri-bench run --data sessions --out results      # every method with weights + the baselines
   gaze4hri-bench analyze results --out report           # statistics, tables, figures, report.html
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if cmd in SUBCOMMANDS:
         from ._console import setup
 
-        setup(native_filter=cmd in ("run", "demo"))  # before the subcommand imports MediaPipe, TFLite, Ultralytics
+        setup(native_filter=cmd in ("run", "demo", "predict"))  # before the subcommand imports MediaPipe, TFLite, Ultralytics
     try:
         parser = build_parser(load=cmd if cmd in SUBCOMMANDS else None)
         args = parser.parse_args(argv)
