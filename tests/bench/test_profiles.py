@@ -16,6 +16,7 @@ import re
 
 import cv2
 import numpy as np
+import pandas as pd
 import pytest
 from gaze4hri_bench.faces import crops
 from gaze4hri_bench.faces.normalization import EYE_TO_FACE_CENTRE_MM, study_head_rotation
@@ -245,7 +246,8 @@ def test_mcgaze_square_uses_integer_centre_and_half_side():
 
 
 def test_study_crop_stretches_without_squaring():
-    assert {P.get_profile("study").record(n).crop_rule for n in SPECS} == {"l2cs_face_box"}
+    padded = {"puregaze_eth", "puregaze_gaze360", "gazetr_gaze360"}  # crop_pad_20px (tests/bench/test_study_settings.py)
+    assert {P.get_profile("study").record(n).crop_rule for n in SPECS if n not in padded} == {"l2cs_face_box"}
     img = np.zeros((100, 200, 3), np.uint8)
     img[20:40, 50:150] = 255  # a 100x20 white bar
     p = crops.crop(img, [50.9, 20.9, 150.2, 40.2], "l2cs_face_box", 224)
@@ -367,8 +369,11 @@ def _observe(name: str, rec: P.MethodProfile):
         from gaze4hri_bench.methods.clips import smooth_sequence
 
         seq = np.round(smooth_sequence(_SEQ, rec.smoothing), 6).tobytes()
+    # scoring: the frames of a 30-frame trial left unscored (a pose-match table with frame 4 unmatched)
+    pose_gt = pd.DataFrame({"frame": np.arange(30), "invalid_reason": ["interp_gap" if f == 4 else "" for f in range(30)]})
+    scored = tuple(P.not_scored_mask(np.arange(30), rec, it, pose_gt).tobytes() for it in ("crop", "rectified"))
     return {"vec": vec, "tensor": tensor, "rect": rect, "window": window, "smoothing": seq, "shift": rec.clip_shift, "faces": faces,
-            "trial": rec.missing_face}
+            "trial": rec.missing_face, "scored": scored}
 
 
 def _has_ultralytics() -> bool:
@@ -403,7 +408,7 @@ def _mutations():
                     alt = 0.5 if cur is None else None
                 elif f.name == "ray_correction":
                     alt = not cur
-                elif f.name == "clip_shift":
+                elif f.name in ("clip_shift", "unscored_tail"):
                     alt = cur + 2
                 elif f.name == "smoothing":
                     alt = None if cur is not None else 0.6

@@ -30,7 +30,8 @@ from gaze4hri_core.errors import Gaze4HRIError
 from .specs import IMAGENET_MEAN, IMAGENET_STD, SPECS, MethodSpec
 
 __all__ = ["MethodProfile", "Setting", "Profile", "PROFILES", "DEFAULT_PROFILE", "get_profile", "profile_names",
-           "reference_record", "FIELD_CHOICES", "VERDICTS", "single_setting_names"]
+           "reference_record", "FIELD_CHOICES", "VERDICTS", "single_setting_names", "not_scored_mask", "mark_not_scored",
+           "NOT_SCORED"]
 
 DEFAULT_PROFILE = "reference"
 
@@ -47,6 +48,7 @@ FIELD_CHOICES: dict[str, tuple] = {
     "denorm": ("rotation", "inverse_warp"),
     "colour": ("rgb", "bgr"),
     "clip": ("official", "causal"),
+    "pose_match": ("interpolate", "nearest_20ms"),
 }
 VERDICTS = ("deliberate choice", "looks like a mistake", "same as reference")
 
@@ -72,7 +74,13 @@ class MethodProfile:
     (``official`` window of the method's code, or ``causal`` f-T+1..f read at the last
     position), ``clip_shift`` (the prediction of frame f is compared with frame
     f + shift) and ``smoothing`` (alpha of the official MCGaze evaluation's temporal
-    filter alpha x self + (1 - alpha)/2 x (previous + next), re-normalized; None: off)."""
+    filter alpha x self + (1 - alpha)/2 x (previous + next), re-normalized; None: off).
+    Scoring: ``unscored_tail`` (the last N frames of every trial are not scored: reason
+    ``not_scored``, :func:`not_scored_mask`); ``pose_match`` (``interpolate``: a
+    rectified input's geometry (eye midpoint, face centre, head rotation, camera) is the
+    motion capture interpolated at the frame stamp, as the ground truth; ``nearest_20ms``:
+    the sample nearest to the stamp, and a frame without one within 20 ms is not scored;
+    data.groundtruth.pose_match_options)."""
 
     crop_rule: str
     box_margin: float
@@ -91,6 +99,8 @@ class MethodProfile:
     clip: str
     clip_shift: int
     smoothing: float | None
+    unscored_tail: int = 0
+    pose_match: str = "interpolate"
 
     def validate(self, where: str) -> None:
         """Raise Gaze4HRIError naming the first invalid field."""
@@ -105,9 +115,10 @@ class MethodProfile:
             if f.name in choices and v not in choices[f.name]:
                 raise Gaze4HRIError(f"profile {where}: {f.name} = {v!r} is not one of {', '.join(map(str, choices[f.name]))}",
                                     "gaze4hri_bench.profiles", "fix the profile record")
-        if (not 0.0 <= self.box_margin < 1.0 or self.clip_shift < 0
+        if (not 0.0 <= self.box_margin < 1.0 or self.clip_shift < 0 or self.unscored_tail < 0
                 or (self.smoothing is not None and not 0.0 < self.smoothing <= 1.0)):
-            raise Gaze4HRIError(f"profile {where}: box_margin must lie in [0, 1), clip_shift >= 0, smoothing in (0, 1]",
+            raise Gaze4HRIError(f"profile {where}: box_margin must lie in [0, 1), clip_shift and unscored_tail >= 0, "
+                                "smoothing in (0, 1]",
                                 "gaze4hri_bench.profiles", "fix the profile record")
         if self.detector_conf is not None and not 0.0 < self.detector_conf < 1.0:
             raise Gaze4HRIError(f"profile {where}: detector_conf must lie in (0, 1)", "gaze4hri_bench.profiles",
@@ -195,7 +206,7 @@ STUDY_SETTINGS: tuple[Setting, ...] = (
             "GazeForHRI/GazeModels@l2cs:gaze_estimation.py:302-315",
             "deliberate choice",
             "the face box (integer, clamped) resized to 224x224 without squaring, not the methods' square head crops "
-            "(L2CS and the crop variants of the rectified methods crop so in both profiles)"),
+            "(L2CS and GazeTR (ETH) crop so in both profiles; the other rectified methods pad it: crop_pad_20px)"),
     Setting("box_margin_10pct", "box_margin", 0.1, _ALL,
             "GazeForHRI/Gaze4HRI@main:head_detection.py:41,114-120",
             "deliberate choice", "detector box grown by 10 % of its width/height on every side, clamped to the image"),
@@ -250,10 +261,77 @@ STUDY_SETTINGS: tuple[Setting, ...] = (
             "GazeForHRI/Gaze4HRI@main:data_analyer.py:114-121", "looks like a mistake",
             "the analysis compares frame f with the output for frame f-3 (a 'reverse shift' of a shift the "
             "causal windows do not have)"),
+    Setting("crop_pad_20px", "crop_rule", "l2cs_face_box_pad20", ("puregaze_eth", "puregaze_gaze360", "gazetr_gaze360"),
+            "GazeForHRI/GazeModels@puregaze:gaze_estimation.py:234-243, @puregaze_gaze360:gaze_estimation.py:247-256, "
+            "@gazetr_gaze360:gaze_estimation.py:241-250 (padd = 20)", "deliberate choice",
+            "the crop input's integer face box grown by 20 px on every side before the clamp, then stretched to "
+            "224x224 (L2CS, GaT and GazeTR (ETH) pad 0)"),
+    Setting("gat_last_3_unscored", "unscored_tail", 3, ("gat_gaze360",),
+            "GazeForHRI/Gaze4HRI@main:data_analyer.py:114-121", "looks like a mistake",
+            "the analyser loops over range(len - 3) of GaT's aligned estimates: the last 3 frames of every video "
+            "are never scored"),
+    Setting("rect_pose_nearest_20ms", "pose_match", "nearest_20ms", _ALL,
+            "GazeForHRI/Gaze4HRI@main:unrectification.py:103-105,118-120 (data_matcher.py:32-66); input: "
+            "GazeForHRI/GazeModels@puregaze:gaze_estimation.py:76-87", "deliberate choice",
+            "a rectified input's eye, head and camera poses are the motion-capture samples nearest to the frame "
+            "stamp (not interpolated); a frame without one within 20 ms gets no de-normalized output (not scored)"),
 )
 # Agreement, listed for completeness (no difference from reference once the reference
 # reads a Gaze360-trained PureGaze as [yaw, pitch]):
 # GazeForHRI/GazeModels@puregaze_gaze360:gaze_model_puregaze_on_gaze360.py:86-87.
+
+
+#: the reason of a frame a profile record does not score (data.validity.PROFILE_REASONS)
+NOT_SCORED = "not_scored"
+
+
+def not_scored_mask(frames, record: MethodProfile | None, input_type: str = "crop", pose_gt=None,
+                    last_frame: int | None = None):
+    """Which of a trial's ``frames`` (frame slots, any order) ``record`` does not score
+    (bool array): with ``unscored_tail = N``, the last N frame slots of the trial
+    (slot > last_frame - N; ``last_frame``: the trial's last slot, default the largest
+    of ``frames``), as the study's analyser, which loops over ``range(len - 3)`` of GaT's
+    aligned estimates (GazeForHRI/Gaze4HRI@main:data_analyer.py:114-121); with
+    ``pose_match = nearest_20ms`` on the rectified input, the frames ``pose_gt`` (the
+    ground-truth table of data.groundtruth.pose_match_options) marks ``interp_gap``: no
+    motion-capture sample within 20 ms, so the study's de-normalization skips the row
+    (unrectification.py:103-105,118-120)."""
+    import numpy as np
+
+    f = np.asarray(frames, np.int64).reshape(-1)
+    out = np.zeros(len(f), bool)
+    if record is None or not len(f):
+        return out
+    tail = int(getattr(record, "unscored_tail", 0) or 0)
+    if tail:
+        last = int(f.max()) if last_frame is None else int(last_frame)
+        out |= f > last - tail
+    if pose_gt is not None and getattr(record, "pose_match", "interpolate") != "interpolate" and input_type == "rectified":
+        unmatched = pose_gt["invalid_reason"].astype(str).to_numpy() == "interp_gap"
+        gap = set(pose_gt["frame"].to_numpy(np.int64)[unmatched].tolist())
+        out |= np.fromiter((int(x) in gap for x in f), bool, len(f))
+    return out
+
+
+def mark_not_scored(rows, record: MethodProfile | None, input_type: str = "crop", pose_gt=None,
+                    last_frame: int | None = None):
+    """``rows`` (one trial of a method's result rows, schema.COLUMNS: frame, valid,
+    invalid_reason, error_deg) with the frames :func:`not_scored_mask` names turned
+    invalid with reason ``not_scored`` (error NaN), unless a data or blink reason
+    already holds (``no_face``, which a missing prediction gets, is replaced). A copy."""
+    import numpy as np
+
+    out = rows.copy()
+    m = not_scored_mask(out["frame"].to_numpy(), record, input_type, pose_gt, last_frame)
+    if not m.any():
+        return out
+    reason = out["invalid_reason"].fillna("").astype(str).to_numpy(object)
+    m &= (reason == "") | (reason == "no_face")
+    out.loc[m, "valid"] = False
+    out.loc[m, "invalid_reason"] = NOT_SCORED
+    if "error_deg" in out.columns:
+        out.loc[m, "error_deg"] = np.nan
+    return out
 
 
 def _apply(base: Mapping[str, MethodProfile], settings: tuple[Setting, ...]) -> dict[str, MethodProfile]:

@@ -34,6 +34,9 @@ __all__ = [
     "bracket_gaps",
     "study_query_times",
     "stable_start_ns",
+    "nearest_sample_index",
+    "pose_match_options",
+    "POSE_MATCH_MAX_MS",
     "R_REP_TO_CV_HEAD",
     "GT_COLUMNS",
 ]
@@ -75,7 +78,12 @@ class GTOptions:
     itself on an exact hit, the first/last sample outside the stream, no gap limit, and
     frames before the head stream's stable start (the end of the first
     ``stable_window`` intervals within ``stable_period_ms`` +- ``stable_tolerance_ms``)
-    marked ``before_stable_start`` (the study drops them)."""
+    marked ``before_stable_start`` (the study drops them); or ``nearest``: each stream's
+    sample nearest to the frame stamp, not interpolated, and a frame whose nearest sample
+    of a stream lies more than ``nearest_max_ms`` away marked ``interp_gap`` (the study's
+    match_regular_to_regular, used where it de-normalizes rectified predictions:
+    :func:`nearest_sample_index`; the geometry of the ``pose_match = nearest_20ms``
+    profile setting, :func:`pose_match_options`)."""
 
     max_gap_mocap_s: float = 0.050
     max_gap_robot_s: float = 0.030
@@ -88,6 +96,7 @@ class GTOptions:
     stable_period_ms: float = 10.0
     stable_tolerance_ms: float = 2.0
     stable_window: int = 5
+    nearest_max_ms: float = 20.0
 
     def __post_init__(self):
         if not (0 < self.max_gap_mocap_s <= self.mocap_lost_s):
@@ -98,8 +107,10 @@ class GTOptions:
             raise ValueError("GTOptions.face_center must be 'eth' or 'eye'")
         if self.robot not in ("auto", "tcp", "fk"):
             raise ValueError("GTOptions.robot must be 'auto', 'tcp' or 'fk'")
-        if self.sync not in ("interpolate", "study"):
-            raise ValueError("GTOptions.sync must be 'interpolate' or 'study'")
+        if self.sync not in ("interpolate", "study", "nearest"):
+            raise ValueError("GTOptions.sync must be 'interpolate', 'study' or 'nearest'")
+        if not self.nearest_max_ms >= 0:
+            raise ValueError("GTOptions.nearest_max_ms must be >= 0")
 
 
 @dataclass
@@ -173,6 +184,49 @@ def study_query_times(t_src_ns: np.ndarray, t_ns: np.ndarray) -> np.ndarray:
     out = np.where(exact, q.astype(float), out)
     out = np.where(q < t[0], float(t[0]), out)
     return np.where(q > t[-1], float(t[-1]), out)
+
+
+#: the study's largest distance (ms) from a frame stamp to the motion-capture sample its
+#: rectified prediction is de-normalized with (GazeForHRI/Gaze4HRI@main:unrectification.py:103-105)
+POSE_MATCH_MAX_MS = 20.0
+
+
+def nearest_sample_index(t_src_ns: np.ndarray, t_query_ns: np.ndarray, max_diff_ns: float) -> np.ndarray:
+    """Index of the sample of the sorted stream ``t_src_ns`` nearest to each query, -1
+    where it lies more than ``max_diff_ns`` away (or the stream is empty). The study's
+    match_regular_to_regular (GazeForHRI/Gaze4HRI@main:data_matcher.py:32-66): the
+    candidates are the first sample at or after the query and the one before it; a tie
+    goes to the later sample (it is tried first and only a strictly smaller distance
+    replaces it); a distance equal to the limit matches."""
+    t = np.asarray(t_src_ns, np.int64)
+    q = np.asarray(t_query_ns, np.int64)
+    out = np.full(len(q), -1, np.int64)
+    if len(t) == 0 or len(q) == 0:
+        return out
+    j = np.searchsorted(t, q, side="left")
+    after = np.minimum(j, len(t) - 1)
+    before = np.maximum(j - 1, 0)
+    d_after = np.where(j < len(t), np.abs(t[after] - q).astype(float), np.inf)
+    d_before = np.where(j > 0, np.abs(q - t[before]).astype(float), np.inf)
+    best = np.where(d_before < d_after, before, after)
+    dist = np.minimum(d_after, d_before)
+    ok = dist <= float(max_diff_ns)
+    out[ok] = best[ok]
+    return out
+
+
+def pose_match_options(record, input_type: str, base: GTOptions | None = None) -> GTOptions | None:
+    """The ground-truth options whose table gives a job's rectification geometry, or None
+    when the job uses the shared (interpolated) table: a profile record with
+    ``pose_match = nearest_20ms`` on the rectified input gets ``base`` with
+    ``sync="nearest"`` and a 20 ms limit (:data:`POSE_MATCH_MAX_MS`). Rows of that table
+    marked ``interp_gap`` have no sample within the limit: their frames are not scored
+    (profiles.not_scored_mask)."""
+    if record is None or getattr(record, "pose_match", "interpolate") == "interpolate" or input_type != "rectified":
+        return None
+    from dataclasses import replace
+
+    return replace(base or GTOptions(), sync="nearest", nearest_max_ms=POSE_MATCH_MAX_MS)
 
 
 def stable_start_ns(t_src_ns: np.ndarray, period_ms: float = 10.0, tolerance_ms: float = 2.0, window: int = 5) -> int | None:
@@ -249,24 +303,35 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
     robot = robot.sorted_unique()
     t0 = int(t[0]) if n else 0
     study = options.sync == "study"
-    tq_h = study_query_times(head.t_ns, t) if study else t
-    tq_r = study_query_times(robot.t_ns, t) if study else t
-    ph, qh, ok_h = (_interp(head, tq_h, t0, np.inf if study else options.max_gap_mocap_s) if len(head.t_ns)
+    nearest = options.sync == "nearest"
+    untimed = study or nearest  # no gap limits of our interpolation
+    if nearest:  # the sample itself: an exact hit of the interpolation
+        near_h = nearest_sample_index(head.t_ns, t, options.nearest_max_ms * 1e6)
+        near_r = nearest_sample_index(robot.t_ns, t, options.nearest_max_ms * 1e6)
+        tq_h = np.where(near_h >= 0, head.t_ns[np.maximum(near_h, 0)] if len(head.t_ns) else t, t)
+        tq_r = np.where(near_r >= 0, robot.t_ns[np.maximum(near_r, 0)] if len(robot.t_ns) else t, t)
+    else:
+        tq_h = study_query_times(head.t_ns, t) if study else t
+        tq_r = study_query_times(robot.t_ns, t) if study else t
+    ph, qh, ok_h = (_interp(head, tq_h, t0, np.inf if untimed else options.max_gap_mocap_s) if len(head.t_ns)
                     else (np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool)))
     gap_h = bracket_gaps(head.t_ns, t)
     gap_r = bracket_gaps(robot.t_ns, t)
     if len(robot.t_ns):
         pr, qr, ok_r = _interp(robot, tq_r, t0, np.inf)
-        if not study:
+        if not untimed:
             ok_r &= (gap_r <= options.max_gap_robot_s) | _static(robot, t, options)
     else:
         pr, qr, ok_r = np.full((n, 3), np.nan), np.full((n, 4), np.nan), np.zeros(n, bool)
+    if nearest:
+        ok_h &= near_h >= 0
+        ok_r &= near_r >= 0
     kind = np.asarray(frames.kind)
     masks = {
         "trial_incomplete": np.full(n, bool(incomplete)),
         "dropped_frame": kind == "dropped",
         "duplicate_frame": kind == "duplicate",
-        "mocap_lost": (gap_h > options.mocap_lost_s) if not study else np.zeros(n, bool),
+        "mocap_lost": (gap_h > options.mocap_lost_s) if not untimed else np.zeros(n, bool),
         "interp_gap": (~ok_h) | (~ok_r),
     }
     if study:

@@ -8,7 +8,8 @@ with GTOptions(sync="study"): before the mocap stream's stable start), ``mocap_l
 was not tracked: no pose within ``mocap_lost_s``), ``interp_gap`` (the poses around
 the frame are further apart than the interpolation limit), then the face-based
 ``blink``, ``blink_uncertain`` (the study's annotation code 2, excluded like a blink)
-and ``no_face``. The study masks blinked frames out (Sezer et al., Sec. III-B,
+and ``no_face``; last ``not_scored`` (the method's pipeline profile does not score
+the frame: profiles.not_scored_mask). The study masks blinked frames out (Sezer et al., Sec. III-B,
 as ETH-XGaze).
 
 Blinks: a human annotation file takes precedence for every trial it lists; otherwise
@@ -31,6 +32,7 @@ __all__ = [
     "REASONS",
     "DATA_REASONS",
     "FACE_REASONS",
+    "PROFILE_REASONS",
     "EAR_THRESHOLD",
     "EAR_RELATIVE",
     "combine_reasons",
@@ -47,7 +49,9 @@ __all__ = [
 # no_ground_truth: a frame whose ground-truth gaze could not be computed (pipeline/run.py)
 DATA_REASONS = ("trial_incomplete", "dropped_frame", "duplicate_frame", "before_stable_start", "mocap_lost", "interp_gap", "no_ground_truth")
 FACE_REASONS = ("blink", "blink_uncertain", "no_face")
-REASONS = DATA_REASONS + FACE_REASONS
+# not_scored: a frame the method's pipeline profile does not score (profiles.not_scored_mask)
+PROFILE_REASONS = ("not_scored",)
+REASONS = DATA_REASONS + FACE_REASONS + PROFILE_REASONS
 
 # Soukupova & Cech (2016) report EAR of open eyes around 0.25-0.35 (subject dependent)
 # and near 0.05-0.1 for closed eyes, and use 0.2 as the simple threshold baseline in

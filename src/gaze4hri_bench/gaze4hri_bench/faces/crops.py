@@ -8,6 +8,10 @@ left after cutting it at the image border (long side ``size``). Rules (facts in
 
 * ``l2cs_face_box``: the face box itself, no margin (not squared), resized to 224 and
   then to ``size`` (448), as L2CS-Net's official demo.
+* ``l2cs_face_box_pad20``: ``l2cs_face_box`` with each side of the integer box moved
+  out by 20 px before the clamp (:data:`STUDY_CROP_PAD_PX`; the study's crop inputs of
+  PureGaze (ETH), PureGaze (Gaze360) and GazeTR (Gaze360), profile setting
+  ``crop_pad_20px``).
 * ``mcgaze_head_square``: square of half side int(0.8 max(w, h)) of the float head box
   about the centre (int(x1 + x2) // 2, int(y1 + y2) // 2) (the coordinate sum truncated
   towards zero, then floor-halved), cut at the image border and resized with its aspect
@@ -40,7 +44,7 @@ import cv2
 import numpy as np
 
 __all__ = ["CROP_RULES", "KEEP_RATIO", "crop", "crop_square", "crop_int_antialiased", "crop_cut_keep_ratio", "keep_ratio_size",
-           "resize_antialiased", "GAT_RESIZE",
+           "resize_antialiased", "GAT_RESIZE", "STUDY_CROP_PAD_PX",
            "grow_box", "head_box_from_face", "rule_square", "to_tensor", "pad_tensor", "clip_pad_size", "HEAD_FROM_FACE"]
 
 # Face box -> head box factors (fractions of the face box width w and height h).
@@ -255,13 +259,22 @@ def grow_box(box, margin: float, shape) -> np.ndarray:
                      min(float(H), y2 + margin * h)])
 
 
-def _l2cs(image, face_box, size):
+#: the study's crop padding (px) of PureGaze (ETH), PureGaze (Gaze360) and GazeTR (Gaze360):
+#: ``padd = 20`` in GazeForHRI/GazeModels@puregaze:gaze_estimation.py:235,
+#: @puregaze_gaze360:gaze_estimation.py:248, @gazetr_gaze360:gaze_estimation.py:242
+#: (L2CS, GaT and GazeTR (ETH) pad 0: @l2cs and @gaze3d:gaze_estimation.py:304,
+#: @gazetr: headcrop_padding default 0)
+STUDY_CROP_PAD_PX = 20
+
+
+def _l2cs(image, face_box, size, pad: int = 0):
     x1, y1, x2, y2 = np.asarray(face_box, float)
     # official demo (l2cs/pipeline.py): integer box clamped at 0, frame[y1:y2, x1:x2]
-    # (slicing also clamps at the far edges) -> 224 -> 448
+    # (slicing also clamps at the far edges) -> 224 -> 448. ``pad``: each side of the
+    # truncated box moved out by pad px before the clamp (the study's ``padd``)
     H, W = image.shape[:2]
-    x1, y1 = max(int(x1), 0), max(int(y1), 0)
-    x2, y2 = min(int(x2), W), min(int(y2), H)
+    x1, y1 = max(int(x1) - pad, 0), max(int(y1) - pad, 0)
+    x2, y2 = min(int(x2) + pad, W), min(int(y2) + pad, H)
     if x2 <= x1 or y2 <= y1:
         raise ValueError(f"crop: face box {np.round(face_box, 1).tolist()} lies outside the {W}x{H} image")
     p = cv2.resize(np.ascontiguousarray(image[y1:y2, x1:x2]), (224, 224), interpolation=cv2.INTER_LINEAR)
@@ -271,6 +284,7 @@ def _l2cs(image, face_box, size):
 # name -> (needs a head box?, region function or full crop function)
 CROP_RULES: dict[str, tuple[bool, Callable]] = {
     "l2cs_face_box": (False, _l2cs),
+    "l2cs_face_box_pad20": (False, lambda image, box, size: _l2cs(image, box, size, STUDY_CROP_PAD_PX)),
     "mcgaze_head_square": (True, _square_mcgaze),
     "gat_head_box": (True, _square_gat),
 }

@@ -7,7 +7,8 @@ and for the whole profile, every affected method and input type: each frame's tr
 through the oracle (methods.oracle: a perfect network in the method's own raw output
 convention), decoded by the modified profile; the angle to the ``reference`` oracle's
 answer (the truth) is the setting's effect. ``clip_shift`` moves the output to a later
-frame (effect: the gaze change over the shift). Settings a perfect network is blind to
+frame (effect: the gaze change over the shift); a setting that leaves frames unscored
+(``unscored_tail``, ``pose_match``) counts them (``not_scored``, ``not_scored_pct``). Settings a perfect network is blind to
 (colour, mean/std, crop rule, clip windows, face-box rules, rectification centre and
 head axes under R^T) show 0 and say so: their effect needs real weights.
 
@@ -44,7 +45,7 @@ def frame_geometries(ds, tref) -> tuple[list, pd.DataFrame]:
     intr = ds.camera_info(tref) if callable(getattr(ds, "camera_info", None)) else tref.calibration.intrinsics
     K = np.asarray(intr.K, float)
     size = (int(intr.width), int(intr.height))
-    rows = gt[gt["valid"].astype(bool)].reset_index(drop=True)
+    rows = _with_pose_match(ds, tref, gt)
     R = rows[[f"R_head_{i}{j}" for i in range(3) for j in range(3)]].to_numpy(float).reshape(-1, 3, 3)
     g = rows[["gt_x", "gt_y", "gt_z"]].to_numpy(float)
     e = rows[["eye_cx", "eye_cy", "eye_cz"]].to_numpy(float)
@@ -52,6 +53,43 @@ def frame_geometries(ds, tref) -> tuple[list, pd.DataFrame]:
     geos = [FrameGeometry(K, size, e[i], c[i], R[i], g[i], face_box_from_geometry(K, c[i], shape=(size[1], size[0])))
             for i in range(len(rows))]
     return geos, rows
+
+
+_PM = ["eye_cx", "eye_cy", "eye_cz", "face_cx", "face_cy", "face_cz"] + [f"R_head_{i}{j}" for i in range(3) for j in range(3)]
+
+
+def _with_pose_match(ds, tref, gt: pd.DataFrame) -> pd.DataFrame:
+    """The valid rows of ``gt`` with ``trial_last_frame`` (the trial's last frame slot)
+    and ``pm_*`` columns: the rectification geometry of the study's nearest-sample
+    matching (data.groundtruth.pose_match_options; NaN where no sample lies within
+    20 ms), for the ``pose_match`` setting."""
+    from ..data.groundtruth import pose_match_options
+
+    out = gt.copy()
+    out["trial_last_frame"] = int(gt["frame"].max()) if len(gt) else -1
+    opt = pose_match_options(type("R", (), {"pose_match": "nearest_20ms"})(), "rectified", getattr(ds, "gt_options", None))
+    try:
+        near = ds.trial_ground_truth(tref, options=opt)
+    except TypeError:  # a dataset without ground-truth options: no pose-match geometry
+        near = None
+    for c in _PM:
+        out[f"pm_{c}"] = np.nan
+    if near is not None and len(near) == len(gt) and (near["frame"].to_numpy() == gt["frame"].to_numpy()).all():
+        ok = (near["invalid_reason"].astype(str) != "interp_gap").to_numpy()
+        for c in _PM:
+            out[f"pm_{c}"] = np.where(ok, near[c].to_numpy(float), np.nan)
+    return out[out["valid"].astype(bool)].reset_index(drop=True)
+
+
+def _pose_matched(geo, row) -> object | None:
+    """``geo`` with the eye midpoint, face centre and head rotation of the pose-matched
+    sample (``pm_*`` of a trial_truths row); None where there is none (not scored)."""
+    from dataclasses import replace
+
+    v = np.array([row[f"pm_{c}"] for c in _PM], float)
+    if not np.isfinite(v).all():
+        return None
+    return replace(geo, eye_center=v[0:3], face_center=v[3:6], R_head=v[6:].reshape(3, 3))
 
 
 def trial_truths(ds, trefs, progress: bool = False, log=print) -> list[tuple]:
@@ -82,20 +120,26 @@ def trial_truths(ds, trefs, progress: bool = False, log=print) -> list[tuple]:
     return out
 
 
-def _sequence(m, geos, frames, sel, it) -> np.ndarray:
+def _sequence(m, geos, frames, sel, it, rows: pd.DataFrame | None = None) -> np.ndarray:
     """The oracle outputs a run would report for frames ``sel`` (indices into geos):
     with the record's temporal smoothing (over the neighbouring frames) and clip shift
-    (frame f shows the output for frame f - shift)."""
+    (frame f shows the output for frame f - shift); NaN for frames the record does not
+    score (profiles.not_scored_mask: ``unscored_tail``; ``pose_match``, whose geometry
+    comes from the ``pm_*`` columns of ``rows``)."""
     from ..methods.clips import smooth_sequence
     from ..methods.oracle import oracle_vector
 
     pos = {int(f): i for i, f in enumerate(frames)}
     st = m.settings
     cache: dict[int, np.ndarray] = {}
+    matched = (rows is not None and it == "rectified" and getattr(st, "pose_match", "interpolate") != "interpolate"
+               and "pm_eye_cx" in rows.columns)
 
     def at(j):
         if j not in cache:
-            cache[j] = oracle_vector(m, geos[j], it)
+            g = _pose_matched(geos[j], rows.iloc[j]) if matched else geos[j]
+            v = oracle_vector(m, g, it) if g is not None else None
+            cache[j] = np.full(3, np.nan) if v is None else v
         return cache[j]
 
     out = []
@@ -110,7 +154,13 @@ def _sequence(m, geos, frames, sel, it) -> np.ndarray:
         nb = [k for k in (pos.get(int(frames[j]) - 1), j, pos.get(int(frames[j]) + 1)) if k is not None]
         sm = smooth_sequence([at(k) for k in nb], st.smoothing)
         out.append(sm[nb.index(j)])
-    return np.asarray(out, float)
+    out = np.asarray(out, float).reshape(-1, 3)
+    if getattr(st, "unscored_tail", 0) and len(sel):
+        from ..profiles import not_scored_mask
+
+        last = int(rows["trial_last_frame"].iloc[0]) if rows is not None and "trial_last_frame" in rows.columns else None
+        out[not_scored_mask(np.asarray(frames)[sel], st, it, last_frame=last)] = np.nan
+    return out
 
 
 def _variants(profile_name: str):
@@ -140,7 +190,7 @@ def deviation_table(truths: list[tuple], methods: list[str], profile: str = "stu
     for t, exp, geos, rows in truths:
         frames = rows["frame"].to_numpy(np.int64)
         sel = np.arange(0, len(geos), stride)
-        ref = {(name, it): _sequence(get_method(name, profile=get_profile("reference")), geos, frames, sel, it)
+        ref = {(name, it): _sequence(get_method(name, profile=get_profile("reference")), geos, frames, sel, it, rows)
                for name in methods for it in inputs}
         for label, setting, prof in variants:
             for name in methods:
@@ -148,12 +198,15 @@ def deviation_table(truths: list[tuple], methods: list[str], profile: str = "stu
                     continue
                 m = get_method(name, profile=prof)
                 for it in inputs:
-                    v = _sequence(m, geos, frames, sel, it)
-                    eff = np.asarray(angular_error_deg(v, ref[(name, it)]), float)
+                    v = _sequence(m, geos, frames, sel, it, rows)
+                    r = ref[(name, it)]
+                    eff = np.asarray(angular_error_deg(v, r), float)
                     eff = eff[np.isfinite(eff)]
+                    lost = int((np.isfinite(r).all(axis=1) & ~np.isfinite(v).all(axis=1)).sum())
                     recs.append({"setting": label, "field": setting.field if setting else "(all)",
                                  "verdict": setting.verdict if setting else "", "method": name, "input": it,
-                                 "experiment": exp, "subject": t.subject, "trial": t.trial, "effects": eff})
+                                 "experiment": exp, "subject": t.subject, "trial": t.trial, "effects": eff,
+                                 "not_scored": lost, "scored_ref": int(np.isfinite(r).all(axis=1).sum())})
         log(f"{t.subject}/{t.trial}: {len(sel)} frame(s)")
     if not recs:
         raise Gaze4HRIError("no valid frames in the selected trials", "--data", "check --subjects/--trials")
@@ -161,12 +214,16 @@ def deviation_table(truths: list[tuple], methods: list[str], profile: str = "stu
     out = []
     for key, grp in df.groupby(["setting", "field", "verdict", "method", "input", "experiment"], sort=False):
         eff = np.concatenate(list(grp["effects"]))
+        nref = int(grp["scored_ref"].sum())
         out.append(dict(zip(["setting", "field", "verdict", "method", "input", "experiment"], key, strict=True),
                         frames=int(eff.size), median_deg=float(np.median(eff)) if eff.size else np.nan,
                         p95_deg=float(np.percentile(eff, 95)) if eff.size else np.nan,
-                        max_deg=float(np.max(eff)) if eff.size else np.nan))
+                        max_deg=float(np.max(eff)) if eff.size else np.nan,
+                        not_scored=int(grp["not_scored"].sum()),
+                        not_scored_pct=100.0 * int(grp["not_scored"].sum()) / nref if nref else 0.0))
     tab = pd.DataFrame(out)
-    tab["oracle_sees"] = tab.groupby(["setting"])["max_deg"].transform(lambda x: bool((x.fillna(0) > 1e-3).any()))
+    seen = (tab["max_deg"].fillna(0) > 1e-3) | (tab["not_scored"] > 0)
+    tab["oracle_sees"] = seen.groupby(tab["setting"]).transform("any").astype(bool)
     return tab
 
 
@@ -203,11 +260,13 @@ def _summary(tab: pd.DataFrame) -> pd.DataFrame:
     """One row per setting: methods affected and the effect over all experiments."""
     rows = []
     for s, g in tab.groupby("setting", sort=False):
-        seen = g[g["max_deg"] > 1e-3]
+        seen = g[(g["max_deg"] > 1e-3) | (g["not_scored"] > 0 if "not_scored" in g.columns else False)]
         rows.append({"setting": s, "verdict": g["verdict"].iloc[0], "methods": ", ".join(sorted(set(g["method"]))),
                      "methods affected (oracle)": ", ".join(sorted(set(seen["method"]))) or "none (perfect network blind)",
                      "median_deg (max over rows)": round(float(g["median_deg"].max()), 3),
-                     "p95_deg (max over rows)": round(float(g["p95_deg"].max()), 3)})
+                     "p95_deg (max over rows)": round(float(g["p95_deg"].max()), 3),
+                     "frames not scored % (max over rows)": round(float(g["not_scored_pct"].max()), 2)
+                     if "not_scored_pct" in g.columns else 0.0})
     return pd.DataFrame(rows)
 
 
@@ -241,10 +300,11 @@ def _markdown(tab: pd.DataFrame, command: str, profile: str, net: pd.DataFrame |
              "Settings a perfect network cannot see (image appearance, crop and face-box rules, clip windows) show 0: "
              "their effect needs real weights: see the section with the networks below, when weights were present.",
              "", f"Command: `{command}`", "",
-             "| setting | verdict | methods affected (oracle) | median deg (worst row) | p95 deg (worst row) |",
-             "|---|---|---|---|---|"]
+             "| setting | verdict | methods affected (oracle) | median deg (worst row) | p95 deg (worst row) "
+             "| frames not scored % (worst row) |",
+             "|---|---|---|---|---|---|"]
     for r in summ.itertuples(index=False):
-        lines.append(f"| `{r[0]}` | {r[1] or '-'} | {r[3]} | {r[4]:.3f} | {r[5]:.3f} |")
+        lines.append(f"| `{r[0]}` | {r[1] or '-'} | {r[3]} | {r[4]:.3f} | {r[5]:.3f} | {r[6]:.2f} |")
     lines += ["", "Per experiment (median / p95 deg, both input types, methods the setting applies to):", "",
               "| setting | input | " + " | ".join(sorted(tab["experiment"].unique())) + " |",
               "|---|---|" + "---|" * tab["experiment"].nunique()]

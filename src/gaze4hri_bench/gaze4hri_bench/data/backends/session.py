@@ -490,12 +490,13 @@ class SessionDataset:
         return ref.calibration.intrinsics
 
     # -- ground truth ---------------------------------------------------------------
-    def trial_ground_truth(self, ref: TrialRef) -> pd.DataFrame:
+    def trial_ground_truth(self, ref: TrialRef, options: GTOptions | None = None) -> pd.DataFrame:
         """One row per selected frame (groundtruth.GT_COLUMNS) with data-based validity,
         plus human blink annotations when the session has them (``blink``). EAR-based
-        blinks and ``no_face`` are face-based and added later (validity.apply_face_reasons)."""
+        blinks and ``no_face`` are face-based and added later (validity.apply_face_reasons).
+        ``options``: instead of the dataset's gt_options (e.g. groundtruth.pose_match_options)."""
         table = self.frame_table(ref)
-        opt = self.gt_options
+        opt = options or self.gt_options
         scan = self._scan(ref)
         where = str(ref.bag_dir)
         if Topics.HEAD_POSE not in scan["topics"]:

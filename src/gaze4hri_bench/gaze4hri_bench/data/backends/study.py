@@ -400,9 +400,10 @@ class StudyDataset:
         n = np.linalg.norm(f)
         return f / n if n > 1e-9 else np.array([1.0, 0.0, 0.0])
 
-    def trial_ground_truth(self, ref: TrialRef) -> pd.DataFrame:
+    def trial_ground_truth(self, ref: TrialRef, options: GTOptions | None = None) -> pd.DataFrame:
         """One row per selected frame (groundtruth.GT_COLUMNS), data validity as for
-        sessions plus the annotated blinks (``blink``, ``blink_uncertain``)."""
+        sessions plus the annotated blinks (``blink``, ``blink_uncertain``). ``options``:
+        instead of the dataset's gt_options (e.g. groundtruth.pose_match_options)."""
         tr = self._load(ref)
         rows = self._selected_rows(tr.table)
         t = tr.table
@@ -411,7 +412,7 @@ class StudyDataset:
         if ref.protocol.target != "camera":
             targets = np.column_stack([np.interp(sub.t_ns.astype(float), tr.target_t.astype(float), tr.target_p[:, i])
                                        for i in range(3)])
-        gt = compute_ground_truth(sub, tr.head, tr.camera, self.calibration(ref, tr), ref.protocol, self.gt_options,
+        gt = compute_ground_truth(sub, tr.head, tr.camera, self.calibration(ref, tr), ref.protocol, options or self.gt_options,
                                   targets_world=targets)
         if tr.blink is not None:
             code = np.zeros(len(t), np.int16)
