@@ -86,6 +86,7 @@ PIP_ONLY: dict[str, str] = {
     "rtde_control": "ur-rtde",  # ur_rtde (UR5, backend:=real)
     "rtde_receive": "ur-rtde",
     "natnet": "natnet",  # OptiTrack NatNet (backend:=real)
+    "foxglove": "foxglove-sdk",  # the session's Foxglove live view (live_view.py)
     "zstandard": "zstandard",  # mcap_crc's fallback when backports.zstd is absent; not needed with rosbags
 }
 # a fallback import (try/except ImportError) needs no declaration

@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--yes", action="store_true", help="do not wait for Enter at the prompts (the default with --backend sim)")
     s.add_argument("--interactive", action="store_true", help="with --backend sim: wait for Enter at every prompt as in the lab (rehearsal)")
     s.add_argument("--quiet", action="store_true", help="no live status view")
+    s.add_argument("--live-view", default="127.0.0.1:8765", metavar="HOST:PORT|off",
+                   help="Foxglove WebSocket live view (camera image, 3D scene, session state; layout config/foxglove_layout.json); "
+                        "loopback by default, off: none (default %(default)s)")
     s.add_argument("--external-devices", action="store_true", help="device nodes run elsewhere (ros2 launch): start only the orchestrator")
     s.add_argument("--skip-calibration", action="store_true",
                    help="do not start with the subject's eye-head calibration: use the subject's existing file (re-runs; the file used is printed)")
@@ -245,7 +248,7 @@ def _session_args(ns: argparse.Namespace) -> SessionConfig:
         resolution=ns.resolution, interactive=ns.interactive,
         compression=ns.compression, calibration_dir=ns.calibration_dir, seed=ns.seed, real_time_factor=ns.real_time_factor,
         robot_ip=ns.robot_ip, robot_model=ns.robot_model, motive_ip=ns.motive_ip, local_ip=ns.local_ip, camera_serial=ns.camera_serial,
-        yes=ns.yes, quiet=ns.quiet, external_devices=ns.external_devices, fail_after_bytes=ns.fail_after_bytes,
+        yes=ns.yes, quiet=ns.quiet, live_view=ns.live_view, external_devices=ns.external_devices, fail_after_bytes=ns.fail_after_bytes,
         skip_calibration=ns.skip_calibration, camera_pose_source=ns.camera_pose_source,
         table_nudge=(ns.sim_table_nudge[0], *(float(x) for x in ns.sim_table_nudge[1:])) if ns.sim_table_nudge else None,
         mocap_dropout=(md[0], float(md[1]), float(md[2])) if md else None, protective_stop=(ps[0], float(ps[1])) if ps else None)

@@ -52,11 +52,14 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     if in_main:
         for sig in (signal.SIGINT, signal.SIGTERM):
             old[sig] = signal.signal(sig, on_signal)
-    view = None
+    view = live = None
     try:
+        live = _live_view(a)  # binds before the nodes start: a taken port asked for is one line, nothing started
         with Stack(scfg) as stack:
             client = stack.nodes["orchestrator"]
             client.session_id = f"{a.subject}"
+            if live is not None:
+                live.attach(stack.bus, None if stack.bus is not None else client)
             if stack.world is not None:
                 _inject_sim_faults(stack, client, a)
             if not a.quiet:
@@ -80,8 +83,23 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
                 view.summary(sdir, command)
             return sdir
     finally:
+        if live is not None:
+            live.stop()
         for sig, h in old.items():
             signal.signal(sig, h)
+
+
+def _live_view(a: SessionArgs):
+    """The Foxglove live view of this session (live_view.py), or None when ``live_view`` is off."""
+    if a.live_view == "off":
+        return None
+    import sys
+
+    from .live_view import DEFAULT_ADDRESS, start_live_view
+
+    log = None if a.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    return start_live_view(a.live_view, subject=a.subject, session_dir=Path(a.out_dir) / a.subject, calibration_dir=a.calibration_dir,
+                           default=a.live_view == DEFAULT_ADDRESS, log=log)
 
 
 def interrupt_hint(session_dir: Path, since: _dt.datetime) -> str:

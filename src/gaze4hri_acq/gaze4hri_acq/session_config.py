@@ -89,6 +89,9 @@ class SessionConfig(BaseModel):
     yes: bool = Field(False, description="do not wait for Enter at the prompts (the sim backend's default unless --interactive)", json_schema_extra=_CLI)
     interactive: bool = Field(False, description="sim backend: wait for Enter at every prompt as in the lab (rehearse a session)", json_schema_extra=_CLI)
     quiet: bool = Field(False, description="no live status view", json_schema_extra=_CLI)
+    # the Foxglove live view (live_view.py): camera image, 3D scene, session state; the CLI
+    # turns it on at 127.0.0.1:8765, the Python API and launch leave it off
+    live_view: str = Field("off", description="Foxglove WebSocket live view at HOST:PORT (or PORT); off: none", json_schema_extra=_CLI)
     external_devices: bool = Field(False, description="device nodes run in other processes (ros2 launch): start only the orchestrator", json_schema_extra=_CLI)
     fail_after_bytes: int = Field(-1, description="test hook: simulated full disk after this many bytes", json_schema_extra=_CLI)
     mocap_dropout: tuple[str, float, float] | None = Field(None, description="sim fault injection: (trial, at_s, duration_s)", json_schema_extra=_CLI)
@@ -150,6 +153,17 @@ class SessionConfig(BaseModel):
         if not (64 <= w <= 1920 and 36 <= h <= 1080):
             raise ValueError(f"resolution {w}x{h} outside 64x36 .. 1920x1080 (the D435i colour sensor)")
         return v
+
+    @field_validator("live_view", mode="before")
+    @classmethod
+    def _address(cls, v):
+        v = "off" if v in (None, "", False) else str(v).strip()
+        if v.lower() in ("off", "false", "no", "none"):
+            return "off"
+        m = re.fullmatch(r"(?:(.+):)?(\d{1,5})", v)
+        if not m or int(m.group(2)) > 65535:
+            raise ValueError(f"live view address must be HOST:PORT, PORT or off, got {v!r}")
+        return f"{m.group(1) or '127.0.0.1'}:{int(m.group(2))}"
 
     @field_validator("calibration_dir", mode="before")
     @classmethod

@@ -1,0 +1,573 @@
+"""Live view for the operator and the lab (issue 24): a Foxglove WebSocket server,
+started with the session, that shows what the terminal view cannot: the camera image,
+the 3D scene and the session state, in Foxglove (app or browser: Open connection ->
+Foxglove WebSocket -> ``ws://127.0.0.1:8765``; layout ``config/foxglove_layout.json``).
+
+The server is the ``foxglove-sdk`` package's (``foxglove.start_server``; Foxglove
+WebSocket protocol, subprotocol ``foxglove.websocket.v1``); no ROS installation is
+needed for it. It is fed from the session's in-process bus (runner.Stack's
+``IntraProcessBus``: the same CDR bytes the recorder writes, deserialized with
+``rclpy.serialization``) or, when the device nodes run in other processes
+(``external_devices``), from raw DDS subscriptions on the orchestrator's node. Three
+channels, each with its schema advertised to the client:
+
+==========================  ========================  ==========================================
+channel                     schema                    content
+==========================  ========================  ==========================================
+``/gaze4hri/live/image``    foxglove.RawImage         the colour image (rgb8), at most
+                                                      ``image_hz`` per second, subsampled by an
+                                                      integer factor to at most ``max_width`` px
+``/gaze4hri/live/scene``    foxglove.SceneUpdate      in ``world``: the robot tool (tool0 axes),
+                                                      the camera frustum, the head band, the eye
+                                                      midpoint, the targets (the current one
+                                                      larger), the ground-truth gaze ray from the
+                                                      eye midpoint to the current target, and the
+                                                      live gaze estimate when /gaze4hri/gaze runs
+``/gaze4hri/live/state``    gaze4hri.SessionState     subject, trial, target, status, recording
+                            (JSON)                    (the recorder's own diagnostics), last fault
+==========================  ========================  ==========================================
+
+The bus callbacks run on the publishers' threads (the camera driver's among them), so
+they only keep the newest bytes of each topic; one worker thread decodes and sends
+at its own rate. A slow or absent client therefore never slows the session: the
+server drops the oldest queued messages per client (its ``message_backlog_size``).
+Loopback (127.0.0.1) by default: bind another address only on a trusted lab network
+(the protocol has no authentication).
+
+Geometry: the world poses of the scene come from the session's calibration snapshot
+(``<session>/calibration``: registration world -> base, hand-eye tool0 -> camera, the
+surveyed targets, the subject's eye-head offset), the robot's tool0 pose in ``base``
+(/robot/tcp_pose) and the head band in ``world``; ground truth is the same composition
+as ``gaze4hri_core.groundtruth`` (camera = registration x forward kinematics x
+hand-eye, eye midpoint = head band x eye-head offset). Timestamps are the host's wall
+clock at sending (a live display; the recorded bags keep the capture stamps).
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.session import FRAMES, Topics
+
+__all__ = ["LiveView", "start_live_view", "LiveTopics", "MSG_TYPES", "STATE_SCHEMA", "parse_address", "DEFAULT_ADDRESS"]
+
+DEFAULT_ADDRESS = "127.0.0.1:8765"
+GAZE_TOPIC = "/gaze4hri/gaze"  # the live gaze node's estimate (nodes/gaze_node.GazeTopics.GAZE)
+
+
+class LiveTopics:
+    IMAGE = "/gaze4hri/live/image"
+    SCENE = "/gaze4hri/live/scene"
+    STATE = "/gaze4hri/live/state"
+
+
+#: channel -> schema name (what the server advertises)
+MSG_TYPES = {LiveTopics.IMAGE: "foxglove.RawImage", LiveTopics.SCENE: "foxglove.SceneUpdate",
+             LiveTopics.STATE: "gaze4hri.SessionState"}
+
+STATE_SCHEMA = {
+    "title": "gaze4hri.SessionState",
+    "type": "object",
+    "properties": {
+        "subject": {"type": "string"},
+        "trial": {"type": "string", "description": "the trial prompted or recording ('' before the first)"},
+        "target": {"type": "string"},
+        "status": {"type": "string", "description": "starting | waiting (prompt) | recording | stopped | fault"},
+        "recording": {"type": "boolean", "description": "the recorder has a bag open (its own diagnostics)"},
+        "recorder_trial": {"type": "string"},
+        "fault": {"type": "string", "description": "the last fault event of the current trial ('' when none)"},
+        "last_event": {"type": "string"},
+        "frames": {"type": "integer", "description": "camera frames seen by the live view"},
+        "wall_time": {"type": "number"},
+    },
+}
+
+
+def parse_address(value: str | None) -> tuple[str, int] | None:
+    """``HOST:PORT``, ``PORT`` or ``off`` -> (host, port) or None; one-line error otherwise."""
+    v = str(value or "").strip()
+    if v.lower() in ("", "off", "false", "no", "none"):
+        return None
+    host, _, port = v.rpartition(":")
+    host = host or "127.0.0.1"
+    try:
+        p = int(port)
+    except ValueError:
+        p = -1
+    if not 0 <= p <= 65535 or not host:
+        raise Gaze4HRIError(f"invalid live view address {value!r}", "--live-view", "use HOST:PORT (e.g. 127.0.0.1:8765), PORT, or off")
+    return host, p
+
+
+def _q_to_R(q) -> np.ndarray:
+    from gaze4hri_core.transforms import quat_xyzw_to_matrix
+
+    return np.asarray(quat_xyzw_to_matrix(np.asarray(q, float)), float)
+
+
+def _R_to_q(R) -> tuple[float, float, float, float]:
+    from gaze4hri_core.transforms import matrix_to_quat_xyzw
+
+    return tuple(float(v) for v in matrix_to_quat_xyzw(np.asarray(R, float)))
+
+
+class LiveView:
+    """The Foxglove server of one session (see the module docstring).
+
+    ``start()`` binds the server (a taken port: Gaze4HRIError with the fix) and starts
+    the worker, before the session's nodes exist; ``attach()`` subscribes to the bus (or
+    the node) once they do; ``stop()`` ends both. ``port`` is the bound port (useful with
+    port 0). Image and scene are encoded only while a client subscribes to them.
+    """
+
+    def __init__(self, bus=None, node=None, *, host: str = "127.0.0.1", port: int = 8765, subject: str = "",
+                 session_dir: Path | None = None, calibration_dir: Path | None = None, image_hz: float = 5.0,
+                 scene_hz: float = 10.0, max_width: int = 960):
+        self.bus, self.node = bus, node
+        self.host, self.port = host, int(port)
+        self.subject = subject
+        self.session_dir = Path(session_dir) if session_dir else None
+        self.calibration_dir = Path(calibration_dir) if calibration_dir else None
+        self.image_hz, self.scene_hz = float(image_hz), float(scene_hz)
+        self.max_width = int(max_width)
+        self._latest: dict[str, bytes] = {}
+        self._fresh: set[str] = set()
+        self._events: deque[bytes] = deque(maxlen=256)
+        self._diags: deque[bytes] = deque(maxlen=64)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._server = None
+        self._subs: list = []
+        self._cal = None
+        self._cal_tried = 0.0
+        self._K: np.ndarray | None = None
+        self._wh: tuple[int, int] | None = None
+        self.frames = 0
+        self.sent = {LiveTopics.IMAGE: 0, LiveTopics.SCENE: 0, LiveTopics.STATE: 0}
+        self.state = {"subject": subject, "trial": "", "target": "", "status": "starting", "recording": False,
+                      "recorder_trial": "", "fault": "", "last_event": "", "frames": 0, "wall_time": 0.0}
+        self._state_dirty = True
+
+    # -- feeding ------------------------------------------------------------------
+    TOPICS = (Topics.IMAGE, Topics.CAMERA_INFO, Topics.TCP_POSE, Topics.HEAD_POSE, GAZE_TOPIC)
+
+    def _keep(self, topic: str, data: bytes) -> None:
+        with self._lock:
+            self._latest[topic] = bytes(data)
+            self._fresh.add(topic)
+            if topic == Topics.IMAGE:
+                self.frames += 1
+
+    def _on_event(self, _topic: str, data: bytes) -> None:
+        self._events.append(bytes(data))
+
+    def _on_diag(self, _topic: str, data: bytes) -> None:
+        self._diags.append(bytes(data))
+
+    def _subscribe(self) -> None:
+        routes = [(t, self._keep) for t in self.TOPICS] + [(Topics.EVENTS, self._on_event), (Topics.DIAGNOSTICS, self._on_diag)]
+        if self.bus is not None:
+            for topic, cb in routes:
+                self.bus.subscribe(topic, cb)
+            return
+        if self.node is None:
+            return
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import PoseStamped, Vector3Stamped
+        from rclpy.qos import qos_profile_sensor_data
+        from sensor_msgs.msg import CameraInfo, Image
+        from std_msgs.msg import String
+
+        types = {Topics.IMAGE: Image, Topics.CAMERA_INFO: CameraInfo, Topics.TCP_POSE: PoseStamped, Topics.HEAD_POSE: PoseStamped,
+                 GAZE_TOPIC: Vector3Stamped, Topics.EVENTS: String, Topics.DIAGNOSTICS: DiagnosticArray}
+        for topic, cb in routes:
+            self._subs.append(self.node.create_subscription(types[topic], topic, (lambda m, t=topic, c=cb: c(t, m)), qos_profile_sensor_data,
+                                                            raw=True))
+
+    # -- lifecycle ----------------------------------------------------------------
+    def start(self) -> LiveView:
+        try:
+            import foxglove
+            from foxglove.channels import RawImageChannel, SceneUpdateChannel
+        except ImportError:
+            raise Gaze4HRIError("the live view needs the foxglove-sdk package", "--live-view",
+                                "pip install 'foxglove-sdk==0.30.3' (requirements/base.txt), or --live-view off") from None
+
+        self._ctx = foxglove.Context()
+        self._ch_image = RawImageChannel(LiveTopics.IMAGE, context=self._ctx)
+        self._ch_scene = SceneUpdateChannel(LiveTopics.SCENE, context=self._ctx)
+        self._ch_state = foxglove.Channel(LiveTopics.STATE, schema=STATE_SCHEMA, context=self._ctx)
+        try:
+            self._server = foxglove.start_server(name="gaze4hri live view", host=self.host, port=self.port, context=self._ctx)
+        except Exception as e:  # noqa: BLE001 - the SDK raises its own error types
+            raise Gaze4HRIError(f"live view cannot listen on {self.host}:{self.port} ({e})", "--live-view",
+                                "pass another port (--live-view 127.0.0.1:8766) or --live-view off") from None
+        self.port = int(self._server.port)
+        self._thread = threading.Thread(target=self._loop, name="gaze4hri-live-view", daemon=True)
+        self._thread.start()
+        return self
+
+    def attach(self, bus=None, node=None) -> LiveView:
+        """Feed the view from the session's in-process ``bus`` or, without one, from raw
+        DDS subscriptions on ``node`` (the orchestrator's)."""
+        self.bus, self.node = bus, node
+        self._subscribe()
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"ws://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.bus is not None:
+            self.bus.unsubscribe_all(self)
+        for s in self._subs:
+            try:
+                self.node.destroy_subscription(s)
+            except Exception:  # noqa: BLE001 - the node may be gone
+                pass
+        self._subs = []
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+            self._thread = None
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def __enter__(self) -> LiveView:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- the worker ---------------------------------------------------------------
+    def _loop(self) -> None:
+        next_img = next_scene = next_state = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            try:
+                self._drain()
+                if now >= next_img and self._ch_image.has_sinks():
+                    next_img = now + 1.0 / self.image_hz
+                    self._send_image()
+                if now >= next_scene and self._ch_scene.has_sinks():
+                    next_scene = now + 1.0 / self.scene_hz
+                    self._send_scene()
+                if self._state_dirty or now >= next_state:
+                    next_state = now + 0.5
+                    self._send_state()
+            except Exception as e:  # noqa: BLE001 - the view must never end the session
+                self.state["last_error"] = f"{type(e).__name__}: {e}"
+            self._stop.wait(0.02)
+
+    def _take(self, topic: str) -> bytes | None:
+        with self._lock:
+            if topic not in self._fresh:
+                return None
+            self._fresh.discard(topic)
+            return self._latest.get(topic)
+
+    def _peek(self, topic: str) -> bytes | None:
+        with self._lock:
+            return self._latest.get(topic)
+
+    def _drain(self) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.serialization import deserialize_message
+        from std_msgs.msg import String
+
+        while self._events:
+            raw = self._events.popleft()
+            try:
+                e = json.loads(deserialize_message(raw, String).data)
+            except (ValueError, TypeError):
+                continue
+            self._apply_event(e)
+        while self._diags:
+            arr = deserialize_message(self._diags.popleft(), DiagnosticArray)
+            for st in arr.status:
+                if st.name != "gaze4hri/recorder":
+                    continue
+                kv = {k.key: k.value for k in st.values}
+                rec = kv.get("recording") == "True"
+                if rec != self.state["recording"] or kv.get("trial", "") != self.state["recorder_trial"]:
+                    self.state["recording"] = rec
+                    self.state["recorder_trial"] = "" if kv.get("trial") in (None, "None") else kv.get("trial", "")
+                    self._state_dirty = True
+
+    def _apply_event(self, e: dict) -> None:
+        ev = str(e.get("event", ""))
+        s = self.state
+        s["last_event"] = ev
+        if ev in ("prompt", "start"):
+            s["trial"], s["target"] = str(e.get("trial", "")), str(e.get("target", ""))
+            s["status"] = "waiting" if ev == "prompt" else "recording"
+            if ev == "prompt":
+                s["fault"] = ""
+            self._load_calibration(force=self._cal is None or self._cal.T_head_eye is None)
+        elif ev == "stop":
+            s["status"] = "stopped" + (f" ({e['reason']})" if e.get("reason") else "")
+        elif ev == "fault":
+            s["status"] = "fault"
+            s["fault"] = f"{e.get('source', 'device')}: {e.get('reason', '')}"
+        self._state_dirty = True
+
+    # -- geometry -----------------------------------------------------------------
+    def _load_calibration(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self._cal is not None and not force:
+            return
+        if not force and now - self._cal_tried < 2.0:
+            return
+        self._cal_tried = now
+        from gaze4hri_core.calibration import load_calibration
+        from gaze4hri_core.device_config import DEFAULT_CALIBRATION
+
+        dirs = [d for d in ((self.session_dir / "calibration") if self.session_dir else None,
+                            self.calibration_dir, Path(DEFAULT_CALIBRATION)) if d is not None]
+        for d in dirs:
+            for subj in (self.subject or None, None):
+                try:
+                    self._cal = load_calibration(d, subj)
+                    return
+                except (Gaze4HRIError, OSError, ValueError):
+                    continue
+
+    def _pose(self, topic: str):
+        raw = self._peek(topic)
+        if raw is None:
+            return None
+        from geometry_msgs.msg import PoseStamped
+        from rclpy.serialization import deserialize_message
+
+        m = deserialize_message(raw, PoseStamped)
+        p, q = m.pose.position, m.pose.orientation
+        return _q_to_R((q.x, q.y, q.z, q.w)), np.array([p.x, p.y, p.z], float)
+
+    def geometry(self) -> dict:
+        """World-frame positions (m) of what the scene shows; keys absent when unknown."""
+        self._load_calibration()
+        cal = self._cal
+        out: dict = {}
+        if cal is None:
+            return out
+        out["targets"] = {k: np.asarray(v, float) for k, v in cal.targets.items()}
+        Rwb, twb = cal.T_world_base.R, cal.T_world_base.t
+        tcp = self._pose(Topics.TCP_POSE)
+        if tcp is not None:
+            Rbt, tbt = tcp
+            Rwt, twt = Rwb @ Rbt, Rwb @ tbt + twb
+            out["tool0"] = (Rwt, twt)
+            Rtc, ttc = cal.T_tool0_camera.R, cal.T_tool0_camera.t
+            out["camera"] = (Rwt @ Rtc, Rwt @ ttc + twt)
+        head = self._pose(Topics.HEAD_POSE)
+        if head is not None:
+            Rwh, twh = head
+            out["head"] = (Rwh, twh)
+            if cal.T_head_eye is not None:
+                out["eye"] = Rwh @ cal.T_head_eye.t + twh
+            else:  # no eye-head file yet (calibrating): the nominal offset below the band
+                out["eye"] = twh - np.array([0.0, 0.0, cal.head_band_above_eye_m])
+        tgt = self.state.get("target", "")
+        if tgt == "camera" and "camera" in out:
+            out["target"] = out["camera"][1]
+        elif tgt in out["targets"]:
+            out["target"] = out["targets"][tgt]
+        return out
+
+    def _intrinsics(self):
+        raw = self._take(Topics.CAMERA_INFO)
+        if raw is not None:
+            from rclpy.serialization import deserialize_message
+            from sensor_msgs.msg import CameraInfo
+
+            m = deserialize_message(raw, CameraInfo)
+            self._K = np.asarray(m.k, float).reshape(3, 3)
+            self._wh = (int(m.width), int(m.height))
+        if self._K is None and self._cal is not None:
+            i = self._cal.intrinsics
+            self._K, self._wh = np.asarray(i.K, float), (int(i.width), int(i.height))
+        return self._K, self._wh
+
+    # -- sending ------------------------------------------------------------------
+    def _stamp(self):
+        from foxglove.messages import Timestamp
+
+        return Timestamp.from_epoch_secs(time.time())
+
+    def _send_image(self) -> None:
+        raw = self._take(Topics.IMAGE)
+        if raw is None:
+            return
+        from foxglove.messages import RawImage
+        from rclpy.serialization import deserialize_message
+        from sensor_msgs.msg import Image
+
+        m = deserialize_message(raw, Image)
+        h, w, step = int(m.height), int(m.width), int(m.step)
+        ch = {"rgb8": 3, "bgr8": 3, "mono8": 1}.get(m.encoding)
+        if ch is None or h * step > len(m.data):
+            return
+        img = np.frombuffer(bytes(m.data), np.uint8)[: h * step].reshape(h, step)[:, : w * ch].reshape(h, w, ch)
+        k = -(-w // self.max_width)  # integer subsampling: no resampling cost on the camera's machine
+        if k > 1:
+            img = img[::k, ::k]
+        img = np.ascontiguousarray(img)
+        self._ch_image.log(RawImage(timestamp=self._stamp(), frame_id=FRAMES["camera"], width=img.shape[1], height=img.shape[0],
+                                    encoding=m.encoding, step=img.shape[1] * ch, data=img.tobytes()))
+        self.sent[LiveTopics.IMAGE] += 1
+
+    def _send_state(self) -> None:
+        self.state["frames"] = int(self.frames)
+        self.state["wall_time"] = time.time()
+        self._ch_state.log({k: v for k, v in self.state.items() if k in STATE_SCHEMA["properties"]})
+        self._state_dirty = False
+        self.sent[LiveTopics.STATE] += 1
+
+    def _gaze_estimate(self):
+        raw = self._peek(GAZE_TOPIC)
+        if raw is None:
+            return None
+        from geometry_msgs.msg import Vector3Stamped
+        from rclpy.serialization import deserialize_message
+
+        v = deserialize_message(raw, Vector3Stamped).vector
+        g = np.array([v.x, v.y, v.z], float)
+        return g if np.isfinite(g).all() and np.linalg.norm(g) > 0 else None
+
+    def _send_scene(self) -> None:
+        from foxglove.messages import (
+            ArrowPrimitive,
+            Color,
+            CubePrimitive,
+            LinePrimitive,
+            LinePrimitiveLineType,
+            Point3,
+            Pose,
+            Quaternion,
+            SceneEntity,
+            SceneUpdate,
+            SpherePrimitive,
+            TextPrimitive,
+            Vector3,
+        )
+
+        geo = self.geometry()
+        if not geo:
+            return
+        ts = self._stamp()
+        world = FRAMES["world"]
+
+        def pose(t, R=None):
+            q = _R_to_q(R) if R is not None else (0.0, 0.0, 0.0, 1.0)
+            return Pose(position=Vector3(x=float(t[0]), y=float(t[1]), z=float(t[2])),
+                        orientation=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))
+
+        def col(r, g, b, a=1.0):
+            return Color(r=r, g=g, b=b, a=a)
+
+        def pt(p):
+            return Point3(x=float(p[0]), y=float(p[1]), z=float(p[2]))
+
+        def entity(id_, **kw):
+            return SceneEntity(timestamp=ts, frame_id=world, id=id_, frame_locked=False, **kw)
+
+        def text(t, s, size=0.03):
+            return TextPrimitive(pose=pose(np.asarray(t) + [0, 0, 0.04]), billboard=True, font_size=size, scale_invariant=False,
+                                 color=col(1, 1, 1), text=s)
+
+        def axes(R, t, length=0.08):
+            pts, cols = [], []
+            for i, c in enumerate(((1, 0, 0), (0, 1, 0), (0, 0.4, 1))):
+                pts += [pt(t), pt(t + length * R[:, i])]
+                cols += [col(*c), col(*c)]
+            return LinePrimitive(type=LinePrimitiveLineType.LineList, thickness=0.006, points=pts, colors=cols)
+
+        ents = []
+        cur = self.state.get("target", "")
+        spheres, texts = [], []
+        for name, p in sorted(geo["targets"].items()):
+            on = name == cur
+            s = 0.05 if on else 0.03
+            spheres.append(SpherePrimitive(pose=pose(p), size=Vector3(x=s, y=s, z=s), color=col(1.0, 0.55, 0.0) if on else col(0.9, 0.9, 0.2, 0.8)))
+            texts.append(text(p, name))
+        ents.append(entity("targets", spheres=spheres, texts=texts))
+        if "tool0" in geo:
+            R, t = geo["tool0"]
+            ents.append(entity("robot_tool", lines=[axes(R, t)], cubes=[CubePrimitive(pose=pose(t, R), size=Vector3(x=0.05, y=0.05, z=0.03),
+                                                                                     color=col(0.6, 0.6, 0.65, 0.9))],
+                               texts=[text(t, "tool0")]))
+        K, wh = self._intrinsics()
+        if "camera" in geo and K is not None:
+            R, t = geo["camera"]
+            d = 0.15
+            w, h = wh
+            corners = [t + R @ (d * np.array([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], 1.0]))
+                       for u, v in ((0, 0), (w, 0), (w, h), (0, h))]
+            pts = []
+            for i, c in enumerate(corners):
+                pts += [pt(t), pt(c), pt(c), pt(corners[(i + 1) % 4])]
+            ents.append(entity("camera_frustum", lines=[LinePrimitive(type=LinePrimitiveLineType.LineList, thickness=0.004, points=pts,
+                                                                      color=col(0.2, 0.8, 1.0))], texts=[text(t, "camera")]))
+        if "head" in geo:
+            R, t = geo["head"]
+            ents.append(entity("head_band", cubes=[CubePrimitive(pose=pose(t, R), size=Vector3(x=0.18, y=0.16, z=0.03), color=col(0.55, 0.35, 0.9, 0.7))],
+                               lines=[axes(R, t, 0.1)], texts=[text(t, "head_band")]))
+        if "eye" in geo:
+            e = geo["eye"]
+            ents.append(entity("eye_midpoint", spheres=[SpherePrimitive(pose=pose(e), size=Vector3(x=0.025, y=0.025, z=0.025), color=col(1, 1, 1))]))
+            if "target" in geo:
+                ents.append(entity("gaze_truth", lines=[LinePrimitive(type=LinePrimitiveLineType.LineStrip, thickness=0.008,
+                                                                      points=[pt(e), pt(geo["target"])], color=col(0.0, 0.8, 0.0))]))
+            g = self._gaze_estimate()
+            if g is not None and "camera" in geo:
+                gw = geo["camera"][0] @ (g / np.linalg.norm(g))
+                q = _arrow_orientation(gw)
+                ents.append(entity("gaze_estimate", arrows=[ArrowPrimitive(pose=pose(e, q), shaft_length=0.4, shaft_diameter=0.01, head_length=0.06,
+                                                                          head_diameter=0.03, color=col(1.0, 0.2, 0.6))]))
+        self._ch_scene.log(SceneUpdate(entities=ents))
+        self.sent[LiveTopics.SCENE] += 1
+
+
+def _arrow_orientation(direction) -> np.ndarray:
+    """A rotation whose x axis is ``direction`` (Foxglove arrows point along +x)."""
+    x = np.asarray(direction, float) / np.linalg.norm(direction)
+    a = np.array([0.0, 0.0, 1.0]) if abs(x[2]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    y = np.cross(a, x)
+    y /= np.linalg.norm(y)
+    return np.column_stack([x, y, np.cross(x, y)])
+
+
+def start_live_view(address: str, *, subject: str = "", session_dir: Path | None = None, calibration_dir: Path | None = None,
+                    default: bool = False, log=None) -> LiveView | None:
+    """Bind the live view at ``address`` (``HOST:PORT``, ``PORT`` or ``off`` -> None).
+    A taken port is one line (Gaze4HRIError) when the address was asked for; for the
+    default address the OS picks a free port instead (two sessions on one machine), and
+    ``log`` says which."""
+    hp = parse_address(address)
+    if hp is None:
+        return None
+    host, port = hp
+    kw = {"subject": subject, "session_dir": session_dir, "calibration_dir": calibration_dir}
+    try:
+        view = LiveView(host=host, port=port, **kw).start()
+    except Gaze4HRIError as e:
+        if not default:
+            raise
+        if "foxglove-sdk" in str(e.line()):
+            if log is not None:
+                log(f"live view: off ({e.line()})")
+            return None
+        view = LiveView(host=host, port=0, **kw).start()
+        if log is not None:
+            log(f"live view: port {port} is taken, using {view.port}")
+    if log is not None:
+        log(f"live view: {view.url} (Foxglove: Open connection -> Foxglove WebSocket; layout src/gaze4hri_acq/config/foxglove_layout.json)")
+    return view
