@@ -71,7 +71,10 @@ def test_frames_lazy_rgb_and_stride(base):
 def test_blink_labels_and_face_boxes(base):
     ds = Dataset(base, trials=["illum100_P5", "arc_P2"])
     p5, arc = ds.trials()
-    r = ds.trial_ground_truth(p5)["invalid_reason"].tolist()
+    r = ds.trial_ground_truth(p5)["invalid_reason"].tolist()  # the study's rule: the first annotator by name (alice)
+    assert r[3] == r[4] == "blink" and r[7] == "" and r.count("") == 10
+    anyone = Dataset(base, trials=["illum100_P5"], blink_rule="any")
+    r = anyone.trial_ground_truth(anyone.trials()[0])["invalid_reason"].tolist()  # the highest code of any annotator
     assert r[3] == r[4] == "blink" and r[7] == "blink_uncertain" and r.count("") == 9
     assert ds.blinks_annotated(p5) and not ds.blinks_annotated(arc)
     b = ds.face_boxes(p5)

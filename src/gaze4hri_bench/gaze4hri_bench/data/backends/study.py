@@ -2,8 +2,14 @@
 
 Layout (GazeForHRI/Gaze4HRI, restated in study-code.md and docs/study_dataset.md):
 ``BASE/<date>/<subject>/<exp_type>/<point>/<stamp_ms>/`` with rgb_video.mp4 and npy
-streams; ``<subject>/subject_info.json``. Per trial the latest stamp folder by name
-is read; earlier ones are listed as re-recordings (TrialRef.rerecordings).
+streams; ``<subject>/subject_info.json``. The study's own dataset rules: per trial the
+stamp folder modified last is read (GazeForHRI/Gaze4HRI@main:data_loader.py:38-43,
+``max(subdirs, key=os.path.getmtime)``; equal times: the latest by name), the others
+are listed as re-recordings (TrialRef.rerecordings); ``subject_info.json`` is
+``{"subjects": [{...}]}`` and the first entry is the subject's (frame_db.py:57-96; a
+flat object is read as is; the ``name`` key is left out); with several blink
+annotation files the first by name is used (data_loader.py:362-384;
+``blink_rule="any"``: the highest code of any annotator).
 
 Ground truth is computed by the same function as for our sessions
 (data.groundtruth.compute_ground_truth, core geometry): the head band stream with the
@@ -16,8 +22,14 @@ as in our protocol). Interpolation and validity are those of our sessions
 (linear/SLERP, no bridging of gaps), so a trial reads the same from either layout.
 Frames are decoded lazily with OpenCV (the lossless rgb_video.mkv beside the mp4 is
 preferred when present). Blinks: blink_annotations_by_*.npy, code 3 -> ``blink``,
-2 -> ``blink_uncertain`` (any annotator). Bad trials are skipped with a one-line
-reason (``skipped``); the others are read.
+2 -> ``blink_uncertain``. Bad trials are skipped with a one-line reason (``skipped``),
+the others are read: a required stream missing or unreadable, or a video that cannot
+be decoded to its last frame (a truncated file, e.g. a re-muxed mp4 with its index at
+the front, opens and decodes its first frames), skips the trial at listing time, never
+the run. Optional files (eye_positions, head_bboxes, table_pose, ur5_base_pose,
+ur5_joint_states) that are unreadable or malformed (an object array such as a
+``None`` saved with np.save, an empty array) are left out with a warning. A subject
+folder without any trial is named in ``skipped``.
 """
 from __future__ import annotations
 
@@ -55,18 +67,43 @@ def _is_subject_dir(p: Path) -> bool:
     return any((p / e).is_dir() for e in L.EXP_TYPES)
 
 
-def _subject_dirs(root: Path) -> list[Path]:
-    """Subject folders under root (root itself, a date folder or BASE)."""
+def _subject_dirs(root: Path, empty: list[Path] | None = None) -> list[Path]:
+    """Subject folders under root (root itself, a date folder or BASE). ``empty``
+    collects the folders where a subject folder belongs that hold no experiment folder
+    and no subject_info.json (an empty subject folder: named in the listing)."""
     root = Path(root)
     if _is_subject_dir(root):
         return [root]
     out = []
-    for c in sorted(p for p in root.iterdir() if p.is_dir()):
+    for c in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if _is_subject_dir(c):
             out.append(c)
-        else:
-            out.extend(g for g in sorted(p for p in c.iterdir() if p.is_dir()) if _is_subject_dir(g))
+            continue
+        kids = sorted(p for p in c.iterdir() if p.is_dir() and not p.name.startswith("."))
+        subj = [g for g in kids if _is_subject_dir(g)]
+        out.extend(subj)
+        if empty is not None:
+            if subj or _looks_like_date(c):  # c is a date folder: its other folders are subject folders without data
+                empty.extend(g for g in kids if g not in subj)
+            elif not kids and _looks_like_date(root):  # root is a date folder: c an empty subject folder
+                empty.append(c)
     return out
+
+
+def _looks_like_date(p: Path) -> bool:
+    import re
+
+    return re.fullmatch(r"\d{4}-\d{2}-\d{2}", p.name) is not None
+
+
+def _stamp_order(p: Path) -> tuple:
+    """Sort key of a trial's stamp folders, the one read last: modification time (the
+    study's data_loader.py:38-43), then the ms stamp in the name (numeric order)."""
+    try:
+        m = p.stat().st_mtime_ns
+    except OSError:
+        m = -1
+    return (m, len(p.name), p.name)
 
 
 def detect(root: Path) -> bool:
@@ -111,16 +148,21 @@ class StudyDataset:
 
     ``video``: ``auto`` (rgb_video.mkv when present, else rgb_video.mp4), ``mp4`` or
     ``mkv``; ``gt_options`` as for sessions; ``blink_annotations``: use the
-    blink_annotations_by_*.npy files; ``sim_blinks`` is accepted and ignored (no
-    simulator truth in this layout)."""
+    blink_annotations_by_*.npy files; ``blink_rule``: ``first`` (the study's: the first
+    annotation file by name) or ``any`` (the highest code of every annotator);
+    ``sim_blinks`` is accepted and ignored (no simulator truth in this layout)."""
 
     name = "study"
     CACHE_TRIALS = 8
 
     def __init__(self, root: Path | str, subjects: list[str] | None = None, trials: list[str] | None = None,
                  stride: int = 1, gt_options: GTOptions | None = None, blink_annotations: bool = True,
-                 sim_blinks: bool = False, video: str = "auto"):
+                 sim_blinks: bool = False, video: str = "auto", blink_rule: str = "first"):
         self.root = Path(root)
+        if blink_rule not in ("first", "any"):
+            raise Gaze4HRIError(f"unknown blink_rule {blink_rule!r}", "blink_rule", "use first (the study's) or any")
+        self.blink_rule = blink_rule
+        self.empty_subject_dirs: list[Path] = []
         if int(stride) < 1:
             raise Gaze4HRIError(f"stride must be >= 1, got {stride}", "--stride", "pass a positive integer")
         if video not in ("auto", "mp4", "mkv"):
@@ -149,8 +191,10 @@ class StudyDataset:
         if not self.root.is_dir():
             raise SessionError("data folder not found", str(self.root), "pass the study dataset's BASE folder")
         by: dict[str, list[Path]] = {}
-        for d in _subject_dirs(self.root):
+        empty: list[Path] = []
+        for d in _subject_dirs(self.root, empty):
             by.setdefault(d.name, []).append(d)
+        self.empty_subject_dirs = [e for e in empty if not self.subject_filter or e.name in self.subject_filter]
         if not by:
             raise SessionError("no study-layout subject folder found", str(self.root),
                                "pass BASE of <date>/<subject>/<exp_type>/<point>/<stamp_ms>/ (docs/study_dataset.md)")
@@ -176,10 +220,14 @@ class StudyDataset:
                         why = f"not valid JSON ({str(e).splitlines()[0][:80]})"
                     else:
                         why = "not a JSON object"
+                    if isinstance(raw, dict) and "subjects" in raw:  # the study's format (frame_db.py:87-93)
+                        subs = raw["subjects"]
+                        raw = subs[0] if isinstance(subs, list) and subs and isinstance(subs[0], dict) else None
+                        why = "has no subject object in its \"subjects\" list"
                     if not isinstance(raw, dict):  # metadata only: the trials are still read
                         self.warnings.append(f"subject_info.json {why} ({p}): fix or remove the file; subject metadata left empty")
                         continue
-                    info = raw
+                    info = {k: v for k, v in raw.items() if k != "name"}  # a person's name stays out of results
             self._info[subject] = info
         return dict(self._info[subject])
 
@@ -194,7 +242,12 @@ class StudyDataset:
             return list(self._refs)
         refs: list[TrialRef] = []
         self.skipped = []
-        for subject, dirs in self.subject_dirs().items():
+        by_subject = self.subject_dirs()
+        for e in self.empty_subject_dirs:
+            self._skip(e.name, "-", e, SessionError(
+                "empty subject folder: no experiment folder and no subject_info.json", str(e),
+                "remove the folder, or copy the subject's trials into it (docs/study_dataset.md)"))
+        for subject, dirs in by_subject.items():
             info = self.subject_info(subject)
             stamps: dict[str, list[Path]] = {}
             for sd in dirs:
@@ -216,10 +269,14 @@ class StudyDataset:
                         st = [s for s in pt.iterdir() if s.is_dir() and not s.name.startswith(".")]  # .partial: unfinished export
                         stamps.setdefault(tid, []).extend(st)
             order = []
+            if not any(stamps.values()) and not self.trial_filter:
+                self._skip(subject, "-", dirs[0], SessionError(
+                    "subject folder without any trial", str(dirs[0]),
+                    "copy the subject's <exp_type>/<point>/<stamp_ms>/ folders into it, or remove it"))
             for tid, st in stamps.items():
                 if not st:
                     continue
-                st = sorted(st, key=lambda p: (len(p.name), p.name))  # ms stamps: numeric order by name
+                st = sorted(st, key=_stamp_order)  # the study's: the folder modified last is read
                 tr = trial_by_id(tid)
                 ref = TrialRef(subject, tid, tr, st[-1].parents[2], st[-1], "done", None, None,
                                subject_info=info, rerecordings=tuple(st[:-1]), backend="study")
@@ -238,6 +295,18 @@ class StudyDataset:
 
     # -- loading and checks ---------------------------------------------------------
     def _npy(self, d: Path, name: str) -> np.ndarray | None:
+        """A stream of the layout; a required one missing or bad raises, an optional one
+        missing is None, unreadable or malformed None with a warning."""
+        required, _shape = L.FILES[name]
+        try:
+            return self._npy_checked(d, name)
+        except SessionError as e:
+            if required:
+                raise
+            self.warnings.append(f"{e.line()} (optional: left out)")
+            return None
+
+    def _npy_checked(self, d: Path, name: str) -> np.ndarray | None:
         required, shape = L.FILES[name]
         p = d / name
         if not p.is_file():
@@ -287,6 +356,14 @@ class StudyDataset:
                                    f"check the file (ffprobe) or re-encode it as mp4v/FFV1; {_FIX}")
             n_video = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
             size = (img.shape[1], img.shape[0])
+            last = (n_video if n_video > 0 else len(ts)) - 1
+            if last > 0:  # a truncated file (its index at the front) opens and decodes its first frames
+                cap.set(cv2.CAP_PROP_POS_FRAMES, last)
+                ok, img = cap.read()
+                if not ok or img is None:
+                    raise SessionError(f"{video.name} cannot be decoded to its last frame ({last + 1}): the file is "
+                                       "truncated or damaged", str(video),
+                                       f"check it with ffprobe, re-download or re-encode it; {_FIX}")
         finally:
             cap.release()
         if n_video > 0 and n_video != len(ts):
@@ -294,7 +371,9 @@ class StudyDataset:
                                str(d / "rgb_timestamps.npy"), f"lengths must match; {_FIX}")
         blink = None
         if self.blink_annotations:
-            files = sorted(d.glob(L.BLINK_GLOB))
+            files = sorted(d.glob(L.BLINK_GLOB))  # by name, as the study's os.listdir + sort
+            if self.blink_rule == "first":
+                files = files[:1]
             for f in files:
                 try:
                     b = np.load(f, allow_pickle=False)
