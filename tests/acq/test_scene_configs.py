@@ -1,6 +1,6 @@
 """The shipped Foxglove layout and RViz config parse, and every topic, message type,
 frame and marker namespace they name is one the system publishes (gaze4hri_core.session
-constants, the gaze node's topics and markers), so a renamed topic breaks this test
+constants, the gaze node's topics and markers, the live view's channels), so a renamed topic breaks this test
 rather than the 3D scene."""
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import pytest
 import yaml
 
 pytest.importorskip("rclpy")
+from gaze4hri_acq.live_view import MSG_TYPES as LIVE_TYPES  # noqa: E402
+from gaze4hri_acq.live_view import LiveTopics  # noqa: E402
 from gaze4hri_acq.nodes.gaze_node import MSG_TYPES as GAZE_TYPES  # noqa: E402
 from gaze4hri_acq.nodes.gaze_node import GazeTopics, target_markers  # noqa: E402
 from gaze4hri_core.session import FRAMES, MSG_TYPES  # noqa: E402
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.unit
 
 CONFIG = Path(__file__).resolve().parents[2] / "src" / "gaze4hri_acq" / "config"
 TF = {"/tf": "tf2_msgs/msg/TFMessage", "/tf_static": "tf2_msgs/msg/TFMessage"}
-KNOWN = {**MSG_TYPES, **GAZE_TYPES, **TF}
+KNOWN = {**MSG_TYPES, **GAZE_TYPES, **TF, **LIVE_TYPES}  # LIVE_TYPES: the session's Foxglove live view
 RVIZ_CLASS_TYPES = {"rviz_default_plugins/Pose": "geometry_msgs/msg/PoseStamped",
                     "rviz_default_plugins/MarkerArray": "visualization_msgs/msg/MarkerArray",
                     "rviz_default_plugins/Camera": "sensor_msgs/msg/Image"}
@@ -50,6 +52,7 @@ def test_foxglove_layout_references_existing_topics_and_frames():
     unknown = sorted(t for t in topics if t not in KNOWN)
     assert not unknown, f"topics not published by Gaze4HRI: {unknown}"
     assert {GazeTopics.MARKERS, GazeTopics.SCENE, GazeTopics.GAZE} <= topics
+    assert {LiveTopics.IMAGE, LiveTopics.SCENE, LiveTopics.STATE} <= topics  # every live view channel is shown
     assert frames and frames <= set(FRAMES.values())
     assert set(FRAMES.values()) <= frames  # the camera frame, robot and world are all shown
 
