@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""The benchmark pipeline against ONNX Runtime alone, side by side (issue 22, item 2).
+
+Per method: `gaze4hri-bench run`'s pipeline (decode, ground truth, faces, pre-process,
+inference, writing) in frames per second, and a plain ONNX Runtime session of the same
+ONNX file (default session options, CPU) running as many samples at the same batch size
+on a pre-built input; the ratio pipeline / ORT is the pipeline's share of the network's
+speed (goal >= 0.9 for single-frame methods). The two alternate (ORT, pipeline, ORT,
+pipeline, ...) so that a change in the machine's load hits both; the load average is
+printed with each pair.
+
+Data: the demo sessions (out/demo/sessions, `gaze4hri-bench demo`), one subject; when
+they are missing a small session is simulated (gaze4hri_acq.simulate.run_sim_session).
+Models: random-weight exports from the model zoo (same graphs as imported checkpoints;
+`gaze4hri-bench models export METHOD --random-init`). Session creation and one warm-up
+batch are excluded from both timings (the pipeline gets a warmed Runner).
+
+    .venv/bin/python benchmarks/pipeline_vs_ort.py                       # GazeTR + PureGaze (ETH), rectified, batch 32
+    .venv/bin/python benchmarks/pipeline_vs_ort.py --methods gazetr_eth --trials illum100_P5 arc_P5 --repeats 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _machine import cpu_name  # benchmarks/_machine.py (this script's folder is on sys.path)
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "out" / "demo" / "sessions"
+
+
+def _data(args, tmp: Path) -> Path:
+    if args.data is not None:
+        return args.data
+    if (DEMO / args.subject / "session.yaml").is_file():
+        return DEMO
+    from gaze4hri_acq.simulate import run_sim_session
+
+    print(f"no demo sessions under {DEMO}: simulating {args.subject} (3 trials of 2 s at 640x360)", file=sys.stderr)
+    run_sim_session(tmp / "sessions", args.subject, ["illum100_P5", "arc_P5", "mutual_h_fast"], (640, 360), 2.0, seed=1)
+    return tmp / "sessions"
+
+
+def _models(args, tmp: Path) -> Path:
+    if args.models_dir is not None:
+        return args.models_dir
+    from gaze4hri_bench.zoo.manage import export_random
+
+    d = tmp / "models"
+    for m in args.methods:
+        export_random(m, d, seed=0, quiet=True)
+    return d
+
+
+def ort_alone(path: Path, spec, batch: int, n: int, threads: int | None) -> tuple[float, float]:
+    """Frames per wall second and per CPU second of a plain ONNX Runtime CPU session on
+    ``n`` samples at ``batch``."""
+    import numpy as np
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        so.intra_op_num_threads = threads
+    s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    name, dims = next(iter(spec.onnx_inputs.items()))
+    x = np.random.default_rng(0).random((batch, *[d for d in dims if d != "B"]), dtype=np.float32)
+    s.run(None, {name: x})  # warm-up
+    c0, t0 = _cpu(), time.perf_counter()
+    for i in range(0, n, batch):
+        s.run(None, {name: x[: min(batch, n - i)]})
+    return n / (time.perf_counter() - t0), n / (_cpu() - c0)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process, every thread (user + system)."""
+    t = os.times()
+    return t.user + t.system
+
+
+def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path | None) -> tuple[float, dict]:
+    """Frames/s of `run` (one method, one input) over the selected trials, and its timing."""
+    import numpy as np
+    from gaze4hri_bench.pipeline.results import read_metadata
+    from gaze4hri_bench.pipeline.run import RunConfig, plan_jobs, run_benchmark
+    from gaze4hri_bench.pipeline.runtime import Runner
+
+    shutil.rmtree(out, ignore_errors=True)
+    if face_cache is not None:
+        shutil.copytree(face_cache, out / ".cache")
+    cfg = RunConfig(methods=(m,), data=data, out=out, input=args.input, blinks=args.blinks, batch=args.batch, device="cpu",
+                    models_dir=models, threads=args.threads, progress=False, subjects=(args.subject,),
+                    trials=tuple(args.trials) if args.trials else None, command_line="benchmarks/pipeline_vs_ort.py")
+    jobs = plan_jobs(cfg)
+    j = jobs[0]
+    j.runner = Runner(j.model.path, j.method.spec, "cpu", args.batch, args.threads)
+    name, dims = next(iter(j.method.spec.onnx_inputs.items()))
+    j.runner.run(np.zeros((args.batch, *[d for d in dims if d != "B"]), np.float32))  # warm-up, as for ORT alone
+    said: list[str] = []
+    c0, t0 = _cpu(), time.perf_counter()
+    (path,) = run_benchmark(cfg, log=said.append, jobs=jobs)
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
+    t = read_metadata(path)["timing"]
+    return t["frames"] / wall, {"cpu_fps": t["frames"] / cpu, **{k: t[k] for k in t if k.endswith("_s")}, "frames": t["frames"], "wall": wall,
+                                 "lines": [ln for ln in said if ln.startswith("timing:")]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--methods", nargs="+", default=["gazetr_eth", "puregaze_eth"])
+    ap.add_argument("--data", type=Path, default=None, help=f"sessions folder (default: {DEMO}, else a simulated one)")
+    ap.add_argument("--subject", default="S01")
+    ap.add_argument("--trials", nargs="*", default=None, help="only these trials (default: all of the subject)")
+    ap.add_argument("--input", default="rectified", choices=("rectified", "crop"))
+    ap.add_argument("--blinks", default="off", help="run's --blinks (default off; 'auto' reuses a face cache built first)")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads (default: all cores)")
+    ap.add_argument("--repeats", type=int, default=2, help="ORT/pipeline pairs per method (median reported)")
+    ap.add_argument("--models-dir", type=Path, default=None, help="default: fresh random-init zoo exports")
+    ap.add_argument("--md", type=Path, default=None, help="also write the Markdown table here")
+    args = ap.parse_args()
+    import onnxruntime
+    from gaze4hri_bench.methods import get_method
+
+    tmp = Path(tempfile.mkdtemp(prefix="g4h_pvo_"))
+    rows = []
+    try:
+        data = _data(args, tmp)
+        models = _models(args, tmp)
+        cache = None
+        if args.blinks != "off":  # the face pass (a detector network of its own) once, then read from its cache
+            _fps, _t = pipeline(args, args.methods[0], data, models, tmp / "warm", None)
+            cache = tmp / "warm" / ".cache"
+        for m in args.methods:
+            spec = get_method(m).spec
+            pairs = []
+            for r in range(args.repeats):
+                fps_p, t = pipeline(args, m, data, models, tmp / f"out_{m}_{r}", cache)
+                fps_o, cpu_o = ort_alone(models / spec.weights_file, spec, args.batch, t["frames"], args.threads)
+                load = os.getloadavg()[0]
+                t["cpu_ratio"] = t["cpu_fps"] / cpu_o
+                pairs.append((fps_p, fps_o, load, t))
+                print(json.dumps({"method": m, "repeat": r, "pipeline_fps": round(fps_p, 2), "ort_fps": round(fps_o, 2),
+                                  "ratio": round(fps_p / fps_o, 3), "cpu_ratio": round(t["cpu_ratio"], 3), "load1": round(load, 2),
+                                  **{k: round(v, 2) for k, v in t.items() if k.endswith("_s")}}), file=sys.stderr)
+                for ln in t["lines"]:
+                    print("  " + ln, file=sys.stderr)
+            ratios = [p / o for p, o, _, _ in pairs]
+            t = pairs[-1][3]
+            rows.append({"method": m, "frames": t["frames"], "pipeline": statistics.median(p for p, _, _, _ in pairs),
+                         "ort": statistics.median(o for _, o, _, _ in pairs), "ratio": statistics.median(ratios),
+                         "ratios": ratios, "load": [round(x[2], 1) for x in pairs],
+                         "cpu_ratio": statistics.median(x[3]["cpu_ratio"] for x in pairs),
+                         "stages": {k: round(v, 1) for k, v in t.items() if k.endswith("_s") and k != "wall_s"}})
+        head = (f"{cpu_name()}, {os.cpu_count()} cores; onnxruntime {onnxruntime.__version__} (CPU); {args.input} input, "
+                f"batch {args.batch}, blinks {args.blinks}, subject {args.subject} of {data}")
+        cols = ("| method | frames | pipeline frames/s | ORT alone frames/s | ratio (median; each pair) | CPU-time ratio "
+                "| load avg (1 min) | last pipeline's stages (s) |")
+        md = [head, "", cols, "|---|---:|---:|---:|---|---:|---|---|"]
+        for r in rows:
+            md.append(f"| {r['method']} | {r['frames']} | {r['pipeline']:.1f} | {r['ort']:.1f} | {r['ratio']:.2f} "
+                      f"({', '.join(f'{x:.2f}' for x in r['ratios'])}) | {r['cpu_ratio']:.2f} | {', '.join(map(str, r['load']))} | "
+                      + ", ".join(f"{k[:-2]} {v}" for k, v in r["stages"].items()) + " |")
+        text = "\n".join(md) + "\n"
+        print(text)
+        if args.md:
+            args.md.write_text(text)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
