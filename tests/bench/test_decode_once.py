@@ -125,3 +125,24 @@ def test_resume_runs_only_the_missing_jobs_trials(tmp_path, tiny_models, stub_fa
     _run(tmp_path, tiny_models, jobs, ds)
     assert ds.decoded == first + ds.n  # one trial decoded again, for the one job that lacks it
     pd.testing.assert_frame_equal(pd.read_parquet(part), before, check_exact=True)
+
+
+def test_the_study_profile_leaves_gats_last_three_frames_unscored_in_a_run(tmp_path, tiny_models, stub_faces):
+    """Issue 23: the study's analyser never scores the last 3 frames of a GaT video
+    (GazeForHRI/Gaze4HRI@main:data_analyer.py:114-121); the run loop applies the
+    profile's setting (profiles.mark_not_scored), the reference profile scores them."""
+    ds = SynthDataset(subjects=("S01",))
+    got = {}
+    for prof in ("reference", "study:gat_last_3_unscored"):
+        cfg = RunConfig(methods=("gat_gaze360",), data=Path("/synthetic"), out=tmp_path / prof.replace(":", "_"), models_dir=tiny_models,
+                        progress=False, blinks="off", batch=5, detector="stub", profile=prof, command_line="pytest")
+        jobs = [j for j in plan_jobs(RunConfig(**{**cfg.__dict__, "input": "both"})) if j.input_type == "rectified"]
+        [p] = run_benchmark(cfg, log=lambda *_: None, jobs=jobs, dataset=ds)
+        got[prof] = pd.read_parquet(p)
+    ref, study = got["reference"], got["study:gat_last_3_unscored"]
+    for trial, rows in study.groupby("trial"):
+        last = rows["frame"].max()
+        tail = rows[rows["frame"] > last - 3]
+        assert (tail["invalid_reason"] == "not_scored").all() and not tail["valid"].any(), trial
+        assert "not_scored" not in set(rows[rows["frame"] <= last - 3]["invalid_reason"])
+    assert "not_scored" not in set(ref["invalid_reason"])

@@ -23,11 +23,12 @@ from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.gaze import angular_error_deg, normalize
 
 from ..data import validity
+from ..data.groundtruth import pose_match_options
 from ..faces.blinks import blink_source
 from ..methods import get_entry, get_method
 from ..methods.base import GazeMethod
 from ..methods.clips import combine, smooth_sequence
-from ..profiles import get_profile
+from ..profiles import get_profile, mark_not_scored
 from . import results
 from .face_pass import (
     FaceModels,
@@ -242,6 +243,7 @@ class _Trial:
     faces: _TrialFaces | None = None
     ended: bool = False
     camera_sources: dict | None = None
+    pose_gt: dict = field(default_factory=dict)  # job -> its own pose-matched ground truth (study pose_match)
     peak: float = 0.0
     remaining: int = 0  # jobs whose part of this trial is not written yet
 
@@ -282,6 +284,13 @@ class _Engine:
             t0 = time.perf_counter()
             gt = ds.trial_ground_truth(t)
             geo = gt_geometry(gt)
+            job_geo = {}
+            for ji in here:  # a profile that matches poses to frames its own way (study: nearest sample within 20 ms)
+                opt = pose_match_options(getattr(self.jobs[ji].method, "settings", None), self.jobs[ji].input_type,
+                                         getattr(ds, "gt_options", None))
+                if opt is not None:
+                    tr.pose_gt[ji] = ds.trial_ground_truth(t, options=opt)
+                    job_geo[ji] = gt_geometry(tr.pose_gt[ji])
             tr.times.gt_s = time.perf_counter() - t0
             tr.gt = gt
             yield "start", -1, tr, None
@@ -306,7 +315,8 @@ class _Engine:
                 for ji in here:
                     job, jt = self.jobs[ji], tr.jobs[ji]
                     t1 = time.perf_counter()
-                    ctx = frame_context(fs.index, fs.t_ns, fs.image, faces.box(ji, boxes) if need_face[ji] else None, K, g)
+                    gj = job_geo[ji].get(fs.index) if ji in job_geo else g
+                    ctx = frame_context(fs.index, fs.t_ns, fs.image, faces.box(ji, boxes) if need_face[ji] else None, K, gj)
                     out = (asm[ji].push(fs.index, job.method.prepare(ctx, job.input_type)) if ji in asm
                            else [Direct(fs.index, job.method.predict(ctx))])
                     jt.preprocess_s += time.perf_counter() - t1
@@ -431,6 +441,9 @@ class _Engine:
         if jt.excluded:
             preds = {}  # the whole trial is excluded: every frame no_face
         df = rows_for_trial(job, tr.tref, tr.gt, preds)
+        # frames the profile does not score (study: GaT's last 3 frames; no pose within 20 ms)
+        df = mark_not_scored(df, rec, job.input_type, pose_gt=tr.pose_gt.get(ji),
+                             last_frame=int(tr.gt["frame"].max()) if len(tr.gt) else None)
         times = StageTimes(decode_s=tr.times.decode_s, detect_s=tr.times.detect_s, preprocess_s=jt.preprocess_s,
                            infer_s=jt.infer_s, frames=tr.times.frames, excluded=jt.excluded, gt_s=tr.times.gt_s)
         times.camera_sources = tr.camera_sources
