@@ -23,7 +23,8 @@ def _study(args) -> int:
         raise Gaze4HRIError("--format study exports MCAP sessions", "--data-format", "pass a folder of sessions")
     try:
         res = export_study(args.sessions, args.out, subjects=args.subjects, trials=args.trials, lossless=not args.no_lossless,
-                           boxes=args.boxes, log=lambda m: print(m, flush=True), progress=_bars(args))
+                           boxes=args.boxes, log=lambda m: print(m, flush=True), progress=_bars(args),
+                           date=args.date)
     except KeyboardInterrupt:
         print("export interrupted: the trial being written was discarded (trials are written whole); re-run the same "
               "command to resume: exported trials are kept and reported as existing", file=sys.stderr, flush=True)
@@ -74,6 +75,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boxes", metavar="DETECTOR", default=None,
                    help="study: also write head_bboxes.npy with this face detector (e.g. yolov8_face_onnx as the study, "
                         "mediapipe, opencv_haar); default: none")
+    p.add_argument("--date", metavar="YYYY-MM-DD", default=None,
+                   help="study: the date folder (default: the first frame's UTC date); the study's dataset-level scripts "
+                        "read only 2025-07-28..2025-08-06 (its config.py:417-426)")
     p.add_argument("--stride", type=int, default=1, metavar="N", help="ethxgaze-h5: every N-th frame")
     p.add_argument("--no-progress", action="store_true", help="no progress bars (default: bars with the ETA on a terminal)")
     p.add_argument("--val-subjects", nargs="+", metavar="ID", help="ethxgaze-h5: subjects of the validation split")

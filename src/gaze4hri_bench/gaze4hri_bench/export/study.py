@@ -4,8 +4,9 @@ so that the community's tools and our ``study`` reader backend read the same tri
 Per trial: ``OUT/<date>/<subject>/<exp_type>/<point>/<stamp_ms>/`` with rgb_video.mp4
 (mp4v, as the study's recorder writes) and optionally a lossless FFV1 rgb_video.mkv
 beside it, rgb_timestamps.npy, head_poses.npy (head band in the study's band axes),
-eye_positions.npy, camera_poses.npy (rgb_camera_link body axes, at the robot's own
-sample stamps), target_positions.npy, eye_position_in_head_frame.npy, table_pose.npy,
+eye_positions.npy, camera_poses.npy (rgb_camera_link body axes), target_positions.npy
+(one row per motion-capture sample in all four, as the study's recorder writes them:
+``_study_rows``), eye_position_in_head_frame.npy, table_pose.npy (the tracked table),
 ur5_base_pose.npy, ur5_joint_states.npy (when the bag has joint states),
 camera_intrinsics.npy (pickled dict), rgb_camera_settings.json and,
 when the session has them, blink_annotations_by_<annotator>.npy (human annotations,
@@ -73,16 +74,36 @@ def _writer(path: Path, fourcc: str, size: tuple[int, int], fps: float):
     return w
 
 
+#: the recording dates the study's dataset-level scripts list by hand (GazeForHRI/Gaze4HRI@main:
+#: config.py:417-426, ``get_dataset_subject_directories``): a date folder outside this list is
+#: skipped by them ("doesnt exists, skipping"), so ``--date`` picks one of these.
+STUDY_DATES = ("2025-07-28", "2025-07-29", "2025-07-30", "2025-07-31", "2025-08-01", "2025-08-04", "2025-08-05", "2025-08-06")
+
+
+def check_date(date: str) -> str:
+    """A ``YYYY-MM-DD`` date folder name, or a one-line Gaze4HRIError."""
+    try:
+        _dt.date.fromisoformat(str(date))
+        if len(str(date)) != 10:
+            raise ValueError
+    except ValueError:
+        raise Gaze4HRIError(f"date {date!r} is not YYYY-MM-DD", "--date",
+                            f"the study's scripts list {', '.join(STUDY_DATES)} (config.py:417-426)") from None
+    return str(date)
+
+
 #: the study grows each detected box by this fraction of its size on every side (study-code.md, head_bboxes)
 BOX_GROWTH = 0.10
 
 
 def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True, fps: float = 30.0,
-                       boxes: str | None = None, bar=None) -> Path:
+                       boxes: str | None = None, bar=None, date: str | None = None) -> Path:
     """Write one trial; returns its stamp folder. Raises Gaze4HRIError on bad input.
     ``boxes``: a face detector name (faces.detectors) to write head_bboxes.npy with, as
     the study did with yolov8n-face + ByteTrack (subject track, box grown 10 % per side).
-    ``bar``: a progress handle (pipeline.progress: ``total``, ``update``) moved per frame."""
+    ``bar``: a progress handle (pipeline.progress: ``total``, ``update``) moved per frame.
+    ``date``: the ``<YYYY-MM-DD>`` folder (default: the first frame's UTC date); see
+    :data:`STUDY_DATES` for the folders the study's dataset-level scripts list."""
     import cv2
 
     if ref.status != "done":
@@ -99,7 +120,7 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
     if bar is not None:
         bar.total = len(t_frames)
     stamp_ms = int(t_frames[0] // 1_000_000)
-    date = _dt.datetime.fromtimestamp(t_frames[0] / 1e9, _dt.timezone.utc).strftime("%Y-%m-%d")
+    date = check_date(date) if date else _dt.datetime.fromtimestamp(t_frames[0] / 1e9, _dt.timezone.utc).strftime("%Y-%m-%d")
     subj_dir = Path(out) / date / ref.subject
     final = subj_dir / exp_type / point / str(stamp_ms)
     if final.exists():
@@ -136,31 +157,16 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
         if n != len(t_frames):
             raise SessionError(f"bag yielded {n} frames for {len(t_frames)} stamps", str(ref.bag_dir), "repair or re-record the trial")
         np.save(tmp / "rgb_timestamps.npy", L.ns_to_ms(t_frames))
-        # head band (study axes) and eye, at the mocap stamps
-        head = scan["head"].sorted_unique()
-        T_he = cal.T_head_eye
-        R_wh = np.array([_se3(p, q).R for p, q in zip(head.p, head.q, strict=True)])
-        R_band = R_wh @ T_he.R @ L.R_BAND_EYE.T
-        np.save(tmp / "head_poses.npy", L.pose_rows(head.t_ns, R_band, head.p))
-        e_band = L.R_BAND_EYE @ T_he.R.T @ T_he.t
-        np.save(tmp / "eye_position_in_head_frame.npy", e_band)
-        eyes = np.array([eye_in_world(_se3(p, q), cal.eye_in_head) for p, q in zip(head.p, head.q, strict=True)])
-        np.save(tmp / "eye_positions.npy", np.column_stack([L.ns_to_ms(head.t_ns), eyes]))
-        # camera (rgb_camera_link body axes) at the robot's own stamps
-        robot = _camera_stream(ds, ref, scan)
-        if len(robot.t_ns) < 2:
-            raise SessionError("the bag has no robot pose stream", str(ref.bag_dir), "the export needs /robot/tcp_pose or joint states")
-        cams = [camera_in_world(cal.T_world_base, _se3(p, q), cal.T_tool0_camera) for p, q in zip(robot.p, robot.q, strict=True)]
-        R_body = np.array([c.R for c in cams]) @ L.R_OPT_FROM_BODY
-        p_cam = np.array([c.t for c in cams])
-        np.save(tmp / "camera_poses.npy", L.pose_rows(robot.t_ns, R_body, p_cam))
-        # target at the mocap stamps: the surveyed target, or the camera centre (line movements)
-        if ref.protocol.target == "camera":
-            tgt = np.column_stack([np.interp(head.t_ns.astype(float), robot.t_ns.astype(float), p_cam[:, i]) for i in range(3)])
-        else:
-            tgt = np.broadcast_to(np.asarray(cal.targets[ref.protocol.target], float), (len(head.t_ns), 3))
-        np.save(tmp / "target_positions.npy", np.column_stack([L.ns_to_ms(head.t_ns), tgt]))
-        np.save(tmp / "table_pose.npy", np.eye(4))  # targets are surveyed in the world directly
+        # one row per motion-capture sample for head, eye, camera and target, as the study's
+        # recorder writes them from one 100 Hz callback (data_collector.py:316-370)
+        rows = _study_rows(ds, ref, scan)
+        t_rows = rows["t_ns"]
+        np.save(tmp / "head_poses.npy", L.pose_rows(t_rows, rows["R_band"], rows["p_head"]))
+        np.save(tmp / "eye_position_in_head_frame.npy", rows["e_band"])
+        np.save(tmp / "eye_positions.npy", np.column_stack([L.ns_to_ms(t_rows), rows["eye"]]))
+        np.save(tmp / "camera_poses.npy", L.pose_rows(t_rows, rows["R_cam_body"], rows["p_cam"]))
+        np.save(tmp / "target_positions.npy", np.column_stack([L.ns_to_ms(t_rows), rows["target"]]))
+        np.save(tmp / "table_pose.npy", rows["table_pose"])
         np.save(tmp / "ur5_base_pose.npy", np.vstack([np.column_stack([cal.T_world_base.R, cal.T_world_base.t]), [0, 0, 0, 1.0]]))
         joints = _joint_rows(ref)
         if joints is not None:
@@ -181,6 +187,82 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
         raise
     _write_subject_info(ds, ref, subj_dir)
     return final
+
+
+def _hold(t_src: np.ndarray, t_query: np.ndarray) -> np.ndarray:
+    """Query stamps clamped to the source stream's span: a row before the first or after
+    the last sample takes that sample, as the recorder's TF lookup of the latest pose."""
+    return np.clip(np.asarray(t_query, np.int64), t_src[0], t_src[-1])
+
+
+def _fill_nan_rows(a: np.ndarray) -> np.ndarray:
+    """Rows with NaN take the nearest finite row (a tracking loss holds the last pose)."""
+    a = np.array(a, float)
+    ok = np.isfinite(a).all(1)
+    if ok.all() or not ok.any():
+        return a
+    idx = np.flatnonzero(ok)
+    pos = np.searchsorted(idx, np.arange(len(a)))
+    lo, hi = idx[np.clip(pos - 1, 0, len(idx) - 1)], idx[np.clip(pos, 0, len(idx) - 1)]
+    near = np.where(np.abs(np.arange(len(a)) - lo) <= np.abs(hi - np.arange(len(a))), lo, hi)
+    return a[near]
+
+
+def _study_rows(ds: SessionDataset, ref, scan: dict) -> dict:
+    """The study recorder's rows: one per head-band sample (the motion-capture stream),
+    holding head (band axes), eye, camera (``rgb_camera_link`` body axes) and target, so
+    that row i of every file is one instant. The study's recorder appends all four from
+    one 100 Hz timer callback (GazeForHRI/Gaze4HRI@main:data_collector.py:200, 316-370)
+    and its training-set scripts index camera, target and head rows by the eye row's index
+    (raw_to_ethxgaze.py:96-127, h5_dataset_creator.py:104-124); its loader's
+    ``load_head_poses(frame="camera")`` pairs head and camera rows by index and refuses
+    counts that differ by more than one (data_loader.py:109-119, 321-354).
+
+    Camera poses are the robot stream (or the camera rigid body when the session's camera
+    pose source is ``mocap``) interpolated at the row stamps (linear position, SLERP),
+    exactly as the session backend's ground truth interpolates it at a frame stamp.
+    Targets: the camera centre (line movements), the tracked table x the target's offset
+    in the table frame (data_collector.py:353-366; the session backend's
+    ``tracked_inputs``), or the surveyed target. ``table_pose`` is the tracked table at the
+    first row (the recorder saves it once, data_collector.py:346-351), identity when the
+    table was not tracked (targets surveyed in the world)."""
+    from gaze4hri_core.transforms import interpolate_poses, quat_xyzw_to_matrix
+
+    from ..data.backends.session import tracked_inputs
+
+    cal = ref.calibration
+    head = scan["head"].sorted_unique()
+    t = np.asarray(head.t_ns, np.int64)
+    if len(t) < 2:
+        raise SessionError("the bag has fewer than two head-band poses", str(ref.bag_dir), "the export needs the head-band stream")
+    R_wh = np.array([quat_xyzw_to_matrix(q) for q in head.q])
+    T_he = cal.T_head_eye
+    out = {"t_ns": t, "p_head": np.asarray(head.p, float), "R_band": R_wh @ T_he.R @ L.R_BAND_EYE.T,
+           "e_band": L.R_BAND_EYE @ T_he.R.T @ T_he.t,
+           "eye": np.array([eye_in_world(_se3(p, q), cal.eye_in_head) for p, q in zip(head.p, head.q, strict=True)])}
+    robot = _camera_stream(ds, ref, scan)
+    targets, robot, _extra = tracked_inputs(scan, ref, t, robot, ds.gt_options)
+    robot = robot.sorted_unique()
+    if len(robot.t_ns) < 2:
+        raise SessionError("the bag has no robot pose stream", str(ref.bag_dir), "the export needs /robot/tcp_pose or joint states")
+    t0 = int(t[0])
+    pr, qr, _ok = interpolate_poses((robot.t_ns - t0) / 1e9, robot.p, robot.q, (_hold(robot.t_ns, t) - t0) / 1e9, np.inf)
+    cams = [camera_in_world(cal.T_world_base, _se3(p, q), cal.T_tool0_camera) for p, q in zip(pr, qr, strict=True)]
+    out["R_cam_body"] = np.array([c.R for c in cams]) @ L.R_OPT_FROM_BODY
+    out["p_cam"] = np.array([c.t for c in cams])
+    table_pose = np.eye(4)
+    if ref.protocol.target == "camera":
+        out["target"] = out["p_cam"]
+    elif targets is not None:
+        out["target"] = _fill_nan_rows(targets)
+        tab = scan["table"].sorted_unique()
+        pt, qt, _okt = interpolate_poses((tab.t_ns - t0) / 1e9, tab.p, tab.q, (_hold(tab.t_ns, t[:1]) - t0) / 1e9, np.inf) \
+            if len(tab.t_ns) > 1 else (tab.p[:1], tab.q[:1], None)
+        table_pose = _se3(pt[0], qt[0]).matrix
+    else:
+        out["target"] = np.broadcast_to(np.asarray(cal.targets[ref.protocol.target], float), (len(t), 3)).copy()
+    out["table_pose"] = table_pose
+    return out
 
 
 def _joint_rows(ref) -> np.ndarray | None:
@@ -268,16 +350,20 @@ def _write_subject_info(ds: SessionDataset, ref, subj_dir: Path) -> None:
 
 
 def export_study(data: Path, out: Path, subjects=None, trials=None, lossless: bool = True,
-                 log: Callable[[str], None] = print, boxes: str | None = None, progress: bool = False) -> StudyExportResult:
+                 log: Callable[[str], None] = print, boxes: str | None = None, progress: bool = False,
+                 date: str | None = None) -> StudyExportResult:
     """Export every finished trial of the sessions under ``data``; a trial that fails is
     reported (one line) and skipped, the others are written.
 
     Trials that are not finished (pending, incomplete, failed) are named in one line
     before the work, not one line each; every message is said once (the CLI's summary
     counts them). ``progress``: `run`'s overall bar (trials i/N, frames, rate, ETA)
-    with the current trial's bar beneath it (pipeline.progress.RunProgress), on stderr."""
+    with the current trial's bar beneath it (pipeline.progress.RunProgress), on stderr.
+    ``date``: every trial's date folder (export_trial_study)."""
     from ..pipeline.progress import RunProgress
 
+    if date:
+        check_date(date)
     ds = SessionDataset(data, subjects=subjects, trials=trials)
     refs = ds.trials()
     todo = [r for r in refs if r.status == "done"]
@@ -297,7 +383,7 @@ def export_study(data: Path, out: Path, subjects=None, trials=None, lossless: bo
             for ref in todo:
                 with job.trial(ref) as bar:
                     try:
-                        p = export_trial_study(ds, ref, Path(out), lossless=lossless, boxes=boxes, bar=bar)
+                        p = export_trial_study(ds, ref, Path(out), lossless=lossless, boxes=boxes, bar=bar, date=date)
                     except Gaze4HRIError as e:
                         skipped.append(f"{ref.key}: {e.line()}")
                         bars.write(f"skipped {ref.key}: {e.line()}")
@@ -306,4 +392,9 @@ def export_study(data: Path, out: Path, subjects=None, trials=None, lossless: bo
                 bars.write(f"wrote {p}")
         finally:
             job.close()
+    off = sorted({p.parents[3].name for p in written} - set(STUDY_DATES))
+    if off:
+        log(f"note: date folder(s) {', '.join(off)} are not among the 8 dates the study's dataset-level scripts list "
+            "(GazeForHRI/Gaze4HRI config.py:417-426): they skip them; export with --date 2025-07-28 (any listed date) "
+            "or add the date there")
     return StudyExportResult(written, skipped)
