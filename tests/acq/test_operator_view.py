@@ -44,7 +44,7 @@ def test_waiting_for_operator_is_its_own_state_with_the_prompt():
     text = _text(render_status(_state(phase="waiting", status="")))
     assert "WAITING FOR OPERATOR" in text and "press Enter when ready" in text
     assert "RECORDING" not in text
-    text = _text(render_status(_state(phase="recording")))
+    text = _text(render_status(_state(phase="recording", bag="open")))
     assert "RECORDING" in text and "WAITING" not in text
 
 
@@ -89,8 +89,10 @@ def _until(cond, timeout=5.0) -> bool:
     return True
 
 
-def _view(tmp_path, keys, **kw):
-    return OperatorView(_Client(), tmp_path, console=Console(file=io.StringIO(), width=120), subject="S01", keys=keys, **kw)
+def _view(tmp_path, keys, terminal=False, **kw):
+    """``terminal``: the console behaves as a terminal's (each redraw written, as on screen)."""
+    console = Console(file=io.StringIO(), width=120, force_terminal=terminal, color_system=None)
+    return OperatorView(_Client(), tmp_path, console=console, subject="S01", keys=keys, **kw)
 
 
 @pytest.mark.unit
@@ -105,14 +107,118 @@ def test_enter_confirms_and_s_stops_the_robot(tmp_path):
     threading.Thread(target=lambda: (view.confirm("turn the head left, press Enter"), done.set()), daemon=True).start()
     assert _until(lambda: view.state["phase"] == "waiting") and not done.is_set()
     os.write(w, b"s\n")  # the stop key while waiting: the robot stops, the prompt still waits
-    assert _until(lambda: stops == [1])
-    time.sleep(0.1)
-    assert not done.is_set() and "robot stopped" in view.state["status"]
+    assert _until(lambda: stops == [1] and "robot stopped" in view.state.get("stop", ""))
+    assert not done.is_set() and "robot stopped" in view.state["status"] and not view.state["stop_pending"]
     os.write(w, b"\n")
     assert done.wait(2.0)
     assert view.state["phase"] != "waiting"
     view.status("head-pose check: yaw +25 +/- 7 deg")
     assert view.state["phase"] == "head_check" and view.state["head"]["target"] == 25.0
+    os.close(w)
+    view.stop()
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _lines(view) -> str:
+    view._collect()
+    return _text(render_status(dict(view.state)))
+
+
+@pytest.mark.unit
+def test_recording_only_while_the_recorders_bag_is_open(tmp_path):
+    """The view's model: RECORDING between the recorder's own open and close (its
+    diagnostics), not from the orchestrator's "recording" hook; before the bag opens,
+    after it closes and when the recorder goes silent the state row says so."""
+    clock = _Clock()
+    view = OperatorView(_Client(), tmp_path, console=Console(file=io.StringIO(), width=120), subject="S01", keys=None, clock=clock)
+    diag = view.client.diag
+    trial = SimpleNamespace(trial_id="illum010_P1", experiment="illumination", condition="10", target="P1", head_yaw_deg=None)
+
+    def recorder(open_: bool):  # a new diagnostics message (the client stores a new dict each time)
+        diag["gaze4hri/recorder"] = {"level": 0, "message": "ok", "recording": str(open_), "trial": "illum010_P1" if open_ else "None",
+                                     "bytes": "0", "queue_bytes": "0", "fault": "None"}
+
+    view.trial(1, 2, trial, "look at P1")
+    recorder(False)
+    assert "RECORDING" not in _lines(view)
+    view.status("recording")  # the orchestrator means to record; the recorder has not opened its bag yet
+    text = _lines(view)
+    assert "RECORDING" not in text and "bag not open yet" in text
+    clock.t += 0.5
+    recorder(True)
+    text = _lines(view)
+    assert "RECORDING" in text and "recording illum010_P1" in text
+    clock.t += 2.0
+    recorder(True)
+    assert "RECORDING" in _lines(view) and "(recording 0:02)" in view.state["timer"]
+    clock.t += 0.5
+    recorder(False)  # the bag closed; the orchestrator has not reported the trial's result yet
+    text = _lines(view)
+    assert "RECORDING" not in text and "bag closed, finishing the trial" in text and "recording 0:" not in view.state["timer"]
+    view.result("illum010_P1", "done", None)
+    assert "RECORDING" not in _lines(view)
+    # the next trial: open, then the recorder goes quiet; its last word is not trusted
+    view.trial(2, 2, trial, "look at P1")
+    view.status("recording")
+    recorder(True)
+    assert "RECORDING" in _lines(view)
+    clock.t += 3.5
+    text = _lines(view)
+    assert "RECORDING" not in text and "no recorder diagnostics" in text
+
+
+@pytest.mark.unit
+def test_render_thread_keeps_the_cadence_while_the_orchestrator_blocks(tmp_path):
+    """Bring-up blocks the orchestrator's thread (here 2 s in a device request): the
+    render thread redraws on its own, at least twice a second (counted over the real
+    window; 4 Hz nominal, the bound leaves room for a loaded machine)."""
+    view = _view(tmp_path, None, terminal=True)
+    view.start()
+    view.status("bringing up devices")  # the first hook starts the table and its thread
+    assert _until(lambda: len(view.render_times) >= 1)
+    n0, t0 = len(view.render_times), time.monotonic()
+    blocked = threading.Event()
+    blocked.wait(2.0)  # the orchestrator's blocking call: no hook for 2 s
+    window = time.monotonic() - t0
+    times = view.render_times[n0 - 1:]
+    view.stop()
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    print(f"\n{len(times) - 1} redraws in {window:.2f} s, longest gap {max(gaps):.3f} s")
+    assert len(times) - 1 >= 2 * window * 0.9 and max(gaps) < 1.0
+    assert "bringing up devices" in view.console.file.getvalue()
+
+
+@pytest.mark.unit
+def test_stop_key_is_acknowledged_before_the_robot_answers(tmp_path):
+    """The s key: "STOP sent" drawn when the key is read, while /robot/stop still
+    blocks (here 1 s, the robot's answer late); then the robot's answer."""
+    answer = threading.Event()
+    r, w = os.pipe()
+    view = _view(tmp_path, os.fdopen(r), terminal=True, stop_robot=lambda: answer.wait(5.0) and "robot stopped (stop service)")
+    view.start()
+    view.status("recording")
+    view._start_keys()  # on a pipe the keys are read from the first prompt; here at once
+    assert _until(lambda: len(view.render_times) >= 1)
+    out = view.console.file
+    t0 = time.monotonic()
+    os.write(w, b"s\n")
+    assert _until(lambda: "STOP sent" in out.getvalue(), timeout=10.0)
+    latency = time.monotonic() - t0
+    print(f"\nstop key -> 'STOP sent' drawn: {latency * 1000:.0f} ms (the robot has not answered)")
+    assert latency < 0.5 * 4  # goal 0.5 s; 4x for a loaded 2-core machine
+    assert view.state["stop_pending"] and "has not answered yet" in out.getvalue()
+    os.write(w, b"s\n")  # pressed again while the call is out: noted, no second call
+    assert _until(lambda: "STOP sent again" in view.state["stop"])
+    answer.set()
+    assert _until(lambda: "robot: robot stopped" in out.getvalue())
+    assert view.stops == ["robot stopped (stop service)"] and not view.state["stop_pending"]
     os.close(w)
     view.stop()
 

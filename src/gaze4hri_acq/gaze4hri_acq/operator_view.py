@@ -1,9 +1,14 @@
 """Live terminal view for the operator (rich) and the session's final summary.
 
-What the operator sees, in one table refreshed at 4 Hz:
+What the operator sees, in one table redrawn at 4 Hz by its own thread (so it keeps
+moving while the orchestrator blocks in bring-up, the eye-head calibration or a
+device request), and at once when a key is read:
 
 - the phase in words: WAITING FOR OPERATOR (with the prompt and "press Enter"),
-  bringing up devices, moving to the start pose, HEAD-POSE CHECK, RECORDING;
+  bringing up devices, moving to the start pose, HEAD-POSE CHECK, RECORDING; RECORDING
+  only while the recorder's own diagnostics say its bag is open (not while the
+  orchestrator merely means to record: before the bag opens and after it closes the
+  row says so);
 - during the head-pose check a gauge with the measured head yaw next to the target
   band, and which way the subject should turn, so the operator can coach;
 - the trial timer and the session's estimated time left (mean wall time of this run's
@@ -14,6 +19,8 @@ What the operator sees, in one table refreshed at 4 Hz:
   service (the same path as ``ros2 service call /robot/stop std_srvs/srv/Trigger``;
   the running trial fails with the robot's fault reason and the session goes on to
   the next prompt), Ctrl-C ends the session (the running trial is marked incomplete).
+  The stop key is acknowledged on screen when it is read ("STOP sent"); the service
+  call runs in its own thread and the robot's answer replaces it when it comes.
 
 Device state comes from the topics the orchestrator node receives (diagnostics,
 head pose), so the view shows the same under ``ros2 launch``. The final summary lists
@@ -52,6 +59,12 @@ PHASES = {
     "recording": ("RECORDING", "bold white on red"),
     "stopping": ("stopping", "yellow"),
 }
+#: the orchestrator's "recording" phase while the recorder has no bag open
+NOT_OPEN = {None: ("starting the recording (bag not open yet)", "yellow"),
+            "closed": ("bag closed, finishing the trial", "cyan"),
+            "silent": ("recording? (no recorder diagnostics)", "bold red")}
+#: no recorder diagnostics for this long: its last word is not trusted (it publishes at 2 Hz)
+RECORDER_SILENT_S = 3.0
 KEYS_HELP = "Enter: confirm prompt   s: stop robot (/robot/stop)   Ctrl-C: end session (resume later)"
 ALARM = "bold red"
 
@@ -103,9 +116,23 @@ def yaw_gauge(measured: float | None, target: float, tol: float, span: float = 4
     return t
 
 
+def phase_label(state: dict) -> tuple[str, str]:
+    """(label, style) of the state row. RECORDING exactly when the recorder's own
+    diagnostics say its bag is open (``state["bag"] == "open"``); the orchestrator's
+    "recording" phase without an open bag says whether the bag is yet to open, has
+    closed, or the recorder went silent."""
+    bag = state.get("bag")
+    if bag == "open":
+        return PHASES["recording"]
+    phase = state.get("phase", "idle")
+    if phase == "recording":
+        return NOT_OPEN[bag if bag in ("closed", "silent") else None]
+    return PHASES.get(phase, (phase or "-", ""))
+
+
 def render_status(state: dict):
     """The live view from a plain state dict (tested without a terminal)."""
-    phase, style = PHASES.get(state.get("phase", "idle"), (state.get("phase", "-"), ""))
+    phase, style = phase_label(state)
     t = Table(title="Gaze4HRI acquisition" + (f" - subject {state['subject']}" if state.get("subject") else ""),
               show_header=False, expand=False)
     t.add_column("what", style="bold", no_wrap=True)
@@ -117,6 +144,8 @@ def render_status(state: dict):
     if waiting:
         prompt.append("  -> press Enter when ready", style="bold yellow")
     t.add_row("prompt", prompt)
+    if state.get("stop"):
+        t.add_row("operator stop", Text(state["stop"], style="bold white on red" if state.get("stop_pending") else ALARM))
     if state.get("phase") == "head_check" and state.get("head"):
         h = state["head"]
         t.add_row("head yaw", yaw_gauge(h.get("measured"), h["target"], h["tol"]))
@@ -125,7 +154,10 @@ def render_status(state: dict):
     t.add_row("motion capture", Text(state.get("mocap", "-"), style=ALARM if state.get("mocap_lost") else ""))
     t.add_row("robot", Text(state.get("robot", "-"), style=ALARM if state.get("robot_alarm") else ""))
     safety = state.get("safety", "-")
-    t.add_row("safety", Text(safety, style=ALARM if safety not in ("ok", "-", "?") else "green" if safety == "ok" else ""))
+    if state.get("stop_pending"):  # the robot's last word predates the operator's stop
+        t.add_row("safety", Text(f"{safety} (before the STOP; the robot has not answered yet)", style="bold yellow"))
+    else:
+        t.add_row("safety", Text(safety, style=ALARM if safety not in ("ok", "-", "?") else "green" if safety == "ok" else ""))
     t.add_row("recorder", Text(state.get("recorder", "-"), style=ALARM if state.get("recorder_fault") else ""))
     t.add_row("disk left", state.get("disk", "-"))
     if state.get("last"):
@@ -216,11 +248,18 @@ class OperatorView:
 
     ``keys``: the operator's input stream (default stdin) or None for no keys;
     ``should_stop``: the session's stop flag (SIGINT/SIGTERM), checked while waiting;
-    ``stop_robot``: what the ``s`` key calls (default: the ``/robot/stop`` service)."""
+    ``stop_robot``: what the ``s`` key calls (default: the ``/robot/stop`` service);
+    ``clock``: monotonic seconds (a test's fake clock).
+
+    Threads: the orchestrator calls the hooks (short, under ``_lock``); the render
+    thread (``operator-view``) collects device state and redraws every ``1/refresh_hz``
+    s and at once when woken (a key, a prompt); the key reader only updates the state
+    and wakes the render thread; the ``/robot/stop`` call runs in a thread of its own."""
 
     def __init__(self, client, out_dir: Path, console: Console | None = None, *, subject: str = "",
                  yaw_tolerance_deg: float = 7.0, keys=sys.stdin, should_stop: Callable[[], str | None] = lambda: None,
-                 stop_robot: Callable[[], str] | None = None, refresh_hz: float = 4.0):
+                 stop_robot: Callable[[], str] | None = None, refresh_hz: float = 4.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.out_dir = Path(out_dir)
         self.subject = subject
@@ -249,16 +288,27 @@ class OperatorView:
         self.stops: list[str] = []
         self._asking = False
         self._answer = True
+        self._clock = clock
+        self._wake = threading.Event()
+        self._stop_busy = False
+        self._rec_diag = None  # the recorder's last diagnostics (a new dict per message) and when it came
+        self._rec_diag_t: float | None = None
+        self._bag_was_open = False
+        #: monotonic time of each redraw (the render cadence test reads it)
+        self.render_times: list[float] = []
 
     # ------------------------------------------------------------------ hooks
     def trial(self, i: int, n: int, trial, prompt: str) -> None:
         self._ensure_live()
+        todo = self._count_todo() if self._todo is None else self._todo  # reads session.yaml: not under the lock
         with self._lock:
-            if self._todo is None:
-                self._todo = self._count_todo()
+            self._todo = todo
             self._trial = trial
-            self._trial_t0 = time.monotonic()
+            self._trial_t0 = self._clock()
             self._rec_t0 = None
+            self._bag_was_open = False
+            if not self.state.get("stop_pending"):
+                self.state.pop("stop", None)
             self.state["trial"] = f"{i}/{n}  {trial.trial_id}  ({trial.experiment}, {trial.condition}, target {trial.target})"
             self.state["prompt"] = prompt
             self.state["phase"], self.state["status"] = "moving", ""
@@ -272,9 +322,8 @@ class OperatorView:
                 target = getattr(self._trial, "head_yaw_deg", None)
                 if target is not None:
                     self.state["head"] = {"measured": None, "target": float(target), "tol": self.yaw_tolerance_deg}
-            elif text == "recording":
+            elif text == "recording":  # the orchestrator's intention; RECORDING itself waits for the recorder's bag
                 self.state["phase"], self.state["status"] = "recording", ""
-                self._rec_t0 = time.monotonic()
                 self.state.pop("head", None)
             elif text.startswith("moving"):
                 self.state["phase"], self.state["status"] = "moving", ""
@@ -287,7 +336,7 @@ class OperatorView:
         with self._lock:
             self.results.append((trial_id, status, reason))
             if self._trial_t0 is not None and status in ("done", "failed"):
-                self._durations.append(time.monotonic() - self._trial_t0)
+                self._durations.append(self._clock() - self._trial_t0)
             self._trial_t0 = self._rec_t0 = None
             self.state["last"] = f"{trial_id}: {status}" + (f" ({reason})" if reason else "")
             self.state["last_failed"] = status != "done"
@@ -314,7 +363,7 @@ class OperatorView:
         with self._lock:
             self.state["phase"], self.state["status"], self.state["prompt"] = "waiting", "", prompt
             self._confirmed.clear()
-        self._refresh()
+        self._wake.set()
         try:
             while not self._confirmed.wait(0.05):
                 reason = self.should_stop()
@@ -328,7 +377,8 @@ class OperatorView:
                 if self.state.get("phase") == "waiting":
                     self.state["phase"] = "moving"
             if self._trial_t0 is not None:  # the trial's clock starts when the operator confirms
-                self._trial_t0 = time.monotonic()
+                self._trial_t0 = self._clock()
+            self._wake.set()
 
     def ask(self, question: str) -> bool:
         """A yes/no question in the same WAITING FOR OPERATOR state (the eye-head
@@ -354,13 +404,39 @@ class OperatorView:
             self._answer = False
             self._confirmed.set()
         elif key == "s":
-            self.stop_robot()
+            self.request_stop()
 
     def _on_eof(self) -> None:
         self._eof = True
 
+    def request_stop(self) -> None:
+        """The stop key: "STOP sent" on screen now (the state, then the render thread
+        woken), the ``/robot/stop`` call in its own thread, its answer when it comes.
+        Never blocks the key reader; a second press while the call is out is noted."""
+        with self._lock:
+            busy, self._stop_busy = self._stop_busy, True
+            stamp = time.strftime("%H:%M:%S")
+            if busy:
+                self.state["stop"] = f"STOP sent again at {stamp}: still waiting for the robot's answer"
+            else:
+                self.state["stop"] = f"STOP sent at {stamp} (/robot/stop): waiting for the robot"
+                self.state["stop_pending"] = True
+                self.state["status"] = "operator stop: STOP sent"
+        self._wake.set()
+        if not busy:
+            threading.Thread(target=self._stop_worker, name="operator-stop", daemon=True).start()
+
+    def _stop_worker(self) -> None:
+        msg = self.stop_robot()  # never raises: a failed call is its message
+        with self._lock:
+            self._stop_busy = False
+            self.state["stop_pending"] = False
+            self.state["stop"] = f"STOP sent; robot: {msg}"
+        self._wake.set()
+
     def stop_robot(self) -> str:
-        """The operator's stop: call ``/robot/stop`` and say what happened."""
+        """The operator's stop: call ``/robot/stop`` and say what happened (blocks
+        until the robot answers or 5 s pass; the key uses ``request_stop``)."""
         try:
             msg = self._stop_robot()
         except Exception as e:  # a stop must never take the view down; say why it failed
@@ -429,6 +505,7 @@ class OperatorView:
         s["robot_alarm"] = pstop
         s["safety"] = rb.get("safety", "?") if rb else "?"
         rec = d.get("gaze4hri/recorder", {})
+        self._note_bag(rec or None)
         fault = rec.get("fault") not in (None, "None", "")
         s["recorder"] = (f"{'recording ' + str(rec.get('trial')) if rec.get('recording') == 'True' else 'idle'}, "
                          f"{_fmt_bytes(float(rec.get('bytes', 0)))}, queue {_fmt_bytes(float(rec.get('queue_bytes', 0)))}"
@@ -438,27 +515,54 @@ class OperatorView:
             s["disk"] = _fmt_bytes(disk_free_bytes(self.out_dir))
         except OSError:
             s["disk"] = "?"
-        now = time.monotonic()
+        now = self._clock()
+        measured = self._measured_yaw() if s.get("phase") == "head_check" and s.get("head") else None  # may load files: not under the lock
         with self._lock:
             if self._trial_t0 is None:
                 s["timer"] = "-"
             else:
-                s["timer"] = _fmt_s(now - self._trial_t0) + (f" (recording {_fmt_s(now - self._rec_t0)})" if self._rec_t0 else "")
+                s["timer"] = _fmt_s(now - self._trial_t0) + (f" (recording {_fmt_s(now - self._rec_t0)})"
+                                                              if self._rec_t0 is not None and s.get("bag") == "open" else "")
             if self._todo is not None:
                 left = max(0, self._todo - len(self.results))
                 s["eta"] = (_fmt_s(left * sum(self._durations) / len(self._durations)) if self._durations
                             else "after the first trial") + f" ({left} trial{'s' if left != 1 else ''})"
             if s.get("phase") == "head_check" and s.get("head"):
-                s["head"]["measured"] = self._measured_yaw()
+                s["head"]["measured"] = measured
+
+    def _note_bag(self, rec: dict | None) -> None:
+        """``state["bag"]`` from the recorder's own diagnostics: "open" while its last
+        word (no older than RECORDER_SILENT_S) says a bag is open, "closed" once the bag
+        opened in this trial has closed, "silent" when the recorder said open and then
+        went quiet, else None. The recording timer starts when the bag opens."""
+        now = self._clock()
+        if rec is not self._rec_diag:  # the client stores a new dict per message
+            self._rec_diag, self._rec_diag_t = rec, now
+        with self._lock:
+            if rec is None:
+                bag = None
+            elif rec.get("recording") == "True":
+                bag = "silent" if now - (self._rec_diag_t or now) > RECORDER_SILENT_S else "open"
+            else:
+                bag = "closed" if self._bag_was_open else None
+            if bag == "open" and not self._bag_was_open:
+                self._bag_was_open, self._rec_t0 = True, now
+            self.state["bag"] = bag
 
     def _refresh(self) -> None:
         if self._live is not None:
             self._collect()
-            with self._lock:
-                self._live.update(render_status(dict(self.state)), refresh=True)
+            with self._lock:  # a copy under the lock; rendering and the terminal write outside it
+                snap = dict(self.state)
+            self._live.update(render_status(snap), refresh=True)
+            self.render_times.append(self._clock())
 
     def _loop(self) -> None:
-        while not self._halt.wait(self._period):
+        while not self._halt.is_set():
+            self._wake.wait(self._period)
+            self._wake.clear()  # a wake-up after this point is a redraw after this one
+            if self._halt.is_set():
+                break
             try:
                 self._refresh()
             except Exception as e:  # a display error must not end the session; show it once
@@ -491,6 +595,7 @@ class OperatorView:
 
     def stop(self) -> None:
         self._halt.set()
+        self._wake.set()
         if self._keys is not None:
             self._keys.stop()
         if self._thread is not None:
