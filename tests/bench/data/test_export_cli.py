@@ -33,7 +33,7 @@ def test_export_ethxgaze_h5(sessions, tmp_path, capsys):
     assert split == {"train": [], "val": [], "test": ["subjectS01.h5"]}
     ds = Dataset(sessions, subjects=["S01"], trials=["illum100_P5", "arc_P1"])
     gts = {r.trial: ds.trial_ground_truth(r).set_index("frame") for r in ds.trials()}
-    with h5py.File(out / "subjectS01.h5", "r") as f:
+    with h5py.File(out / "test" / "subjectS01.h5", "r") as f:
         patch, gaze, head, R = f["face_patch"][:], f["face_gaze"][:], f["face_head_pose"][:], f["face_mat_norm"][:]
         trial = [t.decode() if isinstance(t, bytes) else t for t in f["trial"][:]]
         frame = f["frame_index"][:, 0]
@@ -80,7 +80,7 @@ def test_export_ethxgaze_from_study_layout(tmp_path, capsys):
     assert main(["export", str(base), str(tmp_path / "x"), "--format", "ethxgaze-h5"]) == 0
     import h5py
 
-    with h5py.File(tmp_path / "x" / "subject0005.h5", "r") as f:
+    with h5py.File(tmp_path / "x" / "train" / "subject0005.h5", "r") as f:
         assert f["face_patch"].shape == (12, 224, 224, 3)
         g = f["face_gaze"][:]
     # the scene's gaze (down and towards the camera) normalized: pitch negative (looking down), in radians

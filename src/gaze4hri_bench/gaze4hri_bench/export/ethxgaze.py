@@ -3,15 +3,23 @@
 ETH-XGaze (Zhang et al., ECCV 2020) ships one HDF5 file per subject with
 ``face_patch`` (N, 224, 224, 3) uint8 **BGR** normalized faces, ``face_gaze`` (N, 2)
 and ``face_head_pose`` (N, 2) float32 [pitch, yaw] in radians, plus
-``train_test_split.json`` naming the files of each split; the methods' training code
-(PureGaze, GazeTR) reads this layout (methods.md, "Data normalization"). Patches come
+``train_test_split.json`` naming the files of each split, the files under ``train/``
+and ``test/`` as ETH-XGaze ships them (its loader opens ``<dir>/<split>/<file>`` with
+``swmr=True``: xucong-zhang/ETH-XGaze data_loader.py:31-42, 87-88, 125-126; validation
+subjects go to ``train/``, listed under ``val``). Code that reads this layout: ETH-XGaze's
+own trainer (its data_loader.py / trainer.py) and trainers written against it. The
+official PureGaze and GazeTR code does NOT read it: their readers take GazeHub's
+processed layout, image files plus label text lines (yihuacheng/GazeTR reader/reader.py
+``trainloader``; yihuacheng/PureGaze model/reader/reader_adap.py), so training them on
+this export needs an adapter (docs/study_dataset.md). Patches come
 from the project's data normalization (faces.normalization, Zhang et al. 2018, Sec. 3:
 f = 960, d = 600 mm, 224 px by default) with the motion-capture face centre and head
 rotation of the ground truth; labels: g_n = R g (Frame A pitch/yaw,
 gaze4hri_core.gaze.vector_to_pitchyaw); head: the z axis of R_n = R R_head as
 [asin(z_y), atan2(z_x, z_z)] (GazeHub's HeadTo2d convention, a frontal head is
 (0, 0)). Extra datasets: ``face_mat_norm`` (N, 3, 3), ``frame_index`` (N, 1),
-``trial`` (N,) and ``t_ns`` (N,). Only valid frames are written; files grow in chunks
+``trial`` (N,) and ``t_ns`` (N,). Only valid frames are written (data reasons and blinks:
+a session's annotations, or in a simulated session the simulator's blink truth); files grow in chunks
 so memory stays flat whatever the trial length.
 """
 from __future__ import annotations
@@ -27,7 +35,7 @@ from gaze4hri_core.gaze import vector_to_pitchyaw
 
 from ..faces import normalization as N
 
-__all__ = ["export_ethxgaze", "EthExportResult", "head_pitchyaw"]
+__all__ = ["export_ethxgaze", "EthExportResult", "head_pitchyaw", "split_folder"]
 
 
 @dataclass
@@ -36,6 +44,14 @@ class EthExportResult:
     counts: dict[str, int]
     split: dict[str, list[str]]
     skipped: list[str]
+
+
+def split_folder(subject: str, test_subjects=()) -> str:
+    """ETH-XGaze's folder of a subject's file: ``test`` for the test split, else ``train``
+    (validation subjects too: ETH-XGaze ships only train/ and test/ and cuts validation
+    from train). Its loader opens ``<dir>/<sub_folder>/<key>`` with sub_folder 'train' or
+    'test' (xucong-zhang/ETH-XGaze data_loader.py:41-42, 64-65, 87, 125)."""
+    return "test" if subject in test_subjects else "train"
 
 
 def head_pitchyaw(R_n: np.ndarray) -> np.ndarray:
@@ -50,7 +66,8 @@ class _SubjectFile:
     def __init__(self, path: Path, size: int):
         import h5py
 
-        self.f = h5py.File(path, "w")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.f = h5py.File(path, "w", libver="latest")  # ETH-XGaze's loader opens files with swmr=True
         self.n = 0
         st = h5py.string_dtype()
         self.d = {
@@ -80,7 +97,8 @@ class _SubjectFile:
 def export_ethxgaze(data: Path, out: Path, subjects=None, trials=None, stride: int = 1, data_format: str = "auto",
                     val_subjects=(), test_subjects=(), focal_px: float = 960.0, distance_mm: float = 600.0, size: int = 224,
                     log: Callable[[str], None] = print, progress: bool = False) -> EthExportResult:
-    """Write ``out/subject<ID>.h5`` per subject and ``out/train_test_split.json``.
+    """Write ``out/{train,test}/subject<ID>.h5`` per subject and ``out/train_test_split.json``
+    (keys are the file names, read from ``out/train/`` or ``out/test/`` as ETH-XGaze's loader does).
     ``progress``: `run`'s overall bar with the ETA (pipeline.progress.RunProgress); each
     skipped trial is said once, through ``log``."""
     from ..data.reader import Dataset
@@ -88,7 +106,13 @@ def export_ethxgaze(data: Path, out: Path, subjects=None, trials=None, stride: i
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ds = Dataset(data, subjects=subjects, trials=trials, stride=stride, format=data_format)
+    from ..data.reader import detect_format
+
+    fmt = detect_format(data) if data_format == "auto" else data_format
+    # valid frames only: a simulated session's blink truth excludes its blink frames (the
+    # session backend's sim_blinks; a study layout applies its blink annotation files)
+    ds = Dataset(data, subjects=subjects, trials=trials, stride=stride, format=fmt,
+                 **({"sim_blinks": True} if fmt == "session" else {}))
     refs = [r for r in ds.trials() if r.status == "done"]
     skipped = [f"{s.subject}/{s.trial}: {s.reason}" for s in getattr(ds, "skipped", [])]
     for s in skipped:
@@ -107,8 +131,8 @@ def export_ethxgaze(data: Path, out: Path, subjects=None, trials=None, stride: i
         for ref in refs:
             name = f"subject{ref.subject}.h5"
             if ref.subject not in files:
-                paths[ref.subject] = out / name
-                files[ref.subject] = _SubjectFile(out / name, size)
+                paths[ref.subject] = out / split_folder(ref.subject, test_subjects) / name
+                files[ref.subject] = _SubjectFile(paths[ref.subject], size)
             with job.trial(ref) as bar:
                 try:
                     n = _export_trial(ds, ref, files[ref.subject], focal_px, distance_mm, size, bar=bar)
