@@ -558,9 +558,15 @@ class OperatorView:
             self.render_times.append(self._clock())
 
     def _loop(self) -> None:
+        # ticks on a fixed schedule (a late tick does not push the next one a whole
+        # period further); a wake-up (key, prompt) redraws at once, between ticks
+        tick = time.monotonic()
         while not self._halt.is_set():
-            self._wake.wait(self._period)
-            self._wake.clear()  # a wake-up after this point is a redraw after this one
+            now = time.monotonic()
+            if now >= tick:
+                tick = max(tick + self._period, now)
+            if self._wake.wait(tick - now):
+                self._wake.clear()  # a wake-up after this point is a redraw after this one
             if self._halt.is_set():
                 break
             try:
