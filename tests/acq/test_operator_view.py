@@ -189,7 +189,7 @@ def test_render_thread_keeps_the_cadence_while_the_orchestrator_blocks(tmp_path)
     window = time.monotonic() - t0
     times = view.render_times[n0 - 1:]
     view.stop()
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     print(f"\n{len(times) - 1} redraws in {window:.2f} s, longest gap {max(gaps):.3f} s")
     assert len(times) - 1 >= 2 * window * 0.9 and max(gaps) < 1.0
     assert "bringing up devices" in view.console.file.getvalue()
@@ -364,7 +364,7 @@ def test_interactive_prompts_in_sim_driven_from_a_terminal(tmp_path):
         until("--redo illum010_P1", start=i, timeout=180)  # keep reading: a full pty would block the child
         until("session: ", start=i, timeout=60)
         assert p.wait(timeout=30) == 1
-        gap = max(b - a for a, b in zip(redraws, redraws[1:]))
+        gap = max(b - a for a, b in zip(redraws, redraws[1:], strict=False))
         print(f"\nstop key -> 'STOP sent' on screen: {ack_s * 1000:.0f} ms; {len(redraws)} redraws, longest gap {gap:.2f} s")
         assert ack_s < 2.0, f"stop key acknowledged after {ack_s:.2f} s (goal 0.5 s)"  # generous: a loaded 2-core machine
         assert gap < 3.0, f"no redraw for {gap:.2f} s (goal 0.5 s)"
