@@ -4,12 +4,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap demo test test-long test-live lint bench colcon clean help
+.PHONY: bootstrap demo test test-long test-live test-jazzy test-jazzy-quick lint bench colcon clean help
 
 help:
 	@echo "make demo   - simulated session -> benchmark -> report (out/demo)"
 	@echo "make test   - the default test suite (no hardware, no GPU)"
 	@echo "make test-long - the long tier (whole 63-trial session, MCGaze export, GaT direct export, SIGTERM; ~12 min)"
+	@echo "make test-jazzy - the acquisition tests on Python 3.12 + ROS 2 Jazzy wheels (.venv-jazzy; ~5 min)"
+	@echo "make test-jazzy-quick - its node, launch and replay tiers without slow (what CI runs; ~3.5 min)"
 	@echo "make lint   - ruff"
 	@echo "make bench  - performance benchmarks (benchmarks/, figures in docs/PERFORMANCE.md)"
 
@@ -27,6 +29,34 @@ test-long: bootstrap
 
 test-live: bootstrap
 	$(PY) -m pytest -m live $(PYTEST_ARGS)
+
+# The acquisition side (gaze4hri_core, gaze4hri_sim, gaze4hri_acq: nodes, launch tier, recorder,
+# replay) on Python 3.12 with the ros-jazzy-* wheels, in its own .venv-jazzy
+# (scripts/bootstrap_jazzy.sh, requirements/ros-jazzy.txt): tests/core and tests/acq, without
+# `live` and `long` (pyproject's addopts). .venv-jazzy has no benchmark side (gaze4hri_bench,
+# pandas, onnxruntime, MediaPipe, torch), so the tests that use it are left out, by name:
+JAZZY_VENV ?= .venv-jazzy
+JAZZY_NEEDS_BENCH := \
+	--ignore=tests/acq/test_gaze_node.py \
+	--ignore=tests/acq/test_tracked_table.py \
+	--deselect=tests/acq/test_bag_integrity.py::test_joint_state_bytes_are_exact_cdr \
+	--deselect=tests/acq/test_bag_integrity.py::test_every_topic_of_a_recorded_session_decodes_with_rosbags \
+	--deselect=tests/acq/test_bag_integrity.py::test_bench_run_names_the_damaged_trial_and_writes_the_others \
+	--deselect=tests/acq/test_launch.py::test_live_gaze_launch_estimates_gaze_on_a_replayed_session \
+	--deselect=tests/acq/test_live_gaze_launch.py::test_node_host_autostarts_the_gaze_node \
+	--deselect=tests/acq/test_session_calibration.py::test_subject_without_file_to_benchmarked_session_with_no_manual_step \
+	--deselect=tests/acq/test_session_lock.py::test_readers_read_a_session_being_recorded
+
+# test-jazzy-quick (CI, .ci/run): only the tiers that run rclpy and the launch library.
+JAZZY_QUICK := -m "(node or launch or replay) and not slow and not live and not long"
+
+test-jazzy:
+	@GAZE4HRI_JAZZY_VENV="$(abspath $(JAZZY_VENV))" bash scripts/bootstrap_jazzy.sh
+	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/acq $(JAZZY_NEEDS_BENCH) $(PYTEST_ARGS)
+
+test-jazzy-quick:
+	@GAZE4HRI_JAZZY_VENV="$(abspath $(JAZZY_VENV))" bash scripts/bootstrap_jazzy.sh
+	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/acq $(JAZZY_NEEDS_BENCH) $(JAZZY_QUICK) $(PYTEST_ARGS)
 
 lint: bootstrap
 	$(VENV)/bin/ruff check src tests benchmarks
