@@ -238,6 +238,16 @@ class LiveView:
             self._thread.join(timeout=5.0)
             self._thread = None
         if self._server is not None:
+            # the session's end, said once more: the stack is closed (no bag open), so the
+            # last state never shows a recording the recorder's 2 Hz diagnostics had not yet ended
+            try:
+                self._drain()
+                self.state["recording"] = False
+                if not str(self.state.get("status", "")).startswith("stopped"):
+                    self.state["status"] = "stopped (session ended)"
+                self._send_state()
+            except Exception:  # noqa: BLE001 - the view must never fail the session's end
+                pass
             self._server.stop()
             self._server = None
 
