@@ -279,6 +279,8 @@ def test_session_launch_records_what_the_cli_records(ws, launched_session, tmp_p
     log = p.stdout[-3000:] + p.stderr[-3000:]
     assert p.returncode == 0, log
     assert "Publisher already registered" not in log and "devices_sim" not in log.split("process started")[0]
+    # the operator's live view runs with a launched session too (on loopback, over DDS)
+    assert "live view: ws://127.0.0.1:" in p.stdout + p.stderr, log
     m = load_manifest(sdir)
     assert {t: r.status for t, r in m.trials.items()} == {t: "done" for t in TRIALS.split()}, log
     assert m.settings["resolution"] == [320, 180]

@@ -97,7 +97,8 @@ def _live_view(a: SessionArgs):
 
     from .live_view import DEFAULT_ADDRESS, start_live_view
 
-    log = None if a.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    # its address is said even by the launch's quiet orchestrator (the operator needs it)
+    log = None if a.quiet and not a.external_devices else (lambda s: print(s, file=sys.stderr, flush=True))
     return start_live_view(a.live_view, subject=a.subject, session_dir=Path(a.out_dir) / a.subject, calibration_dir=a.calibration_dir,
                            default=a.live_view == DEFAULT_ADDRESS, log=log)
 

@@ -90,8 +90,9 @@ class SessionConfig(BaseModel):
     interactive: bool = Field(False, description="sim backend: wait for Enter at every prompt as in the lab (rehearse a session)", json_schema_extra=_CLI)
     quiet: bool = Field(False, description="no live status view", json_schema_extra=_CLI)
     # the Foxglove live view (live_view.py): camera image, 3D scene, session state; the CLI
-    # turns it on at 127.0.0.1:8765, the Python API and launch leave it off
-    live_view: str = Field("off", description="Foxglove WebSocket live view at HOST:PORT (or PORT); off: none", json_schema_extra=_CLI)
+    # and session.launch.py (the operator's machine) turn it on at 127.0.0.1:8765
+    # (nodes/launching.LAUNCH_DEFAULTS), the Python API leaves it off
+    live_view: str = Field("off", description="Foxglove WebSocket live view at HOST:PORT (or PORT) for the operator (Foxglove: open connection); off: none")
     external_devices: bool = Field(False, description="device nodes run in other processes (ros2 launch): start only the orchestrator", json_schema_extra=_CLI)
     fail_after_bytes: int = Field(-1, description="test hook: simulated full disk after this many bytes", json_schema_extra=_CLI)
     mocap_dropout: tuple[str, float, float] | None = Field(None, description="sim fault injection: (trial, at_s, duration_s)", json_schema_extra=_CLI)

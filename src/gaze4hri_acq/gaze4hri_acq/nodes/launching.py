@@ -63,7 +63,13 @@ def session_arguments() -> list[dict]:
     from ..session_config import _to_string, launch_arguments
 
     tuning = {k: _to_string(v) for k, v in node_parameters("orchestrator").items() if k != "trial_seconds"}
+    tuning.update(LAUNCH_DEFAULTS)
     return [{**a, "default": tuning.get(a["name"], a["default"])} for a in launch_arguments()]
+
+
+#: session.launch.py runs on the operator's machine: the live view is on, on loopback,
+#: as with ``gaze4hri-acq session`` (the Python API's default stays off)
+LAUNCH_DEFAULTS = {"live_view": "127.0.0.1:8765"}
 
 
 def declare(arguments: list[dict]) -> list:
