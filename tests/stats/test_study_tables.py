@@ -224,3 +224,78 @@ def test_mutual_pooled_all_row_and_tiers(videos):
         means = g.set_index("method")["mean"]
         assert got == tiers(pw[pw.pool == pool], means, 0.05)
         assert list(g.sort_values(["tier", "mean"]).method) == list(means.sort_values().index)
+
+
+def _ols_ref(y, x1, x2):
+    """Slopes and classical SEs of y = a + b1 x1 + b2 x2 by the normal equations."""
+    X = np.column_stack([np.ones(y.size), x1, x2])
+    inv = np.linalg.inv(X.T @ X)
+    b = inv @ X.T @ y
+    s2 = ((y - X @ b) ** 2).sum() / (y.size - 3)
+    return b[1:], np.sqrt(np.diag(inv)[1:] * s2)
+
+
+def test_slope_meta_fixed_effect_by_hand():
+    """line_movement_analysis_paper.py:996-1208: per-video OLS of error on |yaw| and |pitch| (raw and
+    z-scored with the population SD), videos under 8 frames dropped, fixed-effect inverse-variance
+    pooling per (condition, method), normal two-sided z-test, Holm across methods."""
+    from gaze4hri_bench.stats.study_tables import slope_meta
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for s in range(5):
+        for m, by in (("m1", 0.2), ("m2", 0.0), ("m3", -0.1)):
+            for c in ("h_slow", "v_fast"):
+                n = 7 if (s == 0 and m == "m1" and c == "h_slow") else 20 + 5 * s
+                p, y = np.abs(rng.normal(0, 15, n)), np.abs(rng.normal(0, 20, n))
+                rows.append(pd.DataFrame({"subject": f"S{s}", "method": m, "condition": c, "trial": f"mutual_{c}",
+                                          "error_deg": 5 + 0.05 * p + by * y + rng.normal(0, 1 + s, n), "abs_pitch_deg": p, "abs_yaw_deg": y}))
+    f = pd.concat(rows, ignore_index=True)
+    vids, meta = slope_meta(f)
+    assert len(vids) == 5 * 3 * 2 - 1  # the 7-frame video is left out
+    z = lambda x: (x - x.mean()) / x.std(ddof=0)  # noqa: E731
+    ref = {}
+    for (_s, m, c), g in f.groupby(["subject", "method", "condition"]):
+        if len(g) < 8:
+            continue
+        e, yaw, pitch = g.error_deg.to_numpy(), g.abs_yaw_deg.to_numpy(), g.abs_pitch_deg.to_numpy()
+        b, se = _ols_ref(e, yaw, pitch)
+        bs, ses = _ols_ref(z(e), z(yaw), z(pitch))
+        for coef, th, sd in (("b_yaw", b[0], se[0]), ("b_pitch", b[1], se[1]), ("beta_yaw", bs[0], ses[0]), ("beta_pitch", bs[1], ses[1])):
+            ref.setdefault((c, coef, m), []).append((th, sd, len(g)))
+    assert len(meta) == 2 * 4 * 3
+    for (c, coef, m), v in ref.items():
+        th, se, n = map(np.array, zip(*v, strict=True))
+        w = 1 / se**2
+        est, s_ = (w * th).sum() / w.sum(), w.sum() ** -0.5
+        r = meta.set_index(["condition", "coef", "method"]).loc[(c, coef, m)]
+        assert (r.videos, r.frames) == (len(th), n.sum())
+        assert (r.estimate, r.se, r.z) == pytest.approx((est, s_, est / s_), rel=1e-9)
+        assert r.p_unc == pytest.approx(2 * stats.norm.sf(abs(est / s_)), rel=1e-9, abs=1e-300)
+        assert (r["mean"], r.sd, r.prop_pos) == pytest.approx((th.mean(), th.std(ddof=1), (th > 0).mean()))
+    for _, g in meta.groupby(["condition", "coef"]):  # Holm by hand over the 3 methods
+        p = g.p_unc.to_numpy()
+        o = np.argsort(p)
+        adj = np.minimum(np.maximum.accumulate(p[o] * np.array([3, 2, 1])), 1)
+        assert g.p_holm.to_numpy()[o] == pytest.approx(adj)
+    est = meta.set_index(["condition", "coef", "method"]).estimate
+    assert 0.15 < est[("h_slow", "b_yaw", "m1")] < 0.25 and abs(est[("v_fast", "b_yaw", "m2")]) < 0.05
+
+
+def test_mutual_slope_meta_in_analysis(videos):
+    """The analysis writes the table for the subjects complete in all conditions, methods in order."""
+    from gaze4hri_bench.stats.study_tables import SLOPE_META_COLUMNS, slope_meta
+
+    from .test_extended import _mutual_frames
+
+    f = _mutual_frames(8)
+    a = A.mutual_gaze(videos, f, profile=STUDY)
+    t = a.tables["mutual_slope_meta"]
+    assert set(SLOPE_META_COLUMNS) | {"display"} == set(t.columns)
+    keep = f[f.subject.isin(set(videos.subject) - set(a.excluded.subject))]
+    _, ref = slope_meta(keep)
+    got = t.set_index(["condition", "coef", "method"]).sort_index()
+    ref = ref.set_index(["condition", "coef", "method"]).sort_index()
+    assert got.estimate.to_numpy() == pytest.approx(ref.estimate.to_numpy()) and got.p_holm.to_numpy() == pytest.approx(ref.p_holm.to_numpy())
+    assert list(t.condition.unique()) == ["h_slow", "h_fast", "v_slow", "v_fast"]
+    assert list(t[t.condition == "h_slow"].coef.unique()) == ["b_yaw", "b_pitch", "beta_yaw", "beta_pitch"]

@@ -33,7 +33,16 @@ from .extended import (
 )
 from .inference import cv_percent, group_ols2, group_slopes, holm, one_sample_ttest, paired_ttest, pairwise_paired
 from .profiles import REFERENCE, AnalysisProfile
-from .study_tables import STUDY_ROWS, describe, group_descriptives, paired_matrix, tiers, wins_tally
+from .study_tables import (
+    SLOPE_COEFS,
+    STUDY_ROWS,
+    describe,
+    group_descriptives,
+    paired_matrix,
+    slope_meta,
+    tiers,
+    wins_tally,
+)
 
 __all__ = [
     "Analysis",
@@ -658,7 +667,9 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
     and SD over subjects of the per-subject OLS over valid frames E = a + b_pitch
     |pitch| + b_yaw |yaw|, Sezer et al. exp. 4.2 analysis), ``mutual_eccentricity_subjects``,
     and ``mutual_eccentricity_videos`` / ``mutual_eccentricity_per_video`` (the study's
-    per-video OLS averaged over videos, conditions and subjects; :996-1262).
+    per-video OLS averaged over videos, conditions and subjects; :996-1262), and
+    ``mutual_slope_meta`` (the study's fixed-effect meta-analysis of the per-video slopes,
+    :996-1208; :func:`.study_tables.slope_meta`).
     """
     a = Analysis("mutual", "Mutual gaze (experiment 4.2)", profile=profile.name)
     v = videos[videos["experiment"].astype(str) == "mutual"]
@@ -747,6 +758,15 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
         a.tables["mutual_eccentricity_per_video"] = _with_display(per.set_index("method").reindex([m for m in methods if m in set(per["method"])]).reset_index())
         a.caption("mutual_eccentricity_per_video", profile, "Experiment 4.2 (the study's script): per-video slopes averaged over a subject's videos per condition, then over the conditions; "
                   "mean, SD and 95 % CI over subjects", "none", "slope mean and 95 % CI")
+        _, meta = slope_meta(f.assign(trial=f["trial"].astype(str), condition=f["condition"].astype(str)))
+        order = {m: i for i, m in enumerate(methods)}
+        meta = meta.assign(_c=meta["condition"].map({c: i for i, c in enumerate(conds)}), _k=meta["coef"].map({k: i for i, k in enumerate(SLOPE_COEFS)}),
+                           _m=meta["method"].map(order))
+        meta = meta.sort_values(["_c", "_k", "_m"], kind="stable").drop(columns=["_c", "_k", "_m"]).reset_index(drop=True)
+        a.tables["mutual_slope_meta"] = _with_display(meta)
+        a.caption("mutual_slope_meta", profile, "Experiment 4.2 (the study's script, line_movement_analysis_paper.py:996-1208): per-video OLS over valid frames (at least 8), "
+                  "E = a + b_yaw |yaw| + b_pitch |pitch|, raw and z-scored within the video (beta); fixed-effect inverse-variance meta-analysis of the per-video "
+                  "slopes per condition and method, two-sided z-test", "Holm over the methods of one condition and coefficient", "pooled slope (deg/deg; beta: SD/SD)")
     return a
 
 

@@ -34,6 +34,7 @@ HEADERS = {
     "n_fixed": "N fixed", "n_arc": "N arc", "n_valid": "Valid frames", "error_mean": "Mean error", "conflict": "Conflict",
     "n_points_won": "Points won", "points_won": "Won", "n_points_tied_topmean": "Lowest, no champion", "points_tied_topmean": "Lowest at",
     "weights": "Weights", "detector": "Detector", "data": "Data", "profile": "Pipeline profile",
+    "coef": "Coefficient", "estimate": "Pooled slope", "z": "z", "prop_pos": "Share > 0",
     "ci": "95 % CI", "slope_ci": "Slope 95 % CI", "fixed_ci": "Fixed 95 % CI", "arc_ci": "Arc 95 % CI",
     "crop_ci": "Crop 95 % CI", "rectified_ci": "Rect. 95 % CI", "b_pitch_ci": "b_pitch 95 % CI", "b_yaw_ci": "b_yaw 95 % CI",
 }
