@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+
+from .figures import t_ci
 
 __all__ = ["headline", "render"]
 
@@ -56,6 +57,13 @@ def _wins(pairs: pd.DataFrame | None, best: str, alpha: float, sel=None) -> str:
     return f"lower than {won} of {len(p)} others (Holm)"
 
 
+def _row(experiment: str, condition: str, g: pd.DataFrame, b: pd.Series, significant: str, ci=None) -> dict:
+    """One headline row for the best method ``b`` of table ``g`` (its own CI columns unless ``ci``)."""
+    lo, hi = ci if ci is not None else (b["ci_low"], b["ci_high"])
+    return {"experiment": experiment, "condition": condition, "best": _name(g, b), "mean": b["mean"], "ci_low": lo, "ci_high": hi,
+            "n": int(b["n"]), "significant": significant}
+
+
 def headline(tables: Path, alpha: float = 0.05) -> pd.DataFrame:
     """The headline rows from a report's ``tables/`` folder: experiment, condition, best
     (display name), mean, ci_low, ci_high, n, significant (text)."""
@@ -67,8 +75,7 @@ def headline(tables: Path, alpha: float = 0.05) -> pd.DataFrame:
         for lv, g in _nets(ill).groupby("level", sort=True):
             b = g.loc[g["mean"].idxmin()]
             sig = _wins(pw, str(b["method"]), alpha, lambda d, lv=lv: d["level"] == lv)
-            rows.append({"experiment": "1 illumination", "condition": f"{lv} %", "best": _name(g, b), "mean": b["mean"], "ci_low": b["ci_low"],
-                         "ci_high": b["ci_high"], "n": b["n"], "significant": sig})
+            rows.append(_row("1 illumination", f"{lv} %", g, b, sig))
     vd, vp = _read(tdir, "viewpoint_descriptives"), _read(tdir, "viewpoint")
     if vd is not None:
         for setting in ("fixed", "arc"):
@@ -87,18 +94,15 @@ def headline(tables: Path, alpha: float = 0.05) -> pd.DataFrame:
                     sig = f"arc worse for {len(worse)}, better for {len(better)} of {len(tested)} methods ({'Holm' if corr == 'holm' else 'uncorrected'})"
                 else:
                     sig = "not tested (too few subjects)"
-            rows.append({"experiment": "2 viewpoint", "condition": setting, "best": _name(g, b), "mean": b["mean"], "ci_low": b["ci_low"],
-                         "ci_high": b["ci_high"], "n": b["n"], "significant": sig})
+            rows.append(_row("2 viewpoint", setting, g, b, sig))
     cf = _read(tdir, "conflict")
     if cf is not None:
         g = _nets(cf)
         b = g.loc[g["mean"].idxmin()]
-        n, sd = int(b["n"]), float(b["sd"])
-        h = sps.t.ppf(0.975, n - 1) * sd / np.sqrt(n) if n > 1 and np.isfinite(sd) else np.nan
+        lo, hi = t_ci(b["mean"], b["sd"], b["n"])  # the conflict table has no CI columns
         tested = cf[np.isfinite(cf["p_holm"])]
         sig = (f"slope > 0 for {int((tested['p_holm'] < alpha).sum())} of {len(tested)} methods (Holm)" if len(tested) else "not tested (too few subjects)")
-        rows.append({"experiment": "3 conflict", "condition": "left, center, right", "best": _name(g, b), "mean": b["mean"], "ci_low": b["mean"] - h,
-                     "ci_high": b["mean"] + h, "n": n, "significant": sig})
+        rows.append(_row("3 conflict", "left, center, right", g, b, sig, ci=(float(lo), float(hi))))
     tg = _read(tdir, "target")
     if tg is not None:
         g = _nets(tg)
@@ -118,8 +122,7 @@ def headline(tables: Path, alpha: float = 0.05) -> pd.DataFrame:
         for cond, g in _nets(mu).groupby("condition", sort=False):
             b = g.loc[g["mean"].idxmin()]
             sig = _wins(mp, str(b["method"]), alpha, lambda d, c=cond: d["pool"] == c)
-            rows.append({"experiment": "4.2 mutual gaze", "condition": str(cond), "best": _name(g, b), "mean": b["mean"], "ci_low": b["ci_low"],
-                         "ci_high": b["ci_high"], "n": b["n"], "significant": sig})
+            rows.append(_row("4.2 mutual gaze", str(cond), g, b, sig))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
