@@ -188,6 +188,20 @@ def _judge(q, out: Path, at: str | None, mid_trial: bool = False) -> tuple[bool,
     return at_ok and all(st[t] == "pending" for t in order[i + 1:]), why
 
 
+def _run_filling(cmd: list[str], env: dict, when, fill, poll_s: float = 0.05) -> subprocess.CompletedProcess:
+    """Run a session command; fill its disk the moment ``when()`` holds; its result."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        if _wait(when, 180, poll_s=poll_s):
+            fill()
+        _, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return subprocess.CompletedProcess(p.args, p.returncode, "", err)
+
+
 def disk_full(env: dict, root: Path) -> dict:
     by: dict[str, tuple[bool, str]] = {}
     try:
@@ -204,34 +218,18 @@ def disk_full(env: dict, root: Path) -> dict:
             by["--resume onto a full disk"] = _judge(q, mnt, TRIALS[1])
         # the disk fills the moment a trial ends (another writer): the next one cannot start
         with _Tmpfs(root, "between", 24) as mnt:
-            p = subprocess.Popen(_cmd(mnt, seconds=1.0, rtf=1.0), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-            try:
-                if _wait(lambda: _statuses(mnt).get(TRIALS[0]) == "done", 180, poll_s=0.005):
-                    _fill(mnt, 300_000)
-                _, err = p.communicate(timeout=300)
-            finally:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            q = subprocess.CompletedProcess(p.args, p.returncode, "", err)
+            q = _run_filling(_cmd(mnt, seconds=1.0, rtf=1.0), env, lambda: _statuses(mnt).get(TRIALS[0]) == "done",
+                             lambda: _fill(mnt, 300_000), poll_s=0.005)
             st = _statuses(mnt)
             mid = st.get(TRIALS[1]) == "failed"  # the filler lost the race to the trial's start: the mid-trial path
             by["disk fills between trials"] = _judge(q, mnt, TRIALS[1], mid_trial=mid)
         # the disk fills while a trial records: that trial fails, the rest stay pending
         with _Tmpfs(root, "mid", 40) as mnt:
-            p = subprocess.Popen(_cmd(mnt, seconds=4.0, rtf=1.0), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-            try:
-                from gaze4hri_core.session import bag_dir
+            from gaze4hri_core.session import bag_dir
 
-                f = bag_dir(mnt / SUBJECT, TRIALS[1]) / f"{TRIALS[1]}_0.mcap"
-                if _wait(lambda: f.exists() and f.stat().st_size > 300_000, 180):
-                    _fill(mnt, 64 * 1024)
-                _, err = p.communicate(timeout=300)
-            finally:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            q = subprocess.CompletedProcess(p.args, p.returncode, "", err)
+            f = bag_dir(mnt / SUBJECT, TRIALS[1]) / f"{TRIALS[1]}_0.mcap"
+            q = _run_filling(_cmd(mnt, seconds=4.0, rtf=1.0), env, lambda f=f: f.exists() and f.stat().st_size > 300_000,
+                             lambda: _fill(mnt, 64 * 1024))
             by["disk fills mid-trial"] = _judge(q, mnt, TRIALS[1], mid_trial=True)
     except PermissionError as e:
         print(f"disk-full cases: cannot mount a tmpfs ({e}); run as root", file=sys.stderr)

@@ -23,7 +23,36 @@ from scipy.spatial.transform import Rotation
 from gaze4hri_core import kinematics
 from gaze4hri_core.transforms import SE3
 
-__all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "monitor_for", "ik_track", "rotvec_of", "se3_unchecked", "exp_so3", "compose", "quat_of"]
+__all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "monitor_for", "finite_pose", "joint_goal_line", "configuration_change", "ik_track", "rotvec_of", "se3_unchecked", "exp_so3", "compose", "quat_of"]
+
+
+def finite_pose(T: SE3) -> bool:
+    """Whether a pose holds only finite numbers (NaN/inf compare False with every limit)."""
+    return bool(np.all(np.isfinite(T.t)) and np.all(np.isfinite(T.R)))
+
+
+def joint_goal_line(q_goal, speed: float, limits: SafetyLimits, model: str) -> tuple[SE3 | None, str | None]:
+    """A joint goal as both backends run it: the tool0 pose FK(q_goal), reached by a
+    previewed linear move at the TCP limit; ``speed`` (rad/s) is only checked against the
+    joint limit. (goal, None), or (None, the refusal's reason). Issue 20: the real driver
+    previewed a line but sent moveJ, whose path peaked at 0.38 m/s."""
+    q = np.asarray(q_goal, float).ravel()
+    if q.size != 6 or not np.all(np.isfinite(q)):
+        return None, "joint goal is not 6 finite numbers"
+    if not (np.isfinite(speed) and 0 < speed <= limits.max_joint_speed):
+        return None, f"joint speed {speed:.2f} rad/s outside (0, {limits.max_joint_speed:.2f}]"
+    T = kinematics.forward(q, model)
+    return se3_unchecked(T[:3, :3], T[:3, 3]), None
+
+
+def configuration_change(q_end, q_goal, tol_rad: float = 1e-3) -> str | None:
+    """Why a linear move ending at joints ``q_end`` does not reach joint goal ``q_goal``
+    (another arm configuration: movel keeps the start's), or None when it does."""
+    d = np.abs((np.asarray(q_end, float) - np.asarray(q_goal, float) + np.pi) % (2 * np.pi) - np.pi)
+    if d.max() <= tol_rad:
+        return None
+    return (f"joint goal is another arm configuration than the linear move reaches (joint {int(d.argmax()) + 1} "
+            f"differs by {np.degrees(d.max()):.1f} deg); move there on the pendant")
 
 
 def rotvec_of(R: np.ndarray) -> np.ndarray:
@@ -217,7 +246,7 @@ class SafetyMonitor:
                 if self._head_first_lost_ns is None:
                     self._head_first_lost_ns = int(stamp_ns)
                 return
-            if not (np.all(np.isfinite(T_world_head.t)) and np.all(np.isfinite(T_world_head.R))):
+            if not finite_pose(T_world_head):
                 if self._head_first_lost_ns is None:  # a non-finite pose is not a track
                     self._head_first_lost_ns = int(stamp_ns)
                 return
@@ -390,7 +419,7 @@ def _non_finite(t: np.ndarray, poses_base: list[SE3], q_start) -> Verdict | None
     if len(t) != len(poses_base) or not np.all(np.isfinite(t)):
         return _stop("workspace", "planned motion has non-finite or mismatched sample times")
     for i, T in enumerate(poses_base):
-        if not (np.all(np.isfinite(T.t)) and np.all(np.isfinite(T.R))):
+        if not finite_pose(T):
             return _stop("workspace", f"planned pose {i} is not finite")
     q = np.asarray(q_start, float).ravel()
     if q.size != 6 or not np.all(np.isfinite(q)):

@@ -28,7 +28,7 @@ from gaze4hri_core.protocol import ARC_DURATION_S, LINE_HALF_LENGTH_M, Trial
 from gaze4hri_core.rig import camera_on_arc, line_scan_points
 from gaze4hri_core.transforms import SE3
 
-from .safety import SafetyMonitor, Verdict, exp_so3, rotvec_of, se3_unchecked
+from .safety import SafetyMonitor, Verdict, exp_so3, finite_pose, rotvec_of, se3_unchecked
 
 __all__ = [
     "TrajectorySettings",
@@ -146,11 +146,6 @@ def interpolate_path(poses: list[SE3], s: np.ndarray) -> list[SE3]:
 #: most samples of one preview (10 min at 50 Hz): preview_move refuses a longer move,
 #: sample_path samples it more coarsely (never an allocation the size of the duration)
 MAX_PREVIEW_SAMPLES = 30_000
-
-
-def finite_pose(T: SE3) -> bool:
-    """Whether a pose holds only finite numbers (NaN/inf compare False with every limit)."""
-    return bool(np.all(np.isfinite(T.t)) and np.all(np.isfinite(T.R)))
 
 
 def sample_path(poses: list[SE3], speed: float, accel: float, rate_hz: float) -> tuple[np.ndarray, list[SE3], np.ndarray, Profile]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from gaze4hri_core.devices import DeviceError, MotionRefused, RobotState
-from gaze4hri_core.safety import SafetyMonitor, se3_unchecked
+from gaze4hri_core.safety import SafetyMonitor, configuration_change, joint_goal_line, se3_unchecked
 from gaze4hri_core.trajectories import sample_path
 from gaze4hri_core.transforms import SE3
 
@@ -234,34 +234,23 @@ class SimArm:
             return prof.duration
 
     def move_joints(self, q_goal, speed: float, accel: float) -> float:
-        """Reach joint goal ``q_goal`` as the real backend does (drivers/robot_rtde.py
-        RtdeRobot.move_joints): a previewed linear move of tool0 to FK(q_goal) at the TCP
-        speed limit; ``speed`` (rad/s) is only checked against the joint limit. Refused
-        when ``q_goal`` is another arm configuration than the line ends in. Same command
-        type in both backends (issue 20: the real driver previewed a line but sent moveJ,
-        whose path peaked at 0.38 m/s)."""
+        """Reach joint goal ``q_goal`` as the real backend does (safety.joint_goal_line: a
+        previewed linear move to FK(q_goal) at the TCP limit, refused for another arm
+        configuration); the same command type in both backends (issue 20)."""
         with self._lock:
             self.update()
             self._ready("move_joints")
-            q_goal = np.asarray(q_goal, float).reshape(6)
-            if not np.all(np.isfinite(q_goal)):
-                raise MotionRefused("joint goal is not finite", "UR robot (sim)")
-            if not 0 < speed <= self.monitor.limits.max_joint_speed:
-                raise MotionRefused(f"joint speed {speed:.2f} rad/s outside (0, {self.monitor.limits.max_joint_speed:.2f}]", "UR robot (sim)")
-            T = kinematics.forward(q_goal, self.model)
-            goal = se3_unchecked(T[:3, :3], T[:3, 3])
-            v = self.monitor.limits.max_tcp_speed
-            a = min(accel, self.monitor.limits.max_tcp_accel)
-            start = self.T_base_tool0(self._t)
-            t, poses, vel, prof = sample_path([start, goal], v, a, self.preview_rate_hz)
+            goal, why = joint_goal_line(q_goal, speed, self.monitor.limits, self.model)
+            if goal is None:
+                raise MotionRefused(why, "UR robot (sim)")
+            v, a = self.monitor.limits.max_tcp_speed, min(accel, self.monitor.limits.max_tcp_accel)
+            t, poses, vel, prof = sample_path([self.T_base_tool0(self._t), goal], v, a, self.preview_rate_hz)
             verdict, q = self.monitor.preview(t, poses, self._q, v, a, now_ns=self._t)
             if not verdict:
                 raise MotionRefused(verdict.reason or "refused", "UR robot (sim)")
-            d = np.abs((q[-1] - q_goal + np.pi) % (2 * np.pi) - np.pi)
-            if d.max() > 1e-3:
-                raise MotionRefused(f"joint goal is another arm configuration than the linear move reaches (joint "
-                                    f"{int(d.argmax()) + 1} differs by {np.degrees(d.max()):.1f} deg); move there on the pendant",
-                                    "UR robot (sim)")
+            why = configuration_change(q[-1], q_goal)
+            if why:
+                raise MotionRefused(why, "UR robot (sim)")
             self.stop_reason = self.stop_code = None
             self._motion = _Motion(t, q, vel, prof.duration, name="move_joints") if prof.duration > 0 else None
             return prof.duration

@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 from gaze4hri_core.device_config import RobotConfig
 from gaze4hri_core.devices import DeviceError, HostClock, MotionRefused, RobotState
-from gaze4hri_core.safety import SafetyMonitor
+from gaze4hri_core.safety import SafetyMonitor, configuration_change, joint_goal_line
 from gaze4hri_core.trajectories import sample_path
 from gaze4hri_core.transforms import SE3, se3_to_ur_pose, ur_pose_to_se3
 
@@ -191,7 +191,7 @@ class RtdeRobot:
     def _estimate_offset(self, n: int = 20) -> None:
         for _ in range(n):
             a = self.clock.now_ns()
-            c = self._sample().ctrl_s
+            c = float(self._rx.getTimestamp())  # one getter: the narrowest (host_before, host_after) window
             b = self.clock.now_ns()
             self.clock_map.add(a, c, b)
             time.sleep(1.0 / self.rate_hz)
@@ -317,25 +317,17 @@ class RtdeRobot:
 
     def move_joints(self, q: np.ndarray, speed: float, accel: float) -> None:
         """Reach joint goal ``q`` by a previewed linear move of tool0 to FK(q) at the TCP
-        speed limit (at most 0.25 m/s); ``speed`` (rad/s) is only checked against the
-        joint limit. Refused when q is another arm configuration than the one the line
-        would end in (the controller's movel keeps the start configuration)."""
+        speed limit (safety.joint_goal_line, as the simulated controller does); refused when
+        q is another arm configuration than the line ends in (movel keeps the start's)."""
         self._need(control=True)
-        from gaze4hri_core import kinematics
-
-        q = np.asarray(q, float).reshape(6)
-        if speed > self.safety.limits.max_joint_speed:
-            raise MotionRefused(f"joint speed {speed:.2f} rad/s above {self.safety.limits.max_joint_speed:.2f}", _DEVICE)
+        goal, why = joint_goal_line(q, speed, self.safety.limits, self.model)
+        if goal is None:
+            raise MotionRefused(why, _DEVICE)
         with self._lock:
-            T = kinematics.forward(q, self.model)
-            goal = SE3(T[:3, :3], T[:3, 3])
-            v = min(self.safety.limits.max_tcp_speed, 0.25)
-            a = min(accel, self.safety.limits.max_tcp_accel)
-            qs = self._preview([goal], v, a)
-            d = np.abs((qs[-1] - q + np.pi) % (2 * np.pi) - np.pi) if qs is not None else np.full(6, np.pi)
-            if d.max() > 1e-3:
-                raise MotionRefused(f"joint goal is another arm configuration than the linear move reaches (joint "
-                                    f"{int(d.argmax()) + 1} differs by {np.degrees(d.max()):.1f} deg); move there on the pendant", _DEVICE)
+            v, a = self.safety.limits.max_tcp_speed, min(accel, self.safety.limits.max_tcp_accel)
+            why = configuration_change(self._preview([goal], v, a)[-1], q)
+            if why:
+                raise MotionRefused(why, _DEVICE)
             self._send_path(build_path([goal], v, a), v)
 
     def stop(self, decel: float = 2.0, reason: str | None = None, wait: bool = True) -> None:
