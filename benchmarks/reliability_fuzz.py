@@ -50,7 +50,10 @@ def _context():
 
         cal = load_calibration(REPO / "calibration", "default")
         mon = monitor_for(cal)
-        mon.update_head(0, SE3(np.eye(3), np.asarray(cal.eye_nominal_world, float)))
+        # the head band placed so that the subject's eye midpoint (what the monitor measures
+        # the distance from) is where the independent check below measures it: eye_nominal
+        mon.update_head(0, SE3(np.eye(3), np.asarray(cal.eye_nominal_world, float)) @ cal.T_head_eye.inv())
+        assert np.allclose(mon.head_world, cal.eye_nominal_world)
         start = tool0_for_camera(cal, front_camera_pose(cal))
         q0 = kinematics.inverse(start.matrix, mon.robot_model)[0]
         _CTX.update(cal=cal, mon=mon, start=start, q0=np.asarray(q0, float))
@@ -71,7 +74,7 @@ def run_case(c: Case) -> str:
             d = np.asarray(c.delta, float)
             if c.joint:
                 goal = kinematics.forward(q0 + d, mon.robot_model)
-                goal = goal if isinstance(goal, SE3) else _se3(goal)
+                goal = _se3(goal)  # kinematics.forward gives a 4x4 array
             else:
                 goal = _se3_moved(start, d[:3], d[3:])
             if c.q_start_bad is not None:

@@ -90,5 +90,5 @@ def test_real_robot_node_runs_whole_trials_with_blended_arcs():
             r = run_trial(bed, tid)
             assert r["completed"], r
             assert r["max_off_path_m"] <= r["blend_m"] + 1e-3, r
-            assert r["peak_speed"] <= r["commanded_speed"] + 1e-3, r
+            assert r["samples"] > 10 and r["peak_speed"] <= r["commanded_speed"] + 1e-3, r
             assert r["motion_s"] < 2 * r["previewed_s"] + 2.0, r

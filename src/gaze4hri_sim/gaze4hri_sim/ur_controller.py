@@ -83,6 +83,10 @@ class _Client:
         self.count = 0
 
 
+#: the joints the emulator starts at unless told (the simulated arm's HOME_Q to 3 decimals, rad)
+DEFAULT_Q = (-2.885, -1.209, 1.569, -0.506, 2.346, -1.673)
+
+
 class URController:
     """Controller state (arm, registers, program, safety) stepped at the controller rate."""
 
@@ -92,6 +96,7 @@ class URController:
         self.host, self.series = host, series
         self.version, self.rate_hz, self.polyscope = VERSIONS[series]
         self.lock = threading.RLock()
+        q0 = DEFAULT_Q if q0 is None else q0
         self.arm = ArmModel(model, q0)
         self.q0 = np.asarray(q0, float).copy()
         self.model = model
@@ -585,8 +590,15 @@ class URController:
                     self.unlock_pstop()
                     reply = "ok"
                 elif req[:1] == ["scaling"] and len(req) == 2:
-                    self.scaling = float(req[1])
-                    reply = "ok"
+                    try:
+                        v = float(req[1])
+                    except ValueError:
+                        v = float("nan")
+                    if 0.0 < v <= 1.0:
+                        self.scaling = v
+                        reply = "ok"
+                    else:
+                        reply = f"error: bad scaling {req[1]!r}: give a number in (0, 1]"
                 elif req[:1] == ["state"]:
                     s = self.snapshot
                     reply = json.dumps({k: s[k] for k in ("timestamp", "actual_q", "actual_TCP_pose", "actual_TCP_speed",
@@ -617,7 +629,7 @@ def main(argv=None) -> None:
     ap.add_argument("--host", default="127.0.0.1", help="loopback address to serve on (one per emulator)")
     ap.add_argument("--series", choices=sorted(VERSIONS), default="cb3", help="cb3: 3.15 at 125 Hz; e: 5.11 at 500 Hz")
     ap.add_argument("--model", choices=["ur5", "ur5e"], default="ur5")
-    ap.add_argument("--q", type=float, nargs=6, default=[-2.885, -1.209, 1.569, -0.506, 2.346, -1.673],
+    ap.add_argument("--q", type=float, nargs=6, default=list(DEFAULT_Q),
                     help="initial joints (rad)")
     ap.add_argument("--uptime", type=float, default=1000.0, help="controller uptime at start (s)")
     ap.add_argument("--scaling", type=float, default=1.0, help="speed scaling (the speed slider)")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from gaze4hri_core.safety import ik_track, rotvec_of
-from gaze4hri_core.trajectories import _seg_lengths, interpolate_path, trapezoid
+from gaze4hri_core.trajectories import Profile, _seg_lengths, interpolate_path, trapezoid
 from gaze4hri_core.transforms import SE3, se3_to_ur_pose, ur_pose_to_se3
 
 from gaze4hri_core import kinematics
@@ -85,6 +85,7 @@ class _Segment:
     s: float = 0.0
     speed: float = 0.0
     stop_decel: float | None = None
+    profile: Profile | None = None  # the segment's trapezoid, built once (not at every controller tick)
 
 
 class ArmModel:
@@ -210,7 +211,9 @@ class ArmModel:
             seg.s = min(seg.length, seg.s + 0.5 * (seg.speed + v) * dt)
             seg.speed = v
             return
-        prof = trapezoid(seg.length, seg.v, seg.a)
+        if seg.profile is None:
+            seg.profile = trapezoid(seg.length, seg.v, seg.a)
+        prof = seg.profile
         seg.t = min(seg.t + dt, prof.duration)
         seg.s = float(prof.s(seg.t))
         seg.speed = float(prof.speed(seg.t))

@@ -232,9 +232,10 @@ def test_move_joints_is_the_previewed_line(controller, default_calibration_dir):
         target[:3, 3] += [0.0, 0.15, -0.05]
         q_goal = kinematics.inverse(target, "ur5", q_near=start.q)[0]
         robot.move_joints(q_goal, 1.0, 0.8)
-        peak, off_line = 0.0, 0.0
+        peak, off_line, n = 0.0, 0.0, 0
         a, b = start.T_base_tool0.t, target[:3, 3]
         while robot.is_moving():
+            n += 1
             st = robot.state()
             peak = max(peak, float(np.linalg.norm(st.tcp_speed[:3])))
             p = st.T_base_tool0.t
@@ -242,6 +243,7 @@ def test_move_joints_is_the_previewed_line(controller, default_calibration_dir):
             off_line = max(off_line, float(np.linalg.norm(p - (a + w * (b - a)))))
             time.sleep(0.004)
         feed.stop()
+        assert n > 10 and peak > 0.05, (n, peak)  # the motion was sampled while it ran
         assert peak <= mon.limits.max_tcp_speed + 1e-4 and off_line < 1e-3, (peak, off_line)
         np.testing.assert_allclose(robot.state().q, q_goal, atol=1e-3)
     finally:
