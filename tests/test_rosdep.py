@@ -216,6 +216,8 @@ def test_pip_only_modules_have_no_rosdep_key_and_lab_pins_match_base():
     one appears, declare it instead); and every pin of requirements/lab.txt is base.txt's."""
     import yaml
 
+    if not (VENDOR / "rosdep" / "base.yaml").is_file():
+        pytest.skip(f"the rosdep database is absent: no {VENDOR / 'rosdep'} (../shared/vendor/rosdistro, README there)")
     rules = {}
     for f in ("base.yaml", "python.yaml"):
         rules.update(yaml.load((VENDOR / "rosdep" / f).read_text("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))

@@ -107,3 +107,11 @@ def test_predict_bad_input_is_one_line(argv, what, capsys, tmp_path):
     rc = bench_main(["predict", *argv, "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and what in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_predict_out_naming_a_file_is_one_line(capsys, tmp_path):
+    (tmp_path / "broken.mp4").write_bytes(b"not a video")
+    (tmp_path / "taken").write_text("a file")
+    rc = bench_main(["predict", "--video", str(tmp_path / "broken.mp4"), "--method", "straight", "--out", str(tmp_path / "taken")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot create the output folder" in err and len(err.strip().splitlines()) == 1, err

@@ -306,6 +306,11 @@ def predict(cfg: PredictConfig, log=print) -> PredictResult:
     from .methods import get_method
 
     get_method(cfg.method).resolve_input(cfg.input)  # unknown method or input: one line, before opening anything
+    out = Path(cfg.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise Gaze4HRIError(f"cannot create the output folder ({e.strerror})", str(out), "pass --out DIR: a folder, not a file") from None
     source = open_source(cfg)
     est = FrameEstimator(cfg.method, cfg.input, cfg.models_dir, cfg.device, cfg.detector, landmarks=True)
     name = est.method.name
@@ -317,8 +322,6 @@ def predict(cfg: PredictConfig, log=print) -> PredictResult:
         log(f"note: no motion capture here: {name} = "
             + ("head-forward direction from face landmarks (solvePnP on a 3D face model)" if name == "head_pose" else "constant (0, 0, -1)"))
     stem = f"{source.name}__{name}__{est.input_type}"
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
     color = hex_rgb(method_color(name))
     header = f"{name} ({est.input_type})" + (" RANDOM WEIGHTS" if random_w else "")
     writer = None

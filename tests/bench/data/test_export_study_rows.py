@@ -136,3 +136,9 @@ def test_training_scripts_row_number_lookup(arc):
 def test_date_flag_refuses_a_bad_date(sessions, tmp_path):
     with pytest.raises(Gaze4HRIError, match="YYYY-MM-DD"):
         export_study(sessions, tmp_path, trials=["arc_P1"], log=lambda s: None, date="28.07.2025")
+    from gaze4hri_bench.export.study import check_date
+
+    for bad in ("2025-W31-1", "20250728", "2025-7-28"):  # fromisoformat alone takes the first two
+        with pytest.raises(Gaze4HRIError, match="YYYY-MM-DD"):
+            check_date(bad)
+    assert check_date("2025-07-28") == "2025-07-28"

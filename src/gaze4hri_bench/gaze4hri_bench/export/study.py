@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import shutil
 import struct
 from collections.abc import Callable
@@ -83,9 +84,10 @@ STUDY_DATES = ("2025-07-28", "2025-07-29", "2025-07-30", "2025-07-31", "2025-08-
 def check_date(date: str) -> str:
     """A ``YYYY-MM-DD`` date folder name, or a one-line Gaze4HRIError."""
     try:
-        _dt.date.fromisoformat(str(date))
-        if len(str(date)) != 10:
+        # fromisoformat would take week dates (2025-W31-1), strptime single digits (2025-7-28)
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(date)):
             raise ValueError
+        _dt.datetime.strptime(str(date), "%Y-%m-%d")
     except ValueError:
         raise Gaze4HRIError(f"date {date!r} is not YYYY-MM-DD", "--date",
                             f"the study's scripts list {', '.join(STUDY_DATES)} (config.py:417-426)") from None
