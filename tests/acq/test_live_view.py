@@ -173,7 +173,7 @@ def test_live_view_serves_image_scene_and_state_during_a_session(tmp_path):
         sdir = run_session_args(SessionArgs(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=(TRIAL,), resolution=(160, 90),
                                             trial_seconds=1.0, real_time_factor=5.0, quiet=True, yes=True, live_view=f"127.0.0.1:{port}"))
     finally:
-        time.sleep(0.3)  # the last state message after the trial's stop
+        t.join(timeout=10)  # the live view sends its last state and closes the connection when the session ends
         stop.set()
         t.join(timeout=5)
     assert not errors, errors
@@ -207,6 +207,7 @@ def test_live_view_serves_image_scene_and_state_during_a_session(tmp_path):
     states = got[LiveTopics.STATE]
     assert any(s["trial"] == TRIAL and s["recording"] and s["status"] == "recording" for s in states), states[-3:]
     assert states[-1]["subject"] == "S07" and not states[-1]["recording"] and states[-1]["status"].startswith("stopped")
+    assert states[-1]["last_error"] == "", states[-1]  # the view's worker never failed
 
 
 def test_live_view_address_errors_are_one_line(tmp_path):

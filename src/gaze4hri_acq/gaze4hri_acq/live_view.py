@@ -4,7 +4,8 @@ the 3D scene and the session state, in Foxglove (app or browser: Open connection
 Foxglove WebSocket -> ``ws://127.0.0.1:8765``; layout ``config/foxglove_layout.json``).
 
 The server is the ``foxglove-sdk`` package's (``foxglove.start_server``; Foxglove
-WebSocket protocol, subprotocol ``foxglove.websocket.v1``); no ROS installation is
+WebSocket protocol; sdk 0.30 negotiates the subprotocol ``foxglove.sdk.v1``, which the
+current Foxglove app offers); no ROS installation is
 needed for it. It is fed from the session's in-process bus (runner.Stack's
 ``IntraProcessBus``: the same CDR bytes the recorder writes, deserialized with
 ``rclpy.serialization``) or, when the device nodes run in other processes
@@ -84,6 +85,7 @@ STATE_SCHEMA = {
         "last_event": {"type": "string"},
         "frames": {"type": "integer", "description": "camera frames seen by the live view"},
         "wall_time": {"type": "number"},
+        "last_error": {"type": "string", "description": "the live view's own last error ('' when none): it never stops the session"},
     },
 }
 
@@ -151,7 +153,7 @@ class LiveView:
         self.frames = 0
         self.sent = {LiveTopics.IMAGE: 0, LiveTopics.SCENE: 0, LiveTopics.STATE: 0}
         self.state = {"subject": subject, "trial": "", "target": "", "status": "starting", "recording": False,
-                      "recorder_trial": "", "fault": "", "last_event": "", "frames": 0, "wall_time": 0.0}
+                      "recorder_trial": "", "fault": "", "last_event": "", "frames": 0, "wall_time": 0.0, "last_error": ""}
         self._state_dirty = True
 
     # -- feeding ------------------------------------------------------------------
