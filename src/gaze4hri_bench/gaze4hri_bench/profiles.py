@@ -308,8 +308,7 @@ def not_scored_mask(frames, record: MethodProfile | None, input_type: str = "cro
         out |= f > last - tail
     if pose_gt is not None and getattr(record, "pose_match", "interpolate") != "interpolate" and input_type == "rectified":
         unmatched = pose_gt["invalid_reason"].astype(str).to_numpy() == "interp_gap"
-        gap = set(pose_gt["frame"].to_numpy(np.int64)[unmatched].tolist())
-        out |= np.fromiter((int(x) in gap for x in f), bool, len(f))
+        out |= np.isin(f, pose_gt["frame"].to_numpy(np.int64)[unmatched])
     return out
 
 

@@ -38,6 +38,7 @@ MediaPipe), :func:`head_box_from_face` derives one; see its docstring.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import cv2
@@ -110,6 +111,7 @@ def crop_square(image: np.ndarray, region, out_w: int, out_h: int | None = None)
     return cv2.warpAffine(image, A, (int(out_w), int(out_h)), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
 
 
+@functools.lru_cache(maxsize=256)  # depends on the sizes only: built once, not for every crop
 def _aa_taps(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Source indices (n_out, K), float32 weights (n_out, K) and tap counts (n_out,) of
     an antialiased bilinear resize n_in -> n_out, ``align_corners=False``, computed in
@@ -136,7 +138,10 @@ def _aa_taps(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     for k in range(len(j)):  # sequential float32 sum, as the kernel's loop
         total = total + w[:, k]
     w = (w / total[:, None]).astype(f32)
-    return np.minimum(idx, n_in - 1), w, count
+    out = (np.minimum(idx, n_in - 1), w, count)
+    for a in out:
+        a.flags.writeable = False  # shared by every caller (cached)
+    return out
 
 
 def _aa_pass(x: np.ndarray, n_out: int, axis: int) -> np.ndarray:

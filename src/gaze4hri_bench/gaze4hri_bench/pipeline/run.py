@@ -284,13 +284,15 @@ class _Engine:
             t0 = time.perf_counter()
             gt = ds.trial_ground_truth(t)
             geo = gt_geometry(gt)
-            job_geo = {}
+            job_geo, by_opt = {}, {}
             for ji in here:  # a profile that matches poses to frames its own way (study: nearest sample within 20 ms)
                 opt = pose_match_options(getattr(self.jobs[ji].method, "settings", None), self.jobs[ji].input_type,
                                          getattr(ds, "gt_options", None))
                 if opt is not None:
-                    tr.pose_gt[ji] = ds.trial_ground_truth(t, options=opt)
-                    job_geo[ji] = gt_geometry(tr.pose_gt[ji])
+                    if opt not in by_opt:  # once per trial and options (GTOptions is frozen), shared by the jobs
+                        pg = ds.trial_ground_truth(t, options=opt)
+                        by_opt[opt] = (pg, gt_geometry(pg))
+                    tr.pose_gt[ji], job_geo[ji] = by_opt[opt]
             tr.times.gt_s = time.perf_counter() - t0
             tr.gt = gt
             yield "start", -1, tr, None
@@ -521,19 +523,11 @@ def camera_source_summary(tref, gt: pd.DataFrame) -> dict | None:
 
 
 #: A frame the data marked valid whose ground-truth gaze is not a finite vector (e.g. the
-#: last frame when no pose follows it): invalid, with this reason, so that `run`, the
-#: results and the report count the same valid frames (an error needs a ground truth).
+#: last frame when no pose follows it): invalid, with this reason (one of validity.REASONS,
+#: so validity.count_reasons counts it), so that `run`, the results and the report count
+#: the same valid frames (an error needs a ground truth).
 NO_GROUND_TRUTH = "no_ground_truth"
-
-
-def count_reasons(df: pd.DataFrame) -> dict[str, int]:
-    """validity.count_reasons plus :data:`NO_GROUND_TRUTH` where a frame has it."""
-    out = validity.count_reasons(df)
-    n = int((df["invalid_reason"].astype(str) == NO_GROUND_TRUTH).sum())
-    if n:
-        out = {**{k: v for k, v in out.items() if k not in ("valid", "total")}, NO_GROUND_TRUTH: n,
-               "valid": out["valid"], "total": out["total"]}
-    return out
+assert NO_GROUND_TRUTH in validity.REASONS
 
 
 def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray]) -> pd.DataFrame:
@@ -639,7 +633,7 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
                     "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "write_s": times.write_s, "wall_s": wall,
                     "shared_with": times.shared_with,
                     "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
-                    "calibration_hashes": _cal_hashes(t), "reasons": count_reasons(df),
+                    "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
                     "subject_info": dict(getattr(t, "subject_info", None) or {}),
                     "data_backend": _data_backend(t),
                     "profile": cfg.profile, "excluded": times.excluded,
