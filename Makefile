@@ -10,8 +10,8 @@ help:
 	@echo "make demo   - simulated session -> benchmark -> report (out/demo)"
 	@echo "make test   - the default test suite (no hardware, no GPU)"
 	@echo "make test-long - the long tier (whole 63-trial session, MCGaze export, GaT direct export, SIGTERM; ~12 min)"
-	@echo "make test-jazzy - the acquisition tests on Python 3.12 + ROS 2 Jazzy wheels (.venv-jazzy; ~5 min)"
-	@echo "make test-jazzy-quick - its node, launch and replay tiers without slow (what CI runs; ~3.5 min)"
+	@echo "make test-jazzy - the acquisition tests on Python 3.12 + ROS 2 Jazzy wheels (.venv-jazzy; 4.5-5 min of tests)"
+	@echo "make test-jazzy-quick - its node, launch and replay tiers without slow (what CI runs; ~3 min of tests)"
 	@echo "make lint   - ruff"
 	@echo "make bench  - performance benchmarks (benchmarks/, figures in docs/PERFORMANCE.md)"
 
