@@ -389,11 +389,7 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfil
              "n_fixed": int(fd.size), "n_arc": int(rd.size), "mean_diff": t["mean_diff"], "t": t["t"], "dof": t["dof"],
              "p": t["p_unc"], "cohen_dz": t["cohen_dz"], "cohen_dav": t["cohen_dav"]}
         )
-        for setting, x in (("fixed", fd), ("arc", rd)):
-            lo, hi = ci95(x)
-            sd = x.std(ddof=1) if x.size > 1 else np.nan
-            drows.append({"method": m, "setting": setting, "n": int(x.size), "mean": x.mean() if x.size else np.nan, "sd": sd,
-                          "se": sd / np.sqrt(x.size) if x.size > 1 else np.nan, "ci_low": lo, "ci_high": hi})
+        drows += [{"method": m, "setting": setting, **describe(x)} for setting, x in (("fixed", fd), ("arc", rd))]
     desc_who = ("every subject with a value in the cell (the study's descriptives, camera_viewpoint.py:138-172); the test uses the subjects with both settings"
                 if profile.listwise == "family" else "the subjects with both settings for every method")
     out = pd.DataFrame(rows)

@@ -66,10 +66,10 @@ def star_color(rgba) -> str:
     """Black or white, whichever contrasts more with a cell of colour ``rgba`` (0-1
     floats): significance stars stay legible on the darkest cells of a diverging scale
     (WCAG 2 relative luminance; black wins above about 0.18)."""
-    c = np.asarray(rgba, float)[:3]
-    lin = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-    lum = float(lin @ np.array([0.2126, 0.7152, 0.0722]))
-    return "#000000" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#ffffff"
+    from ..review.draw import contrast_ratio  # the one WCAG computation (review legends too)
+
+    c = np.asarray(rgba, float)[:3] * 255.0
+    return "#000000" if contrast_ratio(c, (0, 0, 0)) >= contrast_ratio(c, (255, 255, 255)) else "#ffffff"
 
 
 def condition_color(condition) -> str:
