@@ -7,9 +7,12 @@ End record's ``data_section_crc`` (every byte from the leading magic up to the D
 record, "Data End"; the convention of the mcap writer, mcap/writer.py) and the Footer's
 ``summary_crc`` (summary start through the footer's ``summary_offset_start`` field,
 "Footer"). A CRC of 0 means "not computed" (spec) and is not checked: bags recorded
-before the recorder wrote CRCs read as before. Pure stdlib (zlib), so both the ROS side
-(gaze4hri_acq) and the benchmark (gaze4hri_bench) use it; compressed chunks need the
-codec the recorder used (zstd: backports.zstd or zstandard; lz4: lz4).
+before the recorder wrote CRCs read as before. Not the mcap package's
+``StreamReader(validate_crcs=True)``: that one stops at the first mismatch and does not
+check the summary CRC, while the operator's line names every damaged place with its
+offset and the repair needs to know which chunk is the torn tail. Stdlib (zlib) only,
+so the core stays free of the reader packages; compressed chunks need the codec the
+recorder used (zstd: backports.zstd or zstandard; lz4: lz4).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MAGIC", "Damage", "check_mcap", "data_crc_of"]
+__all__ = ["MAGIC", "Damage", "check_mcap", "data_crc_of", "decompress"]
 
 MAGIC = b"\x89MCAP0\r\n"
 _FOOTER_LEN = 1 + 8 + 20  # opcode, record length, summary_start, summary_offset_start, summary_crc
@@ -38,8 +41,10 @@ class Damage:
         return f"{self.kind} at offset {self.offset}"
 
 
-def _decompress(data: bytes, compression: str) -> bytes | None:
-    """A chunk's records; None when the codec is not installed (the chunk stays unchecked)."""
+def decompress(data: bytes, compression: str) -> bytes | None:
+    """A chunk's records ("", zstd, lz4: the codecs the recorder writes); None when the
+    codec is unknown or not installed (the chunk stays unchecked). The recorder's repair
+    uses it too."""
     if compression == "":
         return data
     try:
@@ -154,7 +159,7 @@ def _chunk_bad(body: bytes) -> bool:
         start = 32 + n + 8
         if start + rlen > len(body):
             return True
-        raw = _decompress(body[start: start + rlen], comp)
+        raw = decompress(body[start: start + rlen], comp)
     except Exception:  # the header does not parse, or the codec's own error type: damaged either way
         return True
     if raw is None:

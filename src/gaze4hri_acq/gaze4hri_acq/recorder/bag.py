@@ -63,7 +63,7 @@ from io import BytesIO
 from pathlib import Path
 
 from gaze4hri_core.errors import SessionError
-from gaze4hri_core.mcap_crc import Damage, check_mcap, data_crc_of
+from gaze4hri_core.mcap_crc import Damage, check_mcap, data_crc_of, decompress
 from gaze4hri_core.session import Topics
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2 import StoragePlugin, Writer
@@ -583,17 +583,10 @@ def _str(b: bytes, off: int) -> tuple[str, int]:
 
 
 def _decompress(data: bytes, compression: str, size: int) -> bytes:
-    if compression == "":
-        return data
-    if compression == "zstd":
-        from rosbags.rosbag2.storage_mcap import zstd
-
-        return zstd.decompress(data)
-    if compression == "lz4":
-        import lz4.frame
-
-        return lz4.frame.decompress(data)
-    raise SessionError(f"unsupported chunk compression {compression!r}", None, "use none, zstd or lz4")
+    raw = decompress(data, compression)  # gaze4hri_core.mcap_crc: the one chunk decompressor
+    if raw is None:
+        raise SessionError(f"unsupported chunk compression {compression!r}", None, "use none, zstd or lz4")
+    return raw
 
 
 def _complete_chunk_follows(buf: bytes, off: int) -> bool:
