@@ -27,7 +27,7 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     """Build the nodes, run the orchestrator, shut down cleanly; returns the session dir.
     ``command``: the session command as typed, for the summary's ``--redo`` hint."""
     from .orchestrator.client import Interrupted
-    from .orchestrator.session import run_session
+    from .orchestrator.session import check_inputs, run_session
     from .runner import Stack, StackConfig
 
     params = {k: v for k, v in a.node_parameters().items() if k != "orchestrator"}
@@ -37,10 +37,7 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     nodes = ("orchestrator",) if a.external_devices else None
     scfg = StackConfig(backend=a.backend, params=params, sim=sim, share_graph=a.external_devices or a.backend == "real",
                        intra_process=not a.external_devices, **({"nodes": nodes} if nodes else {}))
-    cfg = a
-    from .orchestrator.session import check_inputs
-
-    check_inputs(cfg)  # bad input fails here, before any node starts
+    check_inputs(a)  # bad input fails here, before any node starts
     since = _dt.datetime.now(_dt.timezone.utc)  # trials the manifest marks interrupted after this: this run's
     stop = {"reason": None}
 
@@ -68,9 +65,9 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
                 view = OperatorView(client, Path(a.out_dir), subject=a.subject, yaw_tolerance_deg=a.head_yaw_tolerance_deg,
                                     should_stop=lambda: stop["reason"])
                 view.start()
-            confirm = None if cfg.auto_confirm else (view.confirm if view is not None else _confirm_enter)
+            confirm = None if a.auto_confirm else (view.confirm if view is not None else _confirm_enter)
             try:
-                sdir = run_session(cfg, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a, view))
+                sdir = run_session(a, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a, view))
             except Interrupted as e:
                 err = SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
                                    interrupt_hint(Path(a.out_dir) / a.subject, since))
@@ -203,8 +200,6 @@ def session_exit_code(sdir: Path, redo: tuple[str, ...] = (), trial_ids=None, ex
                                                  trial_ids=tuple(trial_ids) if trial_ids else None))
     asked = [t for t in (redo or m.trials) if t in m.trials]
     return 0 if all(m.trials[t].status == "done" for t in asked) else 1
-
-
 
 
 def orchestrator_parameters(ros_args: list[str]) -> dict:

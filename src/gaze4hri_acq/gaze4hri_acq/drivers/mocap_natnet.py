@@ -171,7 +171,7 @@ class NatNetMocap:
         self.guard = PacketGuard(config.server_ip)
         self.frames_received = 0
         self.frames_missed = 0  # frame-number gaps (lost on the wire or skipped as malformed)
-        self.poses_untracked = 0  # bodies Motive reports untracked
+        self.poses_untracked = 0  # poses delivered untracked: Motive's untracked ones plus poses_invalid
         self.poses_invalid = 0  # reported tracked, but non-finite or a non-unit quaternion: untracked
         self._last_fn: int | None = None
 
@@ -189,7 +189,8 @@ class NatNetMocap:
     def counters(self) -> dict[str, int]:
         """Stream health for /diagnostics: datagrams seen, frames delivered, frame-number
         gaps, datagrams dropped from a foreign source, malformed packets skipped, poses
-        untracked by Motive and poses rejected as non-finite / non-unit."""
+        delivered untracked (all of them: Motive's own and the rejected ones), and of those
+        the poses rejected as non-finite / non-unit."""
         g = self.guard
         return {"packets": g.packets, "frames_received": self.frames_received, "frames_missed": self.frames_missed,
                 "packets_foreign": g.foreign, "packets_malformed": g.malformed,
