@@ -37,6 +37,7 @@ def controller():
 
 
 def _path(rx, offsets, v, a):
+    """An ur_rtde Path of movel entries shifted along y from the current pose: (start, goal, path)."""
     pose = rx.getActualTCPPose()
     path = rtde_control.Path()
     for dy in offsets:
@@ -44,7 +45,7 @@ def _path(rx, offsets, v, a):
         g[1] += dy
         path.addEntry(rtde_control.PathEntry(rtde_control.PathEntry.MoveL, rtde_control.PathEntry.PositionTcpPose,
                                              g + [v, a, 0.0]))
-    return pose, g
+    return pose, g, path
 
 
 def _speed(rx) -> float:
@@ -62,13 +63,7 @@ def test_real_ur_rtde_runs_a_path_and_stopl_stops_it(controller):
     try:
         assert db.programState() == "PLAYING rtde_control" and ctl.isProgramRunning()
         # movePath with two movel entries, asynchronous: executed by the emulator's command loop
-        start, goal = _path(rx, [0.03, 0.06], 0.1, 0.5)
-        path = rtde_control.Path()
-        for dy in (0.03, 0.06):
-            g = list(start)
-            g[1] += dy
-            path.addEntry(rtde_control.PathEntry(rtde_control.PathEntry.MoveL, rtde_control.PathEntry.PositionTcpPose,
-                                                 g + [0.1, 0.5, 0.0]))
+        start, goal, path = _path(rx, [0.03, 0.06], 0.1, 0.5)
         assert ctl.movePath(path, True)
         speeds, progress = [], set()
         wait_for(lambda: ctl.getAsyncOperationProgress() >= 0, 5, "the path to start")

@@ -42,6 +42,7 @@ class HeadStream(threading.Thread):
         self.T, self.period = T_head, 1.0 / rate_hz
         self.on = threading.Event()
         self.halt = threading.Event()
+        self.lock = threading.Lock()  # a publish and its last_ns are one step: pause() waits for it
         self.last_ns = 0
         self.max_gap_s = 0.0  # longest wall gap between two samples while streaming
         self.stalls: list[tuple[float, float]] = []  # (monotonic time, gap s) of gaps above 50 ms
@@ -55,9 +56,13 @@ class HeadStream(threading.Thread):
             if not self.on.is_set():
                 prev = None
                 continue
-            now = time.time_ns()
-            self.pub.publish(pose_msg(now, "world", self.T.t, self.T.quat_xyzw))
-            self.last_ns = now
+            with self.lock:
+                if not self.on.is_set():
+                    prev = None
+                    continue
+                now = time.time_ns()
+                self.pub.publish(pose_msg(now, "world", self.T.t, self.T.quat_xyzw))
+                self.last_ns = now
             if prev is not None:
                 gap = (now - prev) / 1e9
                 self.max_gap_s = max(self.max_gap_s, gap)
@@ -70,9 +75,9 @@ class HeadStream(threading.Thread):
 
     def pause(self) -> int:
         """Stop streaming; returns the stamp of the last sample sent."""
-        self.on.clear()
-        time.sleep(2 * self.period)  # a sample being published when paused is the last one
-        return self.last_ns
+        with self.lock:  # a publish in flight completes first; none starts after
+            self.on.clear()
+            return self.last_ns
 
     def close(self) -> None:
         self.halt.set()

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 from gaze4hri_core.calibration import load_calibration
-from gaze4hri_core.safety import SafetyLimits, SafetyMonitor
+from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, monitor_for
 
 PORTS = (30004, 29999, 30001, 30002, 30003, 30010)
 
@@ -62,10 +62,8 @@ class Controller:
 
 
 def monitor(calibration_dir, limits: SafetyLimits | None = None) -> SafetyMonitor:
-    """The robot's SafetyMonitor from the repository's calibration."""
-    cal = load_calibration(calibration_dir)
-    return SafetyMonitor(limits or SafetyLimits(), cal.T_world_base, cal.T_tool0_camera, "ur5",
-                         cal.T_head_eye.t if cal.T_head_eye is not None else None)
+    """The robot's SafetyMonitor from the repository's calibration (safety.monitor_for)."""
+    return monitor_for(load_calibration(calibration_dir), limits)
 
 
 def head_in_front(mon: SafetyMonitor, T_base_tool0) -> object:
