@@ -296,12 +296,13 @@ def preview_move(move: Move, start_base: SE3, q_start, monitor: SafetyMonitor, r
     if not v:
         z = np.zeros(0)
         return Preview(v, z, [], z.copy(), None, 0.0)
-    length = float(_seg_lengths(move.path(start_base)).sum())
+    path = move.path(start_base)
+    length = float(_seg_lengths(path).sum())
     if not np.isfinite(length) or trapezoid(length, move.speed, move.accel).duration * rate_hz > MAX_PREVIEW_SAMPLES:
         z = np.zeros(0)
         return Preview(Verdict(False, f"motion '{move.name}' ({length:.3g} m at {move.speed:.3g} m/s, {move.accel:.3g} m/s^2) would last "
                                       f"longer than the {MAX_PREVIEW_SAMPLES / rate_hz:.0f} s a preview covers", "invalid"), z, [], z.copy(), None, 0.0)
-    t, poses, v, prof = sample_path(move.path(start_base), move.speed, move.accel, rate_hz)
+    t, poses, v, prof = sample_path(path, move.speed, move.accel, rate_hz)
     verdict, q = monitor.preview(t, poses, q_start, move.speed, move.accel, now_ns=now_ns, check_mocap=check_mocap)
     return Preview(verdict, t, poses, v, q, prof.duration)
 
