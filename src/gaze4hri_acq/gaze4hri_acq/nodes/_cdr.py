@@ -128,15 +128,28 @@ def cdr_length(msg) -> int:
     return 4 + off
 
 
+def _has_eight(t) -> bool:
+    """Whether values of rosidl type ``t`` hold an 8-byte element (double, int64, ...) anywhere."""
+    inner = t.value_type if isinstance(t, AbstractNestedType) else t
+    if isinstance(inner, BasicType):
+        return _SIZES[inner.typename] == 8
+    if isinstance(inner, NamespacedType):
+        cls = getattr(importlib.import_module(".".join(inner.namespaces)), inner.name)
+        return any(_has_eight(ft) for _n, ft in _fields(cls))
+    return False
+
+
 def _has_sequence(cls) -> bool:
-    """Whether a message type holds a sequence anywhere (only those can be over-long)."""
+    """Whether a message type can come out over-long: it holds a sequence whose elements
+    contain an 8-byte field (the estimate's alignment above), anywhere. Others (images,
+    diagnostics, strings) skip the length walk."""
     got = _HAS_SEQ.get(cls)
     if got is None:
         got = False
         for _name, t in _fields(cls):
             inner = t.value_type if isinstance(t, AbstractNestedType) else t
             if isinstance(t, AbstractSequence):
-                got = True
+                got = _has_eight(t)
             elif isinstance(inner, NamespacedType):
                 got = _has_sequence(getattr(importlib.import_module(".".join(inner.namespaces)), inner.name))
             if got:
