@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -26,6 +25,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from _machine import cpu_name  # noqa: E402 - benchmarks/_machine.py
 
 
 def _models(tmp: Path, methods: list[str]) -> dict[str, str]:
@@ -96,7 +97,7 @@ def main() -> int:
                              **{k.replace("_s", "_ms"): round(v, 2) for k, v in per.items()}, "peak_rss_mb": t["peak_rss_mb"]})
                 print(json.dumps(rows[-1]), file=sys.stderr)
         import onnxruntime
-        head = (f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; onnxruntime "
+        head = (f"CPU: {cpu_name()}, {os.cpu_count()} cores; onnxruntime "
                 f"{onnxruntime.__version__} (CPUExecutionProvider); {w}x{h} frames, {a.seconds:g} s trial at 30 fps; "
                 f"batch {a.batch}; detector {a.detector}")
         cols = ["method", "input", "model", "fps", "decode_ms", "detect_ms", "preprocess_ms", "infer_ms", "peak_rss_mb"]

@@ -5,8 +5,8 @@ Per method: `gaze4hri-bench run`'s pipeline (decode, ground truth, faces, pre-pr
 inference, writing) in frames per second, and a plain ONNX Runtime session of the same
 ONNX file (default session options, CPU) running as many samples at the same batch size
 on a pre-built input; the ratio pipeline / ORT is the pipeline's share of the network's
-speed (goal >= 0.9 for single-frame methods). The two alternate (ORT, pipeline, ORT,
-pipeline, ...) so that a change in the machine's load hits both; the load average is
+speed (goal >= 0.9 for single-frame methods). The two alternate (pipeline, ORT,
+pipeline, ORT, ...) so that a change in the machine's load hits both; the load average is
 printed with each pair.
 
 Data: the demo sessions (out/demo/sessions, `gaze4hri-bench demo`), one subject; when

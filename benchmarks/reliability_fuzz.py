@@ -63,7 +63,6 @@ def _context():
 def run_case(c: Case) -> str:
     """'accepted' | 'refused' | 'unsafe_accepted' | 'exception' for one case."""
     from gaze4hri_core.trajectories import Move, preview_move
-    from gaze4hri_core.transforms import SE3
 
     from gaze4hri_core import kinematics
 

@@ -125,26 +125,26 @@ def export_ethxgaze(data: Path, out: Path, subjects=None, trials=None, stride: i
                             f"known: {', '.join(sorted({r.subject for r in refs}))}")
     files: dict[str, _SubjectFile] = {}
     paths: dict[str, Path] = {}
-    bars = RunProgress(progress, log=log)
-    job = bars.job("export", refs, stride)
-    try:
-        for ref in refs:
-            name = f"subject{ref.subject}.h5"
-            if ref.subject not in files:
-                paths[ref.subject] = out / split_folder(ref.subject, test_subjects) / name
-                files[ref.subject] = _SubjectFile(paths[ref.subject], size)
-            with job.trial(ref) as bar:
-                try:
-                    n = _export_trial(ds, ref, files[ref.subject], focal_px, distance_mm, size, bar=bar)
-                except Gaze4HRIError as e:
-                    skipped.append(f"{ref.key}: {e.line()}")
-                    bars.write(f"skipped {ref.key}: {e.line()}")
-                    continue
-            bars.write(f"{ref.key}: {n} patches")
-    finally:
-        job.close()
-        for f in files.values():
-            f.close()
+    with RunProgress(progress, log=log) as bars:  # warnings as one line each, as export_study
+        job = bars.job("export", refs, stride)
+        try:
+            for ref in refs:
+                name = f"subject{ref.subject}.h5"
+                if ref.subject not in files:
+                    paths[ref.subject] = out / split_folder(ref.subject, test_subjects) / name
+                    files[ref.subject] = _SubjectFile(paths[ref.subject], size)
+                with job.trial(ref) as bar:
+                    try:
+                        n = _export_trial(ds, ref, files[ref.subject], focal_px, distance_mm, size, bar=bar)
+                    except Gaze4HRIError as e:
+                        skipped.append(f"{ref.key}: {e.line()}")
+                        bars.write(f"skipped {ref.key}: {e.line()}")
+                        continue
+                bars.write(f"{ref.key}: {n} patches")
+        finally:
+            job.close()
+            for f in files.values():
+                f.close()
     counts = {s: files[s].n for s in files}
     split = {"train": [paths[s].name for s in paths if s not in val_subjects and s not in test_subjects],
              "val": [paths[s].name for s in paths if s in val_subjects],
