@@ -146,3 +146,38 @@ def test_the_study_profile_leaves_gats_last_three_frames_unscored_in_a_run(tmp_p
         assert (tail["invalid_reason"] == "not_scored").all() and not tail["valid"].any(), trial
         assert "not_scored" not in set(rows[rows["frame"] <= last - 3]["invalid_reason"])
     assert "not_scored" not in set(ref["invalid_reason"])
+
+
+class _PoseMatchedSynth(SynthDataset):
+    """The synthetic dataset whose nearest-sample table (GTOptions sync="nearest") places the
+    face 2 cm away from the interpolated one, and counts how often it is asked for."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.nearest_calls = 0
+
+    def trial_ground_truth(self, ref, options=None):
+        gt = super().trial_ground_truth(ref)
+        if options is not None and getattr(options, "sync", None) == "nearest":
+            self.nearest_calls += 1
+            gt = gt.copy()
+            gt["face_cx"] = gt["face_cx"] + 0.02
+        return gt
+
+
+def test_the_study_pose_match_feeds_the_rectification_once_per_trial(tmp_path, tiny_models, stub_faces):
+    """Issue 23: ``rect_pose_nearest_20ms`` rectifies with the motion-capture sample nearest
+    each frame (unrectification.py:103-105): the run loop builds that table once per trial
+    (shared by the jobs) and the rectified inputs, hence the predictions, come from it."""
+    preds = {}
+    for prof in ("reference", "study:rect_pose_nearest_20ms"):
+        ds = _PoseMatchedSynth(subjects=("S01",))
+        cfg = RunConfig(methods=("gat_gaze360",), data=Path("/synthetic"), out=tmp_path / prof.replace(":", "_"), models_dir=tiny_models,
+                        progress=False, blinks="off", batch=5, detector="stub", profile=prof, command_line="pytest")
+        jobs = [j for j in plan_jobs(RunConfig(**{**cfg.__dict__, "input": "both"})) if j.input_type == "rectified"]
+        [p] = run_benchmark(cfg, log=lambda *_: None, jobs=jobs, dataset=ds)
+        preds[prof] = pd.read_parquet(p)[["pred_x", "pred_y", "pred_z"]].to_numpy()
+        assert ds.nearest_calls == (0 if prof == "reference" else len(ds.trials())), (prof, ds.nearest_calls)
+    a, b = preds.values()
+    ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    assert ok.sum() > 5 and np.abs(a[ok] - b[ok]).max() > 1e-4  # the nearest-sample geometry reached the network
