@@ -452,7 +452,7 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
             _abort_trial(client, False, "disk full")
             _save_or_disk_full(sdir, manifest, f"before {tid}")
             view.result(tid, rec.status, "disk full")
-            raise _disk_full_error(cfg, sdir, trial, need) from None
+            raise _disk_full_error(sdir, trial, need) from None
         recording = True
         t0 = int(ack["start_ns"])
         client.publish_event("start", trial=tid, target=trial.target, condition=trial.condition, experiment=trial.experiment,
@@ -523,9 +523,8 @@ class _DiskFullBeforeTrial(SessionError):
     """Too little room to start a trial: the session ends, the trial stays pending."""
 
 
-def _disk_full_error(cfg, sdir: Path, trial: Trial, need: int) -> SessionError:
-    free = _free_bytes(sdir)
-    return _DiskFullBeforeTrial(f"disk full before trial {trial.trial_id}: {free / 1e6:.1f} MB free, about {need / 1e6:.1f} MB needed; "
+def _disk_full_error(sdir: Path, trial: Trial, need: int) -> SessionError:
+    return _DiskFullBeforeTrial(f"disk full before trial {trial.trial_id}: {_gb(_free_bytes(sdir))} free, about {_gb(need)} needed; "
                         "it and the trials after it are still pending", str(sdir),
                         "free disk space (or move the session folder to a larger disk and pass that --out-dir), then run the session again with --resume")
 
@@ -536,7 +535,7 @@ def _check_trial_disk(cfg, sdir: Path, trial: Trial) -> None:
     marked failed by the recorder's refusal, with no error line)."""
     need = _trial_bytes(cfg, trial)
     if _free_bytes(sdir) < need:
-        raise _disk_full_error(cfg, sdir, trial, need)
+        raise _disk_full_error(sdir, trial, need)
 
 
 def _trial_failed(client: DeviceClient, sdir: Path, manifest, tid: str, reason: str, recording: bool, view) -> None:
