@@ -43,9 +43,11 @@ from .frames import Assembler, Direct, Sample, StageTimes, frame_context, run_sa
 from .progress import RunProgress
 from .runtime import ModelFile, Runner, prefetch, resolve_model, vram_used_mb
 
-__all__ = ["RunConfig", "Job", "run_benchmark", "plan_jobs", "process_trial", "timing_lines", "DEFAULT_DETECTOR"]
+__all__ = ["RunConfig", "Job", "run_benchmark", "plan_jobs", "process_trial", "timing_lines", "write_job_part",
+           "DEFAULT_DETECTOR", "ENGINES"]
 
 DEFAULT_DETECTOR = "auto"  # faces.detectors: yolov8_face_onnx when its weights are present, else mediapipe
+ENGINES = ("local", "ray")  # where the trials run: this process, or a Ray cluster (pipeline/engine_ray.py)
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class RunConfig:
     ear_threshold: float | None = None  # blink: EAR < this absolute value (None: off)
     data_format: str = "auto"  # data.reader.FORMATS: auto (detect), session (MCAP) or study (released layout)
     profile: str = "reference"  # profiles.PROFILES: how inputs are prepared and outputs decoded
+    engine: str = "local"  # ENGINES: local (this process) or ray (one trial per unit on a Ray cluster: engine_ray.py)
+    address: str | None = None  # ray: the cluster to join (None: a local Ray runtime; "auto": the one this node is in)
+    workers: int | None = None  # ray: actors to start (None: as many as the cluster's free CPUs/GPUs allow)
 
 
 @dataclass
@@ -581,18 +586,15 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
     data.reader.Dataset interface (default: read cfg.data). ``skipped``: a list that
     receives the reader's SkippedTrial entries (damaged bags, refused study trials),
     which are also listed again at the end of the run."""
+    if cfg.engine not in ENGINES:
+        raise Gaze4HRIError(f"unknown engine {cfg.engine!r}", "--engine", f"use one of: {', '.join(ENGINES)}")
     jobs = jobs if jobs is not None else plan_jobs(cfg)
     src = blink_source(cfg.blinks)
     if src.ear and cfg.ear_relative is None and cfg.ear_threshold is None:
         raise Gaze4HRIError("EAR blinks need a rule", "--ear-relative/--ear-threshold",
                             f"keep the default --ear-relative {validity.EAR_RELATIVE}, give --ear-threshold, or pass --blinks annotations|off")
-    if dataset is None:
-        from ..data.reader import Dataset
-
-        dataset = Dataset(cfg.data, subjects=list(cfg.subjects) if cfg.subjects else None,
-                          trials=list(cfg.trials) if cfg.trials else None, stride=cfg.stride,
-                          blink_annotations=src.annotations, sim_blinks=src.sim, format=cfg.data_format)
-    ds = dataset
+    dataset_given = dataset
+    ds = dataset if dataset is not None else open_dataset(cfg)
     trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
     bad = list(getattr(ds, "skipped", None) or [])  # damaged bags, bad trials of the study layout: listed, the run goes on
     if skipped is not None:
@@ -609,41 +611,20 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
     face_models = FaceModels(cfg.detector)
     with RunProgress(cfg.progress, log) as prog:  # bars (TTY) with messages above them
         try:
-            todo, bars = [], []
-            for k, job in enumerate(jobs):  # what each job still has to do (resume), its session, its bars
-                parts = results.parts_dir(cfg.out, job.method.name, job.input_type)
-                results.check_profile(parts, cfg.profile)  # resume never mixes pipeline profiles
-                mine = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
-                todo.append({(t.subject, t.trial) for t in mine})
-                label = f"{job.method.name} ({job.input_type})"
-                if mine and job.method.kind == "onnx" and job.runner is None:
-                    job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
-                dev = job.runner.device if job.runner is not None else "cpu"
-                done = len(trefs) - len(mine)
-                prog.write(f"{label}: {len(mine)} trial(s) to run" + (f", {done} already done (resumed)" if done else "")
-                           + (f" on {dev}" if mine else ""))
-                bars.append(prog.job(label, mine, cfg.stride, position=2 * k))
+            todo, bars = _plan_todo(cfg, jobs, trefs, prog, sessions=cfg.engine == "local")
 
             def on_part(ji, t, df, times, wall, peak):
-                job = jobs[ji]
-                dev = job.runner.device if job.runner is not None else "cpu"
-                vram = vram_used_mb() if dev == "cuda" else None
-                results.write_part(results.part_path(results.parts_dir(cfg.out, job.method.name, job.input_type), t.subject, t.trial), df, {
-                    "frames": times.frames, "decode_s": times.decode_s, "gt_s": times.gt_s, "detect_s": times.detect_s,
-                    "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "write_s": times.write_s, "wall_s": wall,
-                    "shared_with": times.shared_with,
-                    "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
-                    "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
-                    "subject_info": dict(getattr(t, "subject_info", None) or {}),
-                    "data_backend": _data_backend(t),
-                    "profile": cfg.profile, "excluded": times.excluded,
-                    "camera_sources": times.camera_sources,
-                })
+                write_job_part(cfg, jobs[ji], t, df, times, wall, peak)
                 if times.excluded:
-                    prog.write(f"{job.method.name} ({job.input_type}): {t.subject}/{t.trial} excluded under profile {cfg.profile}: {times.excluded}")
+                    prog.write(excluded_line(cfg, jobs[ji], t, times.excluded))
 
-            engine = _Engine(jobs, todo, cfg, ds, face_models, on_part, bars)
-            engine.run(trefs)
+            if cfg.engine == "ray":  # imported here: the local engine never imports Ray
+                from .engine_ray import run_ray
+
+                engine = run_ray(cfg, jobs, todo, trefs, bars, prog.write, dataset=None if dataset_given is None else ds)
+            else:
+                engine = _Engine(jobs, todo, cfg, ds, face_models, on_part, bars)
+                engine.run(trefs)
             for bar in bars:
                 bar.close()
             for job in jobs:
@@ -657,6 +638,58 @@ def run_benchmark(cfg: RunConfig, log=print, jobs: list[Job] | None = None, data
         for sk in bad:
             log(f"  skipped {sk.subject}/{sk.trial}: {sk.reason}")
     return written
+
+
+def open_dataset(cfg: RunConfig):
+    """The data.reader.Dataset that ``cfg`` selects (the driver's, and each Ray worker's own)."""
+    from ..data.reader import Dataset
+
+    src = blink_source(cfg.blinks)
+    return Dataset(cfg.data, subjects=list(cfg.subjects) if cfg.subjects else None,
+                   trials=list(cfg.trials) if cfg.trials else None, stride=cfg.stride,
+                   blink_annotations=src.annotations, sim_blinks=src.sim, format=cfg.data_format)
+
+
+def _plan_todo(cfg: RunConfig, jobs: list[Job], trefs: list, prog: RunProgress, sessions: bool = True) -> tuple[list[set], list]:
+    """What each job still has to do (resume: trials without a part file), its ONNX
+    session (``sessions``; the Ray engine builds them in its actors) and its bars."""
+    todo, bars = [], []
+    for k, job in enumerate(jobs):
+        parts = results.parts_dir(cfg.out, job.method.name, job.input_type)
+        results.check_profile(parts, cfg.profile)  # resume never mixes pipeline profiles
+        mine = [t for t in trefs if not results.part_path(parts, t.subject, t.trial).is_file()]
+        todo.append({(t.subject, t.trial) for t in mine})
+        label = f"{job.method.name} ({job.input_type})"
+        if sessions and mine and job.method.kind == "onnx" and job.runner is None:
+            job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
+        dev = (job.runner.device if job.runner is not None else "cpu") if sessions else f"ray (--device {cfg.device})"
+        done = len(trefs) - len(mine)
+        prog.write(f"{label}: {len(mine)} trial(s) to run" + (f", {done} already done (resumed)" if done else "")
+                   + (f" on {dev}" if mine else ""))
+        bars.append(prog.job(label, mine, cfg.stride, position=2 * k))
+    return todo, bars
+
+
+def write_job_part(cfg: RunConfig, job: Job, t, df: pd.DataFrame, times: StageTimes, wall: float, peak: float) -> Path:
+    """One job's finished trial as its atomic part file, with its timings and provenance
+    (results.write_part); where the trial ran (this process or a Ray worker) writes it."""
+    dev = job.runner.device if job.runner is not None else "cpu"
+    vram = vram_used_mb() if dev == "cuda" else None
+    return results.write_part(results.part_path(results.parts_dir(cfg.out, job.method.name, job.input_type), t.subject, t.trial), df, {
+        "frames": times.frames, "decode_s": times.decode_s, "gt_s": times.gt_s, "detect_s": times.detect_s,
+        "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "write_s": times.write_s, "wall_s": wall,
+        "shared_with": times.shared_with,
+        "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
+        "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
+        "subject_info": dict(getattr(t, "subject_info", None) or {}),
+        "data_backend": _data_backend(t),
+        "profile": cfg.profile, "excluded": times.excluded,
+        "camera_sources": times.camera_sources,
+    })
+
+
+def excluded_line(cfg: RunConfig, job: Job, t, why: str) -> str:
+    return f"{job.method.name} ({job.input_type}): {t.subject}/{t.trial} excluded under profile {cfg.profile}: {why}"
 
 
 def _merge_job(job: Job, cfg: RunConfig, trefs: list, log) -> Path:
