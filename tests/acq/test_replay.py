@@ -63,3 +63,54 @@ def test_replay_republishes_bytes_with_original_timing(short_session):
 def test_replay_unknown_trial_is_one_line(short_session):
     with pytest.raises(SessionError, match="did you mean illum010_P1"):
         replay_session(short_session, trials=["illum010_P9"], quiet=True)
+
+
+@pytest.fixture(scope="module")
+def last_bag_damaged(short_session, tmp_path_factory):
+    """A copy of the short session whose last trial in protocol order has 64 flipped bits
+    inside its chunks (seeded)."""
+    import random
+    import shutil
+
+    from gaze4hri_acq.recorder.bag import mcap_file
+
+    sd = tmp_path_factory.mktemp("last_damaged") / short_session.name
+    shutil.copytree(short_session, sd)
+    from gaze4hri_acq.replay import trial_bags
+
+    bad = trial_bags(sd)[-1][0]
+    f = mcap_file(bag_dir(sd, bad))
+    b = bytearray(f.read_bytes())
+    rng = random.Random(7)
+    for _ in range(64):
+        b[rng.randrange(int(len(b) * 0.3), int(len(b) * 0.7))] ^= 1 << rng.randrange(8)
+    f.write_bytes(b)
+    return sd, bad
+
+
+def test_replay_checks_crcs_lazily_one_bag_ahead(last_bag_damaged, capsys):
+    """The first trial plays before the last bag's CRCs are checked (before: every bag was
+    checked up front, so this damaged last bag was named before the first message); played
+    to the end, the damaged bag is named in one line and none of its messages go out."""
+    from gaze4hri_acq.replay import trial_bags
+
+    sd, bad = last_bag_damaged
+    bags = trial_bags(sd)
+    assert len(bags) >= 3 and bags[-1][0] == bad
+    played: list[str] = []
+    n = replay_session(sd, rate=1000.0, quiet=True, on_trial=played.append, max_messages=5)
+    assert n == 5 and played == [bags[0][0]]
+    assert bad not in capsys.readouterr().err  # the last bag is two ahead of the cursor: not checked yet
+
+    played.clear()
+    n = replay_session(sd, rate=1000.0, quiet=True, on_trial=played.append)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert played == [t for t, _b in bags[:-1]]
+    assert len(err) == 1 and bad in err[0] and "chunk CRC mismatch at offset" in err[0], err
+    from gaze4hri_acq.replay import _installed
+
+    want = 0
+    for _tid, b in bags[:-1]:
+        with Reader(b) as r:
+            want += sum(c.msgcount for c in r.connections if _installed(c.msgtype))
+    assert n == want  # the good bags whole, nothing of the damaged one

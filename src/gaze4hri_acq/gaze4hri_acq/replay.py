@@ -2,7 +2,10 @@
 the bags' CDR bytes go out unchanged, paced by their log times (``rate`` 2 = twice as
 fast), trial after trial in protocol order. A bag whose MCAP CRCs disagree with its
 bytes (recorder.bag.require_intact) is not replayed: one line names it, the other
-trials play.
+trials play. The CRCs are checked one bag ahead of the playback (a background thread
+checks the next bag while one plays; each bag's verdict is awaited before its first
+message), so a long session starts publishing after its first bag's check, not after
+all of them; when every bag is damaged, the first one's line is the error.
 
 /clock (rosgraph_msgs/Clock): on by default, replay is a ROS time source the way
 ``ros2 bag play --clock --clock-topics-all`` is (rosbag2 jazzy
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -78,19 +82,40 @@ def trial_bags(session: Path, trials: list[str] | None = None) -> list[tuple[str
     return out
 
 
-def _intact(bags: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
-    """The bags whose CRCs match; each damaged one is named on stderr in one line."""
-    good, bad = [], []
-    for tid, b in bags:
+class _BagChecks:
+    """The CRC verdicts of the bags (recorder.bag.require_intact), each computed once in a
+    daemon thread started one bag ahead of the playback: ``verdict(i)`` waits for bag
+    ``i``'s check (None when intact, else its one-line SessionError) and starts bag
+    ``i + 1``'s. zlib.crc32 releases the GIL on buffers over 5 KiB (CPython
+    Modules/zlibmodule.c, zlib_crc32_impl), so the check mostly runs beside the pacing of
+    the bag that plays meanwhile."""
+
+    def __init__(self, bags: list[tuple[str, Path]]):
+        self._bags = bags
+        self._threads: dict[int, threading.Thread] = {}
+        self._result: dict[int, BaseException | None] = {}
+
+    def _check(self, i: int) -> None:
+        tid, b = self._bags[i]
         try:
             require_intact(b, tid)
-            good.append((tid, b))
-        except SessionError as e:
-            bad.append(e)
-            print(f"replay: skipping damaged bag: {e.line()}", file=sys.stderr)
-    if not good:
-        raise bad[0]
-    return good
+            self._result[i] = None
+        except BaseException as e:  # handed to the playback thread by verdict()
+            self._result[i] = e
+
+    def start(self, i: int) -> None:
+        if i < len(self._bags) and i not in self._threads:
+            th = self._threads[i] = threading.Thread(target=self._check, args=(i,), name=f"replay-crc-{i}", daemon=True)
+            th.start()
+
+    def verdict(self, i: int) -> SessionError | None:
+        self.start(i)
+        self._threads[i].join()
+        self.start(i + 1)  # the next bag's check runs while this one plays
+        e = self._result[i]
+        if e is not None and not isinstance(e, SessionError):
+            raise e  # not a damage verdict (an unreadable file): raised, as the up-front check did
+        return e
 
 
 class _ClockOut:
@@ -133,7 +158,9 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
 
     if not rate > 0:
         raise SessionError(f"rate must be positive, got {rate}", None, "use e.g. --rate 1 or --rate 0.5")
-    bags = _intact(trial_bags(Path(session), trials))
+    bags = trial_bags(Path(session), trials)
+    checks = _BagChecks(bags)
+    checks.start(0)  # the first bag's CRCs while the node comes up
     own = context is None
     if own:
         context = Context()
@@ -142,12 +169,21 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
     want_clock = node.declare_parameter("clock", True).value if clock is None else clock
     clock_out = _ClockOut(node) if want_clock else None
     pubs: dict[str, object] = {}
+    skipped: dict[int, SessionError] = {}
     n = 0
     try:
         while True:
             if clock_out is not None:
                 clock_out.last_ns = None  # a loop starts the bag's time over
-            for tid, b in bags:
+            for i, (tid, b) in enumerate(bags):
+                damage = checks.verdict(i)  # before the bag's first message: a damaged bag is never played
+                if damage is not None:
+                    if i not in skipped:
+                        skipped[i] = damage
+                        print(f"replay: skipping damaged bag: {damage.line()}", file=sys.stderr)
+                    if len(skipped) == len(bags):
+                        raise skipped[0]  # nothing to play: the first damaged bag is the error
+                    continue
                 try:
                     reader = Reader(b)
                     reader.open()
