@@ -146,3 +146,23 @@ def test_camera_settings_in_session_yaml_and_at_every_trial_start(short_session)
         assert "camera_settings" in names and names.index("camera_settings") <= names.index("start") + 1
         ev = next(e for e in events if e["event"] == "camera_settings")
         assert ev["trial"] == tid and want.items() <= ev["settings"].items()
+
+
+def test_check_inputs_runs_once_per_session(tmp_path, monkeypatch):
+    """session_assembly validates once and hands the result on (before: the assembly,
+    run_session and its locked part each ran check_inputs, three times a session)."""
+    from gaze4hri_acq.orchestrator import session as orch
+    from gaze4hri_acq.simulate import run_sim_session
+
+    calls = []
+    real = orch.check_inputs
+
+    def counted(cfg):
+        calls.append(cfg.subject)
+        return real(cfg)
+
+    monkeypatch.setattr(orch, "check_inputs", counted)  # a counter around our own function; it still runs
+    sdir = run_sim_session(tmp_path, subject="S03", trial_ids=["illum010_P1"], resolution=(160, 90), trial_seconds=0.5,
+                           real_time_factor=50)
+    assert load_manifest(sdir).trials["illum010_P1"].status == "done"
+    assert calls == ["S03"]

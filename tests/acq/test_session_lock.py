@@ -99,7 +99,7 @@ def test_a_lock_left_by_a_killed_process_is_taken_over_with_a_notice(held):
 def test_run_session_takes_a_stale_lock_before_writing_and_releases_it(tmp_path):
     """The orchestrator's entry takes the lock (notice to the operator) before its
     pre-checks and gives it back when the run ends, here at a failing pre-check."""
-    from gaze4hri_acq.orchestrator.session import run_session
+    from gaze4hri_acq.orchestrator.session import check_inputs, run_session
     from gaze4hri_acq.session_config import SessionConfig
 
     sdir = _session(tmp_path)
@@ -120,7 +120,7 @@ def test_run_session_takes_a_stale_lock_before_writing_and_releases_it(tmp_path)
     cfg = SessionConfig(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=tuple(TRIALS), resume=True, quiet=True, yes=True,
                         calibration_dir=tmp_path / "no_calibration")
     with pytest.raises(Gaze4HRIError, match="calibration"):  # the missing calibration: after the lock was taken
-        run_session(cfg, client=None, view=view)
+        run_session(cfg, client=None, inputs=check_inputs(cfg), view=view)
     assert any(f"pid {dead.pid}" in m and "stale" in m for m in view.messages), view.messages
     assert not (sdir / LOCK_NAME).exists()
 
@@ -174,3 +174,20 @@ def test_readers_read_a_session_being_recorded(short_session):
         p.stdin.close()  # the holder releases and exits
         p.wait(30)
     assert not (short_session / LOCK_NAME).exists()
+
+
+@pytest.mark.unit
+def test_a_session_created_between_the_check_and_the_lock_is_refused(tmp_path):
+    """check_inputs runs once, before the lock; whether the session exists is asked again
+    under the lock, so a run that created it meanwhile is not recorded over."""
+    from gaze4hri_acq.orchestrator.session import check_inputs, run_session
+    from gaze4hri_acq.session_config import SessionConfig
+
+    cfg = SessionConfig(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=tuple(TRIALS), quiet=True, yes=True)
+    inputs = check_inputs(cfg)
+    assert not inputs.exists
+    sdir = _session(tmp_path)  # another run, between the check and the lock
+    before = (sdir / "session.yaml").read_bytes()
+    with pytest.raises(SessionError, match="session exists already"):
+        run_session(cfg, client=None, inputs=inputs)
+    assert (sdir / "session.yaml").read_bytes() == before and not (sdir / LOCK_NAME).exists()

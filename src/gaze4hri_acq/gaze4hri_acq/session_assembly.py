@@ -37,7 +37,7 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     nodes = ("orchestrator",) if a.external_devices else None
     scfg = StackConfig(backend=a.backend, params=params, sim=sim, share_graph=a.external_devices or a.backend == "real",
                        intra_process=not a.external_devices, **({"nodes": nodes} if nodes else {}))
-    check_inputs(a)  # bad input fails here, before any node starts
+    inputs = check_inputs(a)  # bad input fails here, before any node starts; the only check (run_session takes its result)
     since = _dt.datetime.now(_dt.timezone.utc)  # trials the manifest marks interrupted after this: this run's
     stop = {"reason": None}
 
@@ -67,7 +67,7 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
                 view.start()
             confirm = None if a.auto_confirm else (view.confirm if view is not None else _confirm_enter)
             try:
-                sdir = run_session(a, client, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a, view))
+                sdir = run_session(a, client, inputs=inputs, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a, view))
             except Interrupted as e:
                 err = SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
                                    interrupt_hint(Path(a.out_dir) / a.subject, since))

@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from gaze4hri_core.calibration import calibration_hashes, load_calibration
@@ -126,31 +127,34 @@ class _View:
     def message(self, text: str) -> None: ...
 
 
-def run_session(cfg: SessionConfig, client: DeviceClient, *, view=None, confirm: Callable[[str], None] | None = None,
-                should_stop: Callable[[], str | None] = lambda: None, eye_head: Callable[[Path], object] | None = None) -> Path:
+def run_session(cfg: SessionConfig, client: DeviceClient, *, inputs: CheckedInputs, view=None,
+                confirm: Callable[[str], None] | None = None, should_stop: Callable[[], str | None] = lambda: None,
+                eye_head: Callable[[Path], object] | None = None) -> Path:
     """Run (or resume) one subject's session; returns the session directory.
 
+    ``inputs``: :func:`check_inputs` of ``cfg``, run once by the caller before any node
+    starts (session_assembly.run_session_args, the one place that validates).
     A new session starts with the subject's eye-head calibration (``eye_head(out_dir)``
     runs it with the backend's motion capture) when the calibration directory has no
     file for the subject or only one older than ``eye_head_max_age_hours``; the
     session's calibration snapshot then always holds the subject's file."""
     view = view or _View()
-    sdir, _trials, _exists = check_inputs(cfg)
+    sdir = inputs.sdir
     # one writer per session: the lock before anything in the session is written,
     # held until the run ends (a killed run's lock is released by the kernel)
     lock = SessionLock(sdir).acquire()
     try:
         if lock.notice:
             _say(view, lock.notice)
-        return _run_locked(cfg, client, view, confirm, should_stop, eye_head)
+        _check_exists(cfg, sdir)  # under the lock: a run that ended between the check and the lock may have created the session
+        return _run_locked(cfg, client, inputs, view, confirm, should_stop, eye_head)
     finally:
         lock.release()
 
 
-def _run_locked(cfg: SessionConfig, client: DeviceClient, view, confirm, should_stop, eye_head) -> Path:
-    """run_session under the session lock (inputs checked again: a run that ended
-    between the first check and the lock may have created the session)."""
-    sdir, trials, exists = check_inputs(cfg)
+def _run_locked(cfg: SessionConfig, client: DeviceClient, inputs: CheckedInputs, view, confirm, should_stop, eye_head) -> Path:
+    """run_session under the session lock."""
+    sdir, trials, exists = inputs
     root = Path(cfg.out_dir)
 
     # ---- pre-checks, before anything is written
@@ -250,8 +254,18 @@ def _add_selected_trials(manifest, cfg, trials: list[Trial]) -> list[str]:
     return added
 
 
-def check_inputs(cfg: SessionConfig) -> tuple[Path, list[Trial], bool]:
-    """Validate the request before any device or directory is touched."""
+class CheckedInputs(NamedTuple):
+    """What :func:`check_inputs` found: the session directory, the selected trials in
+    protocol order, and whether the session exists already (a resume or redo)."""
+
+    sdir: Path
+    trials: list[Trial]
+    exists: bool
+
+
+def check_inputs(cfg: SessionConfig) -> CheckedInputs:
+    """Validate the request before any device or directory is touched (once per session:
+    session_assembly.run_session_args calls it and hands the result to run_session)."""
     sdir = session_dir(Path(cfg.out_dir), cfg.subject)
     try:
         trials = _select(cfg)
@@ -262,12 +276,18 @@ def check_inputs(cfg: SessionConfig) -> tuple[Path, list[Trial], bool]:
         what = e.args[0] if e.args and isinstance(e.args[0], str) else str(e)
         raise SessionError(what, None, "see 'gaze4hri-acq session --help' for trial ids and experiments") from None
     check_unlocked(sdir)  # another run records this session: refused before any node starts
+    return CheckedInputs(sdir, trials, _check_exists(cfg, sdir))
+
+
+def _check_exists(cfg: SessionConfig, sdir: Path) -> bool:
+    """Whether the session exists, refused when that contradicts --resume/--redo; run again
+    under the session lock, the one part of the check another run can change meanwhile."""
     exists = manifest_path(sdir).is_file()
     if exists and not (cfg.resume or cfg.redo):
         raise SessionError("session exists already", str(sdir), "continue it with --resume, redo trials with --redo ID, or pick another --out-dir")
     if (cfg.resume or cfg.redo) and not exists:
         raise SessionError("no session to resume", str(sdir), "start it without --resume")
-    return sdir, trials, exists
+    return exists
 
 
 def _eye_head_age_hours(path: Path) -> float | None:
