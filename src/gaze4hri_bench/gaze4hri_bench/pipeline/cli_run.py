@@ -82,7 +82,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=DEVICES, default="auto",
                    help="auto (CUDA when onnxruntime-gpu and a GPU are present, else CPU), cpu, cuda or tensorrt; "
                         "a device that is asked for and missing is an error")
-    p.add_argument("--batch", type=int, default=8, metavar="N", help="inference batch size (default 8)")
+    p.add_argument("--batch", type=_batch_arg, default=8, metavar="N",
+                   help="inference batch size (default 8), or auto: sized to free GPU memory after two probe runs "
+                        "(capped; on the CPU auto means 8)")
+    p.add_argument("--fp16", action="store_true",
+                   help="run each network's FP16 copy (converted once, cached next to the .onnx) after a parity check "
+                        "against FP32 that prints the largest gaze difference and refuses above 1 deg "
+                        "($GAZE4HRI_FP16_MAX_DEG); meant for --device cuda/tensorrt")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
     p.add_argument("--models-dir", type=Path, default=None, metavar="DIR",
                    help="folder of <method>.onnx + manifest.yaml (default: $GAZE4HRI_MODELS, else models/)")
@@ -90,12 +96,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
+def _batch_arg(text: str) -> int:
+    """``--batch``: N >= 1 or ``auto`` (runtime.AUTO); anything else is argparse's one-line usage error."""
+    from gaze4hri_core.errors import Gaze4HRIError
+
+    from .runtime import parse_batch
+
+    try:
+        return parse_batch(text)
+    except Gaze4HRIError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer or 'auto'") from None
+
+
 def main(args: argparse.Namespace) -> int:
     from gaze4hri_core.errors import Gaze4HRIError
 
     from .run import RunConfig, plan_jobs, run_benchmark
 
-    if args.stride < 1 or args.batch < 1:
+    if args.stride < 1 or args.batch < 0:  # batch 0: auto (runtime.AUTO)
         raise Gaze4HRIError("--stride and --batch must be >= 1", "gaze4hri-bench run", "e.g. --stride 1 --batch 8")
     if not 0.0 <= args.ear_relative < 1.0 or (args.ear_threshold is not None and not 0.0 < args.ear_threshold < 1.0):
         raise Gaze4HRIError("--ear-relative must lie in [0, 1) and --ear-threshold in (0, 1)", "gaze4hri-bench run",
@@ -105,7 +123,7 @@ def main(args: argparse.Namespace) -> int:
         methods=methods, data=args.data, out=args.out, input=args.input,
         detector=args.detector or default_detector(), subjects=tuple(args.subjects) if args.subjects else None,
         trials=tuple(args.trials) if args.trials else None, stride=args.stride, device=args.device,
-        batch=args.batch, models_dir=args.models_dir, threads=args.threads, blinks=args.blinks,
+        batch=args.batch, fp16=args.fp16, models_dir=args.models_dir, threads=args.threads, blinks=args.blinks,
         ear_relative=args.ear_relative or None, ear_threshold=args.ear_threshold,
         data_format=args.data_format, profile=args.profile,
         progress=not args.no_progress and sys.stderr.isatty(),

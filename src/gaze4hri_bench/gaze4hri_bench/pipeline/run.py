@@ -64,6 +64,7 @@ class RunConfig:
     stride: int = 1
     device: str = "auto"
     batch: int = 8
+    fp16: bool = False  # --fp16: each model's FP16 copy after a parity check against FP32 (runtime.Runner)
     models_dir: Path | None = None
     threads: int | None = None
     progress: bool = True
@@ -661,7 +662,7 @@ def _plan_todo(cfg: RunConfig, jobs: list[Job], trefs: list, prog: RunProgress, 
         todo.append({(t.subject, t.trial) for t in mine})
         label = f"{job.method.name} ({job.input_type})"
         if sessions and mine and job.method.kind == "onnx" and job.runner is None:
-            job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
+            job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads, fp16=cfg.fp16, log=prog.write)
         dev = (job.runner.device if job.runner is not None else "cpu") if sessions else f"ray (--device {cfg.device})"
         done = len(trefs) - len(mine)
         prog.write(f"{label}: {len(mine)} trial(s) to run" + (f", {done} already done (resumed)" if done else "")
