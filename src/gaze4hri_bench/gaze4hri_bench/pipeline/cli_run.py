@@ -17,6 +17,7 @@ examples:
   gaze4hri-bench run --method l2cs --method head_pose --data /data/gaze4hri --out results/
   gaze4hri-bench run --method puregaze_eth --input crop --subjects S01 S02 --trials illum100_P5
   gaze4hri-bench run --method gazetr_eth --input both --device cuda --batch 32 --out results/
+  gaze4hri-bench run --engine ray --address 10.0.0.5:6379 --data /shared/gaze4hri --out /shared/results/
 
 Each (method, input) gives <out>/<method>__<input>.parquet, one row per frame
 (docs/results_schema.md). Interrupted runs resume: re-run the same command and
@@ -94,6 +95,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="folder of <method>.onnx + manifest.yaml (default: $GAZE4HRI_MODELS, else models/)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"results folder (default: {DEFAULT_OUT})")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="where the trials run: local (this process; default) or ray (one trial per work unit on a Ray "
+                        "cluster; needs `pip install ray`, data/models/--out on a path every node sees: docs/cluster.md)")
+    p.add_argument("--address", default=None, metavar="ADDR",
+                   help="--engine ray: the cluster to join, host:port as `ray start --head` printed it, or auto "
+                        "(default: start a local Ray runtime on this machine)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="--engine ray: workers (actors) to start, each with --threads CPUs (default 1) and, with "
+                        "--device cuda/tensorrt, one GPU (default: as many as the cluster's free resources hold)")
+
 
 
 def _batch_arg(text: str) -> int:
@@ -118,6 +129,17 @@ def main(args: argparse.Namespace) -> int:
     if not 0.0 <= args.ear_relative < 1.0 or (args.ear_threshold is not None and not 0.0 < args.ear_threshold < 1.0):
         raise Gaze4HRIError("--ear-relative must lie in [0, 1) and --ear-threshold in (0, 1)", "gaze4hri-bench run",
                             "e.g. --ear-relative 0.85, or --ear-relative 0 --ear-threshold 0.2")
+    if args.engine != "ray" and (args.address or args.workers is not None):
+        raise Gaze4HRIError("--address and --workers apply to --engine ray only", "gaze4hri-bench run",
+                            "add --engine ray, or drop --address/--workers")
+    if args.workers is not None and args.workers < 1:
+        raise Gaze4HRIError("--workers must be >= 1", "gaze4hri-bench run", "e.g. --workers 4, or leave it out to fill the cluster")
+    if args.engine == "ray":  # before any work: ray missing, or a cluster that does not answer, is one line
+        from .engine_ray import _check_reachable, import_ray
+
+        import_ray()
+        if args.address:
+            _check_reachable(args.address)
     methods = tuple(args.methods or available_methods(args.models_dir))
     cfg = RunConfig(
         methods=methods, data=args.data, out=args.out, input=args.input,
@@ -125,7 +147,7 @@ def main(args: argparse.Namespace) -> int:
         trials=tuple(args.trials) if args.trials else None, stride=args.stride, device=args.device,
         batch=args.batch, fp16=args.fp16, models_dir=args.models_dir, threads=args.threads, blinks=args.blinks,
         ear_relative=args.ear_relative or None, ear_threshold=args.ear_threshold,
-        data_format=args.data_format, profile=args.profile,
+        data_format=args.data_format, profile=args.profile, engine=args.engine, address=args.address, workers=args.workers,
         progress=not args.no_progress and sys.stderr.isatty(),
         command_line="gaze4hri-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     )

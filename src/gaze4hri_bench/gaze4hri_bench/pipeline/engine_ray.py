@@ -1,0 +1,293 @@
+"""``gaze4hri-bench run --engine ray``: the benchmark's trials spread over a Ray cluster.
+
+A work unit is one trial for every job that still lacks it: a worker (a Ray actor that
+holds the jobs' ONNX Runtime sessions and the face models, built once) runs the local
+engine (run._Engine) on that one trial, so the trial is decoded once for all its jobs,
+and writes each job's part file itself (run.write_job_part, atomic, keyed by
+subject/trial). Resume, merge and provenance are therefore the local engine's: the
+driver plans what is left from the part files, updates the run's progress bars as units
+finish, and merges. A worker lost mid-unit: Ray restarts the actor (``max_restarts``)
+and runs the unit again (``max_task_retries``); parts already written by the lost
+attempt are skipped, and a rewritten part replaces, never appends, so no row is doubled.
+The driver killed: its actors go with it; a rerun resumes from the parts on disk.
+
+Data, models and ``--out`` must be on a path every node sees (docs/cluster.md). Ray is
+imported here only: the local engine and ``import gaze4hri_bench`` never import it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import time
+import warnings
+
+from gaze4hri_core.errors import Gaze4HRIError
+
+from .frames import StageTimes
+
+__all__ = ["RAY_VERSION", "import_ray", "connect", "run_ray", "RayRunStats"]
+
+RAY_VERSION = "2.60.0"  # the pin in requirements/base.txt
+MAX_RESTARTS = 3  # Ray restarts of a lost worker (actor); each restart rebuilds its sessions
+MAX_UNIT_TRIES = 4  # attempts of one unit across workers before the run stops with its error
+PLACEMENT_TIMEOUT_S = 900.0  # no unit running and no worker up for this long: the run stops (resumable)
+
+
+def import_ray():
+    """``ray``, or a one-line error saying how to install it."""
+    try:
+        import ray
+    except ModuleNotFoundError:
+        raise Gaze4HRIError("--engine ray needs the ray package, which is not installed", "gaze4hri-bench run --engine ray",
+                            f"install it with `python -m pip install ray=={RAY_VERSION}` (requirements/base.txt), "
+                            "or run with --engine local") from None
+    return ray
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A host:port address must answer a TCP connect before ray.init waits on it
+    (ray.init retries a dead GCS for about a minute before it gives up)."""
+    if address in ("auto", "local") or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise Gaze4HRIError(f"--address {address!r} is not host:port", "--address",
+                            "pass the head node's address as `ray start --head` printed it, e.g. 10.0.0.5:6379, or auto")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise Gaze4HRIError(f"no Ray cluster answers at {address} ({e.strerror or e})", "--address",
+                            "start one with `ray start --head --port 6379` (docs/cluster.md) and pass that address, "
+                            "or leave --address out to run on a local Ray runtime") from None
+
+
+def connect(cfg) -> bool:
+    """Join ``cfg.address`` (or start a local runtime); True when this call connected
+    (and the run should disconnect at its end), False when Ray was already initialised
+    by the caller (a test or benchmark that owns the runtime)."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    if cfg.address:
+        _check_reachable(cfg.address)
+    import logging
+
+    try:
+        ray.init(address=cfg.address or None, include_dashboard=False, logging_level=logging.WARNING,
+                 log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = f"--address {cfg.address}" if cfg.address else "local Ray runtime"
+        raise Gaze4HRIError(f"cannot start or join a Ray cluster: {str(e).splitlines()[0][:200]}", where,
+                            "check `ray status` on the head node (docs/cluster.md), or leave --address out") from None
+    return True
+
+
+@dataclasses.dataclass
+class RayRunStats:
+    """What run.timing_lines reads from an engine (trials_decoded, shared, totals,
+    t_start, last_done), plus one record per unit for benchmarks/ray_engine.py."""
+
+    n_jobs: int
+    t_start: float = 0.0
+    trials_decoded: int = 0
+    shared: StageTimes = dataclasses.field(default_factory=StageTimes)
+    totals: list = dataclasses.field(default_factory=list)
+    last_done: list = dataclasses.field(default_factory=list)
+    workers: int = 0
+    units: list = dataclasses.field(default_factory=list)  # {trial, worker_s, round_trip_s, node, pid, attempt}
+    retried: int = 0  # units that ran again after their worker was lost
+
+    def __post_init__(self):
+        self.totals = [StageTimes() for _ in range(self.n_jobs)]
+        self.last_done = [0.0] * self.n_jobs
+
+
+class _TrialWorker:
+    """A Ray actor: the run's jobs with their ONNX sessions, the face models and the
+    dataset, built once; :meth:`run_unit` runs one trial for the jobs that lack it."""
+
+    def __init__(self, cfg, jobs, dataset=None, threads: int | None = None):
+        from .face_pass import FaceModels
+        from .run import open_dataset
+        from .runtime import Runner
+
+        self.cfg, self.jobs = cfg, jobs
+        for job in jobs:
+            if job.method.kind == "onnx" and job.runner is None:
+                job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, threads)
+        self.face_models = FaceModels(cfg.detector)
+        self.ds = dataset if dataset is not None else open_dataset(cfg)
+        self.refs = {(t.subject, t.trial): t for t in self.ds.trials()}
+
+    def ready(self) -> str:
+        """Answered once the actor is built (sessions loaded): it can take units."""
+        return socket.gethostname()
+
+    def run_unit(self, subject: str, trial: str, jis: list[int]) -> dict:
+        """Run ``(subject, trial)`` for jobs ``jis`` (those whose part is still missing);
+        return each job's stage times and rows, the shared stage times, where it ran,
+        and warnings as lines (the driver prints them above its bars)."""
+        from . import results
+        from .run import _Engine, write_job_part
+
+        t0 = time.perf_counter()
+        key = (subject, trial)
+        out = {"jobs": {}, "shared": None, "decoded": 0, "warnings": [], "excluded": {}, "node": socket.gethostname(),
+               "pid": os.getpid()}
+        try:
+            tref = self.refs.get(key)
+            if tref is None:
+                raise Gaze4HRIError(f"trial {subject}/{trial} is not in this worker's view of {self.cfg.data}", "--data",
+                                    "put the data on a path every node sees, at the same path (docs/cluster.md)")
+            todo = [set() for _ in self.jobs]
+            for ji in jis:  # a retried unit skips the parts its lost attempt already wrote
+                job = self.jobs[ji]
+                if not results.part_path(results.parts_dir(self.cfg.out, job.method.name, job.input_type), subject, trial).is_file():
+                    todo[ji] = {key}
+
+            def on_part(ji, t, df, times, wall, peak):
+                write_job_part(self.cfg, self.jobs[ji], t, df, times, wall, peak)
+                out["jobs"][ji] = (times, len(df))
+                if times.excluded:
+                    out["excluded"][ji] = times.excluded
+
+            eng = _Engine(self.jobs, todo, self.cfg, self.ds, self.face_models, on_part)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("default")
+                eng.run([tref])
+            out["warnings"] = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0] if str(w.message) else ''}"
+                                      for w in caught})
+            out["shared"], out["decoded"] = eng.shared, eng.trials_decoded
+        except Gaze4HRIError as e:  # bad input: the driver stops the run with this one line
+            out["error"] = e
+        out["worker_s"] = time.perf_counter() - t0
+        return out
+
+
+def _capacity(ray, cpus: float, gpus: float) -> int:
+    """Workers the cluster can hold at ``cpus``/``gpus`` each (its free resources now)."""
+    free = ray.available_resources()
+    n = int(free.get("CPU", 0) // cpus) if cpus else 10**6
+    if gpus:
+        n = min(n, int(free.get("GPU", 0) // gpus))
+    return n
+
+
+def run_ray(cfg, jobs: list, todo: list[set], trefs: list, bars: list, write, dataset=None) -> RayRunStats:
+    """Run every unit (trial x the jobs that lack it) on Ray workers; update ``bars``
+    (run._plan_todo) as units finish; ``write`` prints a line above them. ``dataset``:
+    an in-memory dataset to ship to the workers (default: each opens ``cfg.data``)."""
+    ray = import_ray()
+    units = [(t, [ji for ji in range(len(jobs)) if (t.subject, t.trial) in todo[ji]]) for t in trefs]
+    units = [u for u in units if u[1]]
+    stats = RayRunStats(len(jobs))
+    stats.t_start = time.perf_counter()
+    stats.last_done = [stats.t_start] * len(jobs)
+    if not units:
+        return stats
+    if cfg.workers is not None and cfg.workers < 1:
+        raise Gaze4HRIError("--workers must be >= 1", "--workers", "e.g. --workers 4, or leave it out to fill the cluster")
+    owned = connect(cfg)
+    actors: list = []
+    try:
+        gpus = 1 if cfg.device in ("cuda", "tensorrt") else 0
+        cpus = max(1, cfg.threads or 1)
+        fit = _capacity(ray, cpus, gpus)
+        if fit < 1:
+            what = f"{cpus} CPU" + (" and 1 GPU" if gpus else "")
+            raise Gaze4HRIError(f"the Ray cluster has no free {what} for a worker (free: {ray.available_resources()})",
+                                "--device/--threads", "add nodes (docs/cluster.md), lower --threads, or use --device cpu")
+        n = min(cfg.workers or fit, len(units))
+        # a lost worker is restarted by Ray (max_restarts), on its node or, the node gone,
+        # wherever resources are free; its unit is not retried inside the dead actor
+        # (max_task_retries=0) but handed back to the queue here, so it runs on the next
+        # worker that is up, never waiting on a restart that cannot be placed.
+        # SPREAD: one worker per node before two on one (docs/cluster.md).
+        worker = ray.remote(_TrialWorker).options(num_cpus=cpus, num_gpus=gpus, max_restarts=MAX_RESTARTS,
+                                                   max_task_retries=0, max_concurrency=1, scheduling_strategy="SPREAD")
+        shipped = [dataclasses.replace(j, runner=None) for j in jobs]  # sessions are built in the actors
+        actors = [worker.remote(cfg, shipped, dataset, cfg.threads or cpus) for _ in range(n)]
+        stats.workers = n
+        write(f"ray: {len(units)} unit(s) (one trial for all its jobs) on {n} worker(s), "
+              f"{cpus} CPU{' + 1 GPU' if gpus else ''} each")
+        queue = [(t, jis, 1) for t, jis in units]
+        running: dict = {}  # unit ref -> (actor, tref, jis, attempt, submitted)
+        probes = {a.ready.remote(): a for a in actors}  # ref -> actor: up (built its sessions) when it answers
+        idle: list = []
+        waited = time.perf_counter()
+        while queue or running:
+            while queue and idle:
+                t, jis, attempt = queue.pop(0)
+                a = idle.pop(0)
+                running[a.run_unit.remote(t.subject, t.trial, jis)] = (a, t, jis, attempt, time.perf_counter())
+            if not running and not probes:
+                raise Gaze4HRIError("every Ray worker was lost", "--engine ray",
+                                    "check the nodes (`ray status`); rerun the same command to resume")
+            done, _ = ray.wait(list(running) + list(probes), num_returns=1, timeout=10.0)
+            if not done:
+                if not running and time.perf_counter() - waited > PLACEMENT_TIMEOUT_S:
+                    raise Gaze4HRIError(f"no Ray worker came up in {PLACEMENT_TIMEOUT_S:.0f} s (free: {ray.available_resources()})",
+                                        "--engine ray", "check the nodes (`ray status`); rerun the same command to resume")
+                continue
+            waited = time.perf_counter()
+            ref = done[0]
+            if ref in probes:
+                a = probes.pop(ref)
+                try:
+                    ray.get(ref)
+                    idle.append(a)
+                except ray.exceptions.RayActorError:  # its restarts used up: gone
+                    actors.remove(a)
+                except ray.exceptions.RayTaskError as e:  # its sessions could not be built: bad input
+                    cause = getattr(e, "cause", None)
+                    if isinstance(cause, Gaze4HRIError):
+                        raise cause from None
+                    raise
+                continue
+            a, t, jis, attempt, sent = running.pop(ref)
+            try:
+                res = ray.get(ref)
+            except ray.exceptions.RayActorError:  # the worker died mid-unit: the unit runs again on the next one up
+                if attempt >= MAX_UNIT_TRIES:
+                    raise Gaze4HRIError(f"Ray workers were lost running {t.subject}/{t.trial} {attempt} times", "--engine ray",
+                                        "check the nodes (`ray status`); rerun the same command to resume") from None
+                stats.retried += 1
+                write(f"ray: worker lost on {t.subject}/{t.trial} (attempt {attempt}); it runs again on the next worker up")
+                queue.append((t, jis, attempt + 1))
+                probes[a.ready.remote()] = a  # back in the pool once Ray has restarted it
+                continue
+            except ray.exceptions.RayTaskError as e:
+                cause = getattr(e, "cause", None)
+                if isinstance(cause, Gaze4HRIError):
+                    raise cause from None
+                raise
+            idle.append(a)
+            if "error" in res:
+                raise res["error"]
+            now = time.perf_counter()
+            stats.units.append({"trial": f"{t.subject}/{t.trial}", "worker_s": res["worker_s"], "round_trip_s": now - sent,
+                                "node": res["node"], "pid": res["pid"], "attempt": attempt})
+            for line in res["warnings"]:
+                write(f"warning: {line}")
+            if res["shared"] is not None:
+                stats.shared.add(res["shared"])
+                stats.trials_decoded += res["decoded"]
+            for ji, (times, rows) in sorted(res["jobs"].items()):
+                stats.totals[ji].add(times)
+                stats.last_done[ji] = now
+                bar = bars[ji].start_trial(t)
+                bar.total = rows
+                bar.update(rows)
+                bars[ji].end_trial(bar)
+                if ji in res["excluded"]:
+                    from .run import excluded_line
+
+                    write(excluded_line(cfg, jobs[ji], t, res["excluded"][ji]))
+    finally:
+        for a in actors:
+            ray.kill(a, no_restart=True)
+        if owned:
+            ray.shutdown()
+    return stats
+
