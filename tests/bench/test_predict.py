@@ -115,3 +115,74 @@ def test_predict_out_naming_a_file_is_one_line(capsys, tmp_path):
     rc = bench_main(["predict", "--video", str(tmp_path / "broken.mp4"), "--method", "straight", "--out", str(tmp_path / "taken")])
     err = capsys.readouterr().err
     assert rc == 2 and "cannot create the output folder" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("yaml_text, what", [
+    ("image_width: [unclosed\n", "camera_info"),  # not YAML
+    ("image_width: 224\nimage_height: 168\n", "camera_info"),  # YAML, fields missing
+    (None, "camera_info"),  # no such file
+])
+def test_predict_bad_camera_info_fails_before_any_model_loads(yaml_text, what, capsys, tmp_path):
+    """--camera-info is checked with the other inputs, before the model: here the model's
+    ONNX file is absent too, so a model load first would end in 'weights missing' (exit 3)
+    instead (before the fix the YAML was read at the first frame, after the model)."""
+    import time
+
+    import cv2
+
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    cv2.imwrite(str(frames / "0000.png"), np.full((H, W, 3), 128, np.uint8))
+    info = tmp_path / "camera_info.yaml"
+    if yaml_text is not None:
+        info.write_text(yaml_text)
+    (tmp_path / "no_models").mkdir()
+    t0 = time.monotonic()
+    rc = bench_main(["predict", "--images", str(frames), "--method", "l2cs_gaze360", "--camera-info", str(info),
+                     "--models-dir", str(tmp_path / "no_models"), "--out", str(tmp_path / "o")])
+    wall = time.monotonic() - t0
+    cap = capsys.readouterr()
+    lines = cap.err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and what in lines[0] and str(info) in lines[0] and "Traceback" not in cap.err, cap.err
+    assert "weights missing" not in cap.err and cap.out == ""  # no plan line: FrameEstimator was never built
+    assert not (tmp_path / "o").exists()  # nothing created for a run that cannot start
+    assert wall < 5.0, wall
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() == 0,
+                    reason="root writes in a read-only folder")
+def test_predict_unwritable_out_fails_before_any_model_loads(capsys, tmp_path):
+    import cv2
+
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    cv2.imwrite(str(frames / "0000.png"), np.full((H, W, 3), 128, np.uint8))
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    (tmp_path / "no_models").mkdir()
+    try:
+        rc = bench_main(["predict", "--images", str(frames), "--method", "l2cs_gaze360",
+                         "--models-dir", str(tmp_path / "no_models"), "--out", str(ro)])
+    finally:
+        ro.chmod(0o755)
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot write in the output folder" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_predict_camera_info_loaded_up_front_is_used(capsys, tmp_path):
+    """A valid --camera-info, read before the source opens, is the run's intrinsics (a
+    calibration of twice the frame size, scaled to it; straight: no model, no face needed)."""
+    import cv2
+    from gaze4hri_core.calibration import CameraIntrinsics, save_camera_info
+
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    cv2.imwrite(str(frames / "0000.png"), np.full((H, W, 3), 128, np.uint8))
+    info = tmp_path / "camera_info.yaml"
+    save_camera_info(info, CameraIntrinsics(2 * W, 2 * H, np.array([[400.0, 0, W], [0, 400.0, H], [0, 0, 1]]), np.zeros(5)))
+    rc = bench_main(["predict", "--images", str(frames), "--method", "straight", "--camera-info", str(info),
+                     "--out", str(tmp_path / "o"), "--no-video"])
+    o = capsys.readouterr().out
+    assert rc == 0 and f"camera intrinsics: {info}" in o, o
+    assert len(pd.read_parquet(next((tmp_path / "o").glob("frames__straight__*.parquet")))) == 1

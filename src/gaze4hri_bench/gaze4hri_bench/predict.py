@@ -211,15 +211,39 @@ def open_source(cfg: PredictConfig) -> _Source:
     return _Capture(target, f"camera{cam}" if cam.isdigit() else Path(cam).stem or "camera", True, f"camera {cam}", "--camera")
 
 
-def _intrinsics(cfg: PredictConfig, w: int, h: int) -> tuple[np.ndarray, str]:
+def _load_camera_info(cfg: PredictConfig):
+    """``--camera-info`` parsed and validated (a one-line CalibrationError when bad), or None."""
     if cfg.camera_info is None:
-        return nominal_K(w, h), f"nominal (f = {w} px, centred; pass --camera-info for a calibrated camera)"
+        return None
     from gaze4hri_core.calibration import load_camera_info
 
-    intr = load_camera_info(cfg.camera_info)  # one-line CalibrationError when bad
+    return load_camera_info(cfg.camera_info)
+
+
+def _intrinsics(cfg: PredictConfig, intr, w: int, h: int) -> tuple[np.ndarray, str]:
+    """K for frames of w x h: ``intr`` (the loaded --camera-info) scaled to them, else nominal_K."""
+    if intr is None:
+        return nominal_K(w, h), f"nominal (f = {w} px, centred; pass --camera-info for a calibrated camera)"
     if (intr.width, intr.height) != (w, h):
         intr = intr.scaled(w, h)
     return np.asarray(intr.K, float), f"{cfg.camera_info}"
+
+
+def _writable_out(out: Path) -> None:
+    """Create ``--out`` and prove it takes a file (a probe written and removed), so a
+    read-only folder fails now rather than after every frame was processed."""
+    import tempfile
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise Gaze4HRIError(f"cannot create the output folder ({e.strerror})", str(out), "pass --out DIR: a folder, not a file") from None
+    try:
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise Gaze4HRIError(f"cannot write in the output folder ({e.strerror})", str(out),
+                            "pass --out DIR with a folder you can write to") from None
 
 
 # -- drawing ------------------------------------------------------------------------
@@ -306,13 +330,17 @@ def predict(cfg: PredictConfig, log=print) -> PredictResult:
     from .methods import get_method
 
     get_method(cfg.method).resolve_input(cfg.input)  # unknown method or input: one line, before opening anything
+    # every input is checked before any model loads (FrameEstimator builds the ONNX session):
+    # the camera info, the output folder, the source; each a one-line error
+    intr = _load_camera_info(cfg)
     out = Path(cfg.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise Gaze4HRIError(f"cannot create the output folder ({e.strerror})", str(out), "pass --out DIR: a folder, not a file") from None
+    _writable_out(out)
     source = open_source(cfg)
-    est = FrameEstimator(cfg.method, cfg.input, cfg.models_dir, cfg.device, cfg.detector, landmarks=True)
+    try:
+        est = FrameEstimator(cfg.method, cfg.input, cfg.models_dir, cfg.device, cfg.detector, landmarks=True)
+    except BaseException:
+        source.close()
+        raise
     name = est.method.name
     key = name
     random_w = bool(est.model is not None and est.model.random_init)
@@ -351,7 +379,7 @@ def predict(cfg: PredictConfig, log=print) -> PredictResult:
                 if cfg.max_frames is not None and n >= cfg.max_frames:
                     break
                 if K is None:
-                    K, how = _intrinsics(cfg, img.shape[1], img.shape[0])
+                    K, how = _intrinsics(cfg, intr, img.shape[1], img.shape[0])
                     log(f"camera intrinsics: {how}")
                     shape = img.shape
                 elif img.shape != shape:
