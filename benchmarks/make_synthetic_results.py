@@ -117,9 +117,15 @@ def layout(n_subjects: int, frames: float | None, rng: np.random.Generator, stud
     valid = rng.random(total) > 0.04
     reason = np.where(valid, "", "blink")
     cam_yaw = np.where(exp[vid] == "viewpoint", -30 + 60 * frac, 0.0)
+    # camera in the world (m): 0.5 m in front of eyes at (0, 0, 1.2), world x forward, y left,
+    # z up; on the arc at cam_yaw; mutual gaze: one line scan, +-0.25 m (h) or +-0.10 m (v)
+    line = np.where(mutual, 1.0 - 2.0 * frac, 0.0)
+    cam = np.column_stack([0.5 * np.cos(np.radians(cam_yaw)), 0.5 * np.sin(np.radians(cam_yaw)) + np.where(is_h, 0.25 * line, 0.0),
+                           1.2 + np.where(is_h, 0.0, 0.10 * line)])
     return {
         "vid": vid, "n_videos": nv, "total": total, "subj": subj, "sub_idx": sub_idx, "exp": exp, "cond": cond, "targ": targ, "tid": tid,
         "frame": frame, "pitch": pitch, "yaw": yaw, "gt": gt, "conflict": conflict, "valid": valid, "reason": reason, "cam_yaw": cam_yaw,
+        "cam": cam,
         "n_subjects": n_subjects,
         # subject metadata as in the dataset's subject_info.json; balanced and crossed here so that
         # small sets can still test both attributes (the study: 24 of 52 with glasses, 13 women)
@@ -196,6 +202,7 @@ def write_file(L: dict, method: str, inp: str, path: Path, rng: np.random.Genera
         "pred_x": pa.array(pred[:, 0]), "pred_y": pa.array(pred[:, 1]), "pred_z": pa.array(pred[:, 2]),
         "error_deg": pa.array(np.where(valid, err, np.nan)), "head_gaze_conflict_deg": pa.array(L["conflict"]),
         "camera_yaw_deg": pa.array(L["cam_yaw"]),
+        "cam_world_x": pa.array(L["cam"][:, 0]), "cam_world_y": pa.array(L["cam"][:, 1]), "cam_world_z": pa.array(L["cam"][:, 2]),
     }
     assert list(cols) == list(COLUMNS)
     meta = {"schema": SCHEMA_VERSION, "method": method, "input": inp, "software": {"generator": "benchmarks/make_synthetic_results.py"}, "git": None}

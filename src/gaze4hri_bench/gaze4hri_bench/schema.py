@@ -1,6 +1,7 @@
 """The per-frame results schema (one Parquet file per (method, input type), one row
 per frame). Shared by the pipeline (writer) and the statistics (reader). Vectors are
-in the OpenCV camera frame (x right, y down, z forward); angles in degrees.
+in the OpenCV camera frame (x right, y down, z forward), except the camera's position
+(``cam_world_*``, world frame, m); angles in degrees.
 Documented field by field in docs/results_schema.md.
 """
 from __future__ import annotations
@@ -31,6 +32,9 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "error_deg": ("float64", "angular error, NaN where not valid"),
     "head_gaze_conflict_deg": ("float64", "angle between head-forward and ground-truth gaze"),
     "camera_yaw_deg": ("float64", "camera position yaw about the eye midpoint, +left of the subject"),
+    "cam_world_x": ("float64", "camera optical centre in the world frame (m; NaN where the camera pose is unknown)"),
+    "cam_world_y": ("float64", ""),
+    "cam_world_z": ("float64", ""),
 }
 REQUIRED = tuple(COLUMNS)
 METADATA_KEY = b"gaze4hri"  # Parquet key-value metadata: JSON provenance

@@ -9,7 +9,9 @@ Interpolation: linear position, SLERP orientation (gaze4hri_core.transforms.
 interpolate_poses); a frame whose bracketing samples are further apart than the limit
 is never bridged (``interp_gap``), and one without a head-band sample within
 ``mocap_lost_s`` is ``mocap_lost`` (the mocap node publishes only while tracked).
-Every vector leaves in the OpenCV camera frame (x right, y down, z forward).
+Every vector leaves in the OpenCV camera frame (x right, y down, z forward), except
+``cam_world_x/y/z``: the camera's optical centre in the world (m), the robot path the
+study's line-scan segment regressions cut into pieces (stats/study_tables.py).
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ GT_COLUMNS = (
      "head_gaze_conflict_deg", "camera_yaw_deg", "head_fwd_x", "head_fwd_y", "head_fwd_z",
      "eye_cx", "eye_cy", "eye_cz", "face_cx", "face_cy", "face_cz", "target_cx", "target_cy", "target_cz"]
     + [f"R_head_{i}{j}" for i in range(3) for j in range(3)]
+    + ["cam_world_x", "cam_world_y", "cam_world_z"]
     + ["valid", "invalid_reason"]
 )
 
@@ -397,6 +400,11 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
         v = np.asarray(v, float).copy()
         v[~valid] = np.nan
         df[k] = v
+    # the camera's optical centre in the world (m), wherever the camera pose is known: the
+    # path of the moving camera does not depend on the head or on the frame's validity (the
+    # study segments its line scans on the camera poses alone, line_movement_analysis.py:79-98)
+    for k, c in enumerate("xyz"):
+        df[f"cam_world_{c}"] = np.where(ok_r, p_wc[:, k], np.nan)
     df["valid"] = valid
     df["invalid_reason"] = reason.astype(str)
     return df[GT_COLUMNS]

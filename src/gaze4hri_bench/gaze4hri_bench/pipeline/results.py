@@ -240,6 +240,10 @@ def merge(out: Path, job, parts: list[Path], cfg) -> Path:
         with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
             for p in parts:
                 t = pq.read_table(p).replace_schema_metadata(None)
+                for f in schema.remove_metadata():  # a part written before a column was added (cam_world_*): nulls
+                    if f.name not in t.column_names:
+                        t = t.append_column(f, pa.nulls(t.num_rows, f.type))
+                t = t.select(schema.names)
                 w.write_table(t.cast(schema.remove_metadata()).replace_schema_metadata(schema.metadata))
         os.replace(tmp, path)
     finally:

@@ -539,7 +539,8 @@ assert NO_GROUND_TRUTH in validity.REASONS
 def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray]) -> pd.DataFrame:
     """One row per ground-truth frame (schema.COLUMNS); invalid frames keep their reason,
     valid frames without a ground-truth vector become ``no_ground_truth``, valid frames
-    without a prediction ``no_face``; error NaN where not valid."""
+    without a prediction ``no_face``; error NaN where not valid. ``cam_world_*`` copy
+    the ground truth's camera position on every row (NaN when the table has none)."""
     from gaze4hri_core.protocol import trial_by_id
 
     n = len(gt)
@@ -576,6 +577,9 @@ def rows_for_trial(job: Job, tref, gt: pd.DataFrame, preds: dict[int, np.ndarray
         "gt_pitch_deg": col("gt_pitch_deg"), "gt_yaw_deg": col("gt_yaw_deg"),
         "pred_x": pred[:, 0], "pred_y": pred[:, 1], "pred_z": pred[:, 2], "error_deg": err,
         "head_gaze_conflict_deg": col("head_gaze_conflict_deg"), "camera_yaw_deg": col("camera_yaw_deg"),
+        # the camera's path in the world (the ground truth's camera pose), for every frame
+        # whose camera pose is known, valid or not: the study segments its line scans on it
+        "cam_world_x": col("cam_world_x"), "cam_world_y": col("cam_world_y"), "cam_world_z": col("cam_world_z"),
     })
     return results.coerce(df)
 

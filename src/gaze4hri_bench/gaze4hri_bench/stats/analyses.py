@@ -39,6 +39,9 @@ from .study_tables import (
     describe,
     group_descriptives,
     paired_matrix,
+    pooled_mean_sd,
+    segment_meta,
+    segment_regressions,
     slope_meta,
     tiers,
     wins_tally,
@@ -407,7 +410,38 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfil
               "subjects with both settings per method (the study's camera_viewpoint_subject_level_matrix.csv, camera_viewpoint.py:242-272)")
     if run_tests:
         a.notes.append(f"Two-sided paired t-test arc vs fixed per method; p uncorrected, p_holm across methods; significance uses p_adj ({profile.viewpoint_correction}). " + DZ_NOTE)
+        if len(methods) >= 2:
+            _arc_tiers(a, v[(v["setting"] == "arc") & v["subject"].astype(str).isin(wide.index)], wide.index, methods, alpha, profile)
     return a
+
+
+def _arc_tiers(a: Analysis, arc: pd.DataFrame, subjects, methods: list[str], alpha: float, profile: AnalysisProfile) -> None:
+    """``viewpoint_method_pairs`` and ``viewpoint_tiers``: the study's model ranking on the arc
+    (head_yaw_model_ranking.py:154-264: paired t-tests between methods on the subject-level
+    means, Holm over the pairs, tiers by :func:`.study_tables.tiers`; the frame-pooled mean and
+    SD of :107-149) for the whole arc (pool ``arc``, the study's) and for each arc target (ours)."""
+    pools = [("arc", arc)] + [(str(t), arc[arc["target"].astype(str) == str(t)]) for t in sorted(map(str, arc["target"].unique()))]
+    mparts, tparts = [], []
+    for pool, x in pools:
+        pm = subject_means(x, ["method"], weighted=profile.weighted)
+        w = pm.pivot_table(index="subject", columns="method", values="error_mean", aggfunc="first").reindex(index=subjects, columns=methods)
+        pw = _pairwise_methods(w, methods)
+        pw.insert(0, "pool", pool)
+        mparts.append(pw)
+        mean = w[methods].mean()
+        for k, tier in enumerate(tiers(pw, mean, alpha), 1):
+            for m in tier:
+                pmean, psd, frames = pooled_mean_sd(x[x["method"].astype(str) == m])
+                tparts.append({"pool": pool, "tier": k, "method": m, "mean": mean[m], "sd": w[m].std(ddof=1), "n": int(w[m].notna().sum()),
+                               "pooled_mean": pmean, "pooled_sd": psd, "frames": frames})
+    a.tables["viewpoint_method_pairs"] = _sig(pd.concat(mparts, ignore_index=True), "p_holm", alpha)
+    a.caption("viewpoint_method_pairs", profile, "Experiment 2: paired two-sided t-tests between methods on the arc, all arc trials (pool arc, the study's "
+              "head_yaw_model_ranking.py:154-207) and per arc target", "Holm over the method pairs of one pool", PAIRED_EFFECT)
+    a.tables["viewpoint_tiers"] = _with_display(pd.DataFrame(tparts, columns=["pool", "tier", "method", "mean", "sd", "n", "pooled_mean", "pooled_sd", "frames"]))
+    a.caption("viewpoint_tiers", profile, "Experiment 2: tiered method ranking on the arc per pool (the study's circular_model_tiers.txt, head_yaw_model_ranking.py:209-264): "
+              f"methods by ascending subject-level mean, a new tier where a method differs significantly (Holm p < {alpha}) from the last method of the current tier; "
+              "pooled_mean/pooled_sd/frames over every valid frame of the pool (head_yaw_model_ranking.py:107-149)",
+              "Holm over the method pairs of one pool", "none (decision from the pairwise tests)")
 
 
 def conflict(videos: pd.DataFrame, alpha: float = 0.05, skip_methods: dict[str, str] | None = None, profile: AnalysisProfile = REFERENCE,
@@ -763,6 +797,22 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
         a.caption("mutual_slope_meta", profile, "Experiment 4.2 (the study's script, line_movement_analysis_paper.py:996-1208): per-video OLS over valid frames (at least 8), "
                   "E = a + b_yaw |yaw| + b_pitch |pitch|, raw and z-scored within the video (beta); fixed-effect inverse-variance meta-analysis of the per-video "
                   "slopes per condition and method, two-sided z-test", "Holm over the methods of one condition and coefficient", "pooled slope (deg/deg; beta: SD/SD)")
+        if "segment" in f.columns and (f["segment"].fillna(-1) >= 0).any():
+            seg = segment_regressions(f[f["segment"].fillna(-1) >= 0].astype({"segment": "int64", "n_segments": "int64"}))
+            cidx = {c: i for i, c in enumerate(conds)}
+            seg = seg.assign(_c=seg["condition"].map(cidx), _m=seg["method"].map(order)).sort_values(["_c", "segment", "_m", "subject", "trial"], kind="stable")
+            a.tables["mutual_segments"] = _with_display(seg.drop(columns=["_c", "_m"]).reset_index(drop=True))
+            a.caption("mutual_segments", profile, "Experiment 4.2 (the study's line_movement__abs_angle_regressions_rows_DB.csv, line_movement_analysis_paper.py:194-403): "
+                      "the camera path cut at its stops (corners), per video and main segment (the passes along the scan axis) OLS E = a + b x and Pearson r "
+                      "over the valid frames (at least 3), x = |yaw| on horizontal scans, |pitch| on vertical ones")
+            sm_ = segment_meta(seg)
+            sm_ = sm_.assign(_c=sm_["condition"].map(cidx), _m=sm_["method"].map(order)).sort_values(["_c", "segment", "_m"], kind="stable")
+            a.tables["mutual_segment_meta"] = _with_display(sm_.drop(columns=["_c", "_m"]).reset_index(drop=True))
+            a.caption("mutual_segment_meta", profile, "Experiment 4.2 (the study's line_movement__abs_angle_regressions_agg_DB.csv, line_movement_analysis_paper.py:403-525): "
+                      "per condition, segment and method the fixed-effect pooled Fisher z of the per-video r (weights n - 3, videos with at least 4 frames), "
+                      "two-sided z-test; unweighted slope and r mean and SD", "Holm over the methods of one condition and segment", "pooled r (tanh of the pooled Fisher z)")
+        else:
+            a.partial("segment regressions skipped: no camera position (cam_world_x/y/z) in the results")
     return a
 
 

@@ -32,7 +32,12 @@ OPTIONAL_COLUMNS = {
     "head_gaze_conflict_deg": ("conflict",),
     "gt_pitch_deg": ("mutual",),
     "gt_yaw_deg": ("mutual",),
+    "cam_world_x": ("mutual",),
+    "cam_world_y": ("mutual",),
+    "cam_world_z": ("mutual",),
 }
+#: what the line-scan segments need (study_tables.label_segments): the camera path per frame
+_PATH = {"t_ns", "cam_world_x", "cam_world_y", "cam_world_z"}
 _KEYS = ["subject", "method", "input", "experiment", "condition", "target", "trial"]
 #: Subject metadata used for grouping when results carry it: name -> accepted column names.
 SUBJECT_META = {"glasses": ("glasses", "subject_glasses"), "gender": ("gender", "subject_gender")}
@@ -74,9 +79,12 @@ class LoadedResults:
     the valid frames' errors, deg), ``conflict_mean`` (mean head-gaze conflict over the
     same frames, deg), ``conflict_all_mean`` (mean conflict over every frame of the
     video with a finite value), ``abs_pitch_mean`` / ``abs_yaw_mean`` (mean |ground-truth
-    pitch| / |yaw| over every frame, deg), ``n_valid``, ``n_frames``; categorical keys.
+    pitch| / |yaw| over every frame, deg), ``error_var`` (population variance of the valid
+    frames' errors, deg^2), ``n_valid``, ``n_frames``; categorical keys.
     mutual_frames: valid frames of the mutual-gaze videos: subject, method, input,
-    condition, error_deg, abs_pitch_deg, abs_yaw_deg.
+    condition, trial, error_deg, abs_pitch_deg, abs_yaw_deg; with the camera's position in
+    the results also t_ns, ``segment`` and ``n_segments`` (the frame's piece of the camera
+    path, study_tables.label_segments).
     missing: (method, input) -> columns absent from its files.
     no_valid: (method, input) pairs without a single valid frame.
     duplicates: videos found in more than one file (the first file read is kept).
@@ -169,11 +177,13 @@ def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]
     counts = counts.rename_columns([all_names.get(c, "n_frames" if c == "count_all" else c) for c in counts.column_names])
 
     vt = table.filter(valid)
-    aggs = [("error_deg", "mean"), ("error_deg", "count")]
+    # population variance of the valid errors: the study's frame-pooled SD over videos
+    # (head_yaw_model_ranking.py:107-149) needs each video's n, mean and SD
+    aggs = [("error_deg", "mean"), ("error_deg", "count"), ("error_deg", "variance", pc.VarianceOptions(ddof=0))]
     if "head_gaze_conflict_deg" in has:
         aggs.append(("head_gaze_conflict_deg", "mean"))
     means = vt.group_by(_KEYS, use_threads=True).aggregate(aggs)
-    names = {"error_deg_mean": "error_mean", "error_deg_count": "n_valid", "head_gaze_conflict_deg_mean": "conflict_mean"}
+    names = {"error_deg_mean": "error_mean", "error_deg_count": "n_valid", "error_deg_variance": "error_var", "head_gaze_conflict_deg_mean": "conflict_mean"}
     means = means.rename_columns([names.get(c, c) for c in means.column_names])
     vid = counts.join(means, _KEYS, join_type="left outer").to_pandas()
     for c in ("conflict_mean", "conflict_all_mean", "abs_pitch_mean", "abs_yaw_mean"):
@@ -193,9 +203,18 @@ def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]
                 "error_deg": m["error_deg"],
                 "abs_pitch_deg": pc.abs(m["gt_pitch_deg"]),
                 "abs_yaw_deg": pc.abs(m["gt_yaw_deg"]),
+                **({"t_ns": m["t_ns"]} if _PATH <= has else {}),
             }
         )
-    return vid, mutual.to_pandas()
+    mutual = mutual.to_pandas()
+    if _PATH <= has and len(mutual):
+        # each valid frame's segment of its video's camera path, the corners found on every
+        # frame of the video (valid or not), as the study's (line_movement_analysis_paper.py:290-330)
+        from .study_tables import label_segments
+
+        path = table.filter(pc.equal(table["experiment"], "mutual")).select(["subject", "trial", *sorted(_PATH)]).to_pandas()
+        mutual = label_segments(path, mutual)
+    return vid, mutual
 
 
 #: reason of a frame marked valid whose error is NaN or infinite (left out of every mean)
@@ -274,6 +293,7 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
             continue
         has = set(pf.schema_arrow.names)
         want = list(CORE_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in has] + (["invalid_reason"] if "invalid_reason" in has else [])
+        want += ["t_ns"] if _PATH <= has else []
         # string keys read dictionary-encoded: Arrow then hashes small integer codes
         dict_cols = [c for c in [*_KEYS, "invalid_reason"] if c in has and (pa.types.is_string(pf.schema_arrow.field(c).type) or pa.types.is_large_string(pf.schema_arrow.field(c).type))]
         table = pq.ParquetFile(info.path, read_dictionary=dict_cols).read(columns=want).unify_dictionaries()

@@ -6,15 +6,21 @@ checks each against its definition recomputed by hand.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
-from scipy.stats import norm
+from scipy.signal import savgol_filter
+from scipy.stats import norm, pearsonr
+from statsmodels.stats.meta_analysis import combine_effects
 
 from .extended import ci95
 from .inference import holm
 
-__all__ = ["STUDY_ROWS", "describe", "group_descriptives", "wins_tally", "tiers", "paired_matrix", "slope_meta", "SLOPE_COEFS", "SLOPE_META_COLUMNS"]
+__all__ = ["STUDY_ROWS", "describe", "group_descriptives", "wins_tally", "tiers", "paired_matrix", "slope_meta", "SLOPE_COEFS", "SLOPE_META_COLUMNS",
+           "fixed_effect", "path_corners", "label_segments", "segment_regressions", "segment_meta", "SEGMENT_COLUMNS", "SEGMENT_META_COLUMNS",
+           "CAM_COLUMNS", "pooled_mean_sd"]
 
 #: The study's target rows (point_analysis.py:332-349): R1 = P1, P2, P3 (farthest from the
 #: subject), R2 = P4, P5, P6, R3 = P7, P8, P9 (closest).
@@ -147,8 +153,8 @@ def slope_meta(frames: pd.DataFrame, min_frames: int = 8) -> tuple[pd.DataFrame,
       ``_standardize`` :144-150), giving the standardized betas;
     - per (condition, method) and coefficient, the fixed-effect inverse-variance meta-analysis
       over the videos with a finite slope and SE > 0 (:1135-1175, ``_meta_one_coef``): weights
-      1/SE^2, pooled estimate sum(w b)/sum(w), SE 1/sqrt(sum(w)), two-sided z-test against 0
-      with the normal distribution; also the unweighted mean and SD (ddof 1) of the slopes and
+      1/SE^2, pooled estimate sum(w b)/sum(w), SE 1/sqrt(sum(w)) (:func:`fixed_effect`, statsmodels'
+      ``combine_effects``), two-sided z-test against 0 with the normal distribution; also the unweighted mean and SD (ddof 1) of the slopes and
       the share of positive slopes;
     - Holm across the methods of one (condition, coefficient) (:1190-1200).
 
@@ -180,8 +186,7 @@ def slope_meta(frames: pd.DataFrame, min_frames: int = 8) -> tuple[pd.DataFrame,
             th, se, n = th[ok], se[ok], g["n_frames"].to_numpy()[ok]
             r = {"condition": cond, "coef": coef, "method": m, "videos": int(th.size), "frames": int(n.sum())}
             if th.size:
-                w = 1.0 / se**2
-                est, s = float((w * th).sum() / w.sum()), float(1.0 / np.sqrt(w.sum()))
+                est, s = fixed_effect(th, se**2)
                 z = est / s
                 r.update({"estimate": est, "se": s, "z": z, "p_unc": float(2.0 * norm.sf(abs(z))), "ci_low": est - norm.ppf(0.975) * s,
                           "ci_high": est + norm.ppf(0.975) * s, "mean": float(th.mean()), "sd": float(th.std(ddof=1)) if th.size > 1 else np.nan,
@@ -191,3 +196,203 @@ def slope_meta(frames: pd.DataFrame, min_frames: int = 8) -> tuple[pd.DataFrame,
     for _, idx in out.groupby(["condition", "coef"], sort=False).groups.items():
         out.loc[idx, "p_holm"] = holm(out.loc[idx, "p_unc"].to_numpy(float))
     return vids, out
+
+
+def fixed_effect(theta, variance) -> tuple[float, float]:
+    """Fixed-effect inverse-variance pooling of the effects ``theta`` with sampling
+    variances ``variance`` (weights 1/variance): (estimate sum(w theta)/sum(w), SE
+    1/sqrt(sum(w))), as the study's ``_meta_one_coef`` (line_movement_analysis_paper.py:1135-1175)
+    and its Fisher-z pooling (:419-503), computed by statsmodels' ``combine_effects``
+    (``mean_effect_fe``, ``sd_eff_w_fe``). One effect gives itself and its SE."""
+    theta, variance = np.asarray(theta, float), np.asarray(variance, float)
+    with warnings.catch_warnings():  # one effect: the random-effects part divides by k - 1 = 0 (unused here)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r = combine_effects(theta, variance, method_re="chi2")
+    return float(r.mean_effect_fe), float(r.sd_eff_w_fe)
+
+
+# ------------------------------------------------------------------ line-scan segments
+#: results columns of the camera's optical centre in the world (m), schema.py
+CAM_COLUMNS = ("cam_world_x", "cam_world_y", "cam_world_z")
+#: the study's Savitzky-Golay smoothing of the camera velocity: 21 samples of its 10 ms camera
+#: poses, polynomial order 3 (line_movement_analysis.py:79-81; config.py:214-216), i.e. 0.21 s
+SMOOTH_S, SMOOTH_ORDER = 0.21, 3
+
+
+def path_corners(t_ns, pos, stop_frac: float = 0.2) -> np.ndarray:
+    """Times (ns) where the moving camera momentarily stops between two moves: the corners
+    of the study's line-scan paths (line_movement_analysis.py:44-98, ``extract_intersection_points``).
+
+    As the study: the camera velocity from its positions (finite differences), smoothed by a
+    Savitzky-Golay filter of order 3 over 0.21 s (its 21 samples at 100 Hz, :79-81), and a
+    corner at the speed minimum (:85-98). The study searches fixed index windows tuned to its
+    robot program's timing (:65-76); here (ours, for any path and frame rate) a stop is a run
+    of frames slower than ``stop_frac`` x the path's 95th-percentile speed, a corner the
+    slowest frame of each stop with motion before and after it (the path's start and end do
+    not count, :58-59). Moves shorter than the smoothing window count as part of the stop.
+    t_ns: (n,) frame times; pos: (n, 3) positions (NaN rows are left out). Sorted corner times.
+    """
+    t = np.asarray(t_ns, np.int64)
+    p = np.asarray(pos, float).reshape(len(t), 3)
+    ok = np.isfinite(p).all(axis=1)
+    t, p = t[ok], p[ok]
+    if t.size < 5:
+        return np.zeros(0, np.int64)
+    o = np.argsort(t, kind="stable")
+    t, p = t[o], p[o]
+    keep = np.r_[True, np.diff(t) > 0]  # one position per stamp
+    t, p = t[keep], p[keep]
+    if t.size < 5:
+        return np.zeros(0, np.int64)
+    ts = (t - t[0]) / 1e9
+    v = np.gradient(p, ts, axis=0)
+    dt = float(np.median(np.diff(ts)))
+    win = int(round(SMOOTH_S / dt)) if dt > 0 else 0
+    win = min(win + (1 - win % 2), t.size - (1 - t.size % 2))  # odd, at most the path's length
+    if win > SMOOTH_ORDER:
+        v = savgol_filter(v, win, SMOOTH_ORDER, axis=0)
+    speed = np.linalg.norm(v, axis=1)
+    peak = float(np.percentile(speed, 95))
+    if not peak > 0:
+        return np.zeros(0, np.int64)
+    moving = speed > stop_frac * peak
+    # runs of equal state: [start, end) per run
+    edges = np.flatnonzero(np.diff(moving.astype(np.int8))) + 1
+    starts, ends = np.r_[0, edges], np.r_[edges, moving.size]
+    short = max(win, 1)
+    for k in range(1, starts.size - 1):  # a blip of motion inside a stop is stop
+        if moving[starts[k]] and ends[k] - starts[k] < short and not moving[starts[k - 1]] and not moving[starts[k + 1]]:
+            moving[starts[k]:ends[k]] = False
+    edges = np.flatnonzero(np.diff(moving.astype(np.int8))) + 1
+    starts, ends = np.r_[0, edges], np.r_[edges, moving.size]
+    out = [t[a + int(np.argmin(speed[a:b]))] for a, b in zip(starts, ends, strict=True)
+           if not moving[a] and a > 0 and b < moving.size]
+    return np.asarray(out, np.int64)
+
+
+def label_segments(paths: pd.DataFrame, frames: pd.DataFrame, keys=("subject", "trial")) -> pd.DataFrame:
+    """Each frame's segment of its video's camera path: the study's partition of a video by
+    the corner times (line_movement_analysis_paper.py:306-330): segment 0 = [t_first, c1],
+    segment s = (c_s, c_s+1], the last up to the video's last frame.
+
+    paths: every frame of the videos (valid or not) with ``keys``, t_ns and :data:`CAM_COLUMNS`;
+    frames: the frames to label (``keys``, t_ns). Returns ``frames`` with ``segment`` (int,
+    -1 when its video has no path) and ``n_segments`` (corners + 1)."""
+    keys = list(keys)
+    corners = {}
+    for k, g in paths.groupby(keys, sort=False, observed=True):
+        corners[k if isinstance(k, tuple) else (k,)] = path_corners(g["t_ns"].to_numpy(np.int64), g[list(CAM_COLUMNS)].to_numpy(float))
+    seg = np.full(len(frames), -1, np.int64)
+    nseg = np.zeros(len(frames), np.int64)
+    t = frames["t_ns"].to_numpy(np.int64)
+    for k, idx in frames.groupby(keys, sort=False, observed=True).indices.items():
+        c = corners.get(k if isinstance(k, tuple) else (k,))
+        if c is None:
+            continue
+        seg[idx] = np.searchsorted(c, t[idx], side="left")  # t == c_s stays in the earlier segment
+        nseg[idx] = c.size + 1
+    return frames.assign(segment=seg, n_segments=nseg)
+
+
+SEGMENT_COLUMNS = ["subject", "method", "condition", "trial", "segment", "n_segments", "axis", "n_frames", "slope", "intercept", "r", "p"]
+SEGMENT_META_COLUMNS = ["condition", "segment", "method", "subjects", "videos", "rows", "fisher_rows", "fisher_z", "fisher_z_se", "z", "p_unc", "p_holm",
+                        "r_pooled", "slope_mean", "slope_sd", "r_mean", "r_sd"]
+
+
+def _ols1(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Slope and intercept of y = a + b x (the study's ``_ols_fit``, line_movement_analysis_paper.py:158-175:
+    at least 3 points, NaN when x is constant)."""
+    if x.size < 3:
+        return np.nan, np.nan
+    sxx = float(((x - x.mean()) ** 2).sum())
+    if not sxx > 0:
+        return np.nan, np.nan
+    b = float(((x - x.mean()) * (y - y.mean())).sum() / sxx)
+    return b, float(y.mean() - b * x.mean())
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Pearson r and its two-sided p (scipy), NaN under 3 points or for a constant variable
+    (the study's ``_pearson``, line_movement_analysis_paper.py:177-192)."""
+    if x.size < 3 or not (np.ptp(x) > 0 and np.ptp(y) > 0):
+        return np.nan, np.nan
+    r = pearsonr(x, y)
+    return float(r.statistic), float(r.pvalue)
+
+
+def segment_regressions(frames: pd.DataFrame, min_frames: int = 3) -> pd.DataFrame:
+    """The study's per-segment regressions of the line scans (line_movement_analysis_paper.py:194-403,
+    ``run_abs_angle_regressions_from_dbs``): per video and main segment (the passes along the
+    scan axis: segments 0, 2, 4 of the study's five, :334; here every even segment), over its
+    valid frames (at least ``min_frames``, :340-344), OLS error = a + b x and Pearson's r, with
+    x = abs(ground-truth yaw) on horizontal scans and abs(pitch) on vertical ones (:346-356).
+
+    frames: valid frames with subject, method, condition (``h_*``/``v_*``), trial, segment,
+    n_segments (:func:`label_segments`), error_deg, abs_pitch_deg, abs_yaw_deg.
+    Returns :data:`SEGMENT_COLUMNS`, one row per (video, main segment)."""
+    keys = ["subject", "method", "condition", "trial", "segment"]
+    d = frames[(frames["segment"] >= 0) & (frames["segment"] % 2 == 0)].dropna(subset=["error_deg", "abs_pitch_deg", "abs_yaw_deg"])
+    rows = []
+    for k, g in d.groupby(keys, sort=False, observed=True):
+        if len(g) < min_frames:
+            continue
+        horizontal = str(k[2]).startswith("h")
+        x = g["abs_yaw_deg" if horizontal else "abs_pitch_deg"].to_numpy(float)
+        y = g["error_deg"].to_numpy(float)
+        b, a = _ols1(x, y)
+        r, p = _pearson(x, y)
+        rows.append({**dict(zip(keys, k, strict=True)), "n_segments": int(g["n_segments"].iloc[0]), "axis": "abs_yaw" if horizontal else "abs_pitch",
+                     "n_frames": len(g), "slope": b, "intercept": a, "r": r, "p": p})
+    out = pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
+    return out.astype({"segment": "int64", "n_segments": "int64", "n_frames": "int64"})
+
+
+def segment_meta(rows: pd.DataFrame) -> pd.DataFrame:
+    """The study's aggregation of the segment regressions (line_movement_analysis_paper.py:403-525,
+    ``_agg_one_family``): per (condition, segment) family and method, the per-video Pearson r
+    of the rows with at least 4 frames Fisher-transformed, z = atanh(r) (r clipped to
+    +-0.999999), pooled with fixed-effect weights n - 3 (:func:`fixed_effect` with variance
+    1/(n - 3)), a two-sided normal z-test of the pooled z against 0, r_pooled = tanh(z);
+    the unweighted mean and SD (ddof 1) of the slopes and of r over all the method's rows
+    (:471-485); Holm across the methods of the family (:406-417, :501-503).
+
+    rows: :func:`segment_regressions`. Returns :data:`SEGMENT_META_COLUMNS`."""
+    out = []
+    for (cond, seg), fam in rows.groupby(["condition", "segment"], sort=False, observed=True):
+        part = []
+        for m, g in fam.groupby("method", sort=False, observed=True):
+            ok = g[np.isfinite(g["r"].to_numpy(float)) & (g["n_frames"] >= 4)]
+            rec = {"condition": cond, "segment": int(seg), "method": m, "subjects": int(g["subject"].nunique()),
+                   "videos": int(g[["subject", "trial"]].drop_duplicates().shape[0]), "rows": len(g), "fisher_rows": len(ok)}
+            if len(ok):
+                zi = np.arctanh(np.clip(ok["r"].to_numpy(float), -0.999999, 0.999999))
+                zbar, se = fixed_effect(zi, 1.0 / (ok["n_frames"].to_numpy(float) - 3.0))
+                z = zbar / se
+                rec.update({"fisher_z": zbar, "fisher_z_se": se, "z": z, "p_unc": float(2.0 * norm.sf(abs(z))), "r_pooled": float(np.tanh(zbar))})
+            for c in ("slope", "r"):
+                x = g[c].to_numpy(float)
+                x = x[np.isfinite(x)]
+                rec[f"{c}_mean"] = float(x.mean()) if x.size else np.nan
+                rec[f"{c}_sd"] = float(x.std(ddof=1)) if x.size > 1 else np.nan
+            part.append(rec)
+        f = pd.DataFrame(part, columns=SEGMENT_META_COLUMNS)
+        f["p_holm"] = holm(f["p_unc"].to_numpy(float))
+        out.append(f)
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=SEGMENT_META_COLUMNS)
+
+
+def pooled_mean_sd(videos: pd.DataFrame) -> tuple[float, float, int]:
+    """Frame-pooled mean and SD of the error over every valid frame of ``videos`` from the
+    videos' frame counts n_i, means m_i and population variances s_i^2: mean = sum(n m)/N,
+    var = (sum(n s^2) + sum(n m^2) - N mean^2)/N (the study's ``_weighted_pooled_mean_std``,
+    head_yaw_model_ranking.py:107-149). videos: n_valid, error_mean and (for the SD) error_var.
+    Returns (mean, sd, N); SD NaN without error_var."""
+    v = videos[np.isfinite(videos["error_mean"].to_numpy(float)) & (videos["n_valid"].to_numpy(float) > 0)]
+    n, m = v["n_valid"].to_numpy(float), v["error_mean"].to_numpy(float)
+    N = float(n.sum())
+    if not N:
+        return np.nan, np.nan, 0
+    mean = float((n * m).sum() / N)
+    s2 = v["error_var"].to_numpy(float) if "error_var" in v else np.full(n.size, np.nan)
+    var = ((n * s2).sum() + (n * m**2).sum() - N * mean**2) / N
+    return mean, float(np.sqrt(max(var, 0.0))) if np.isfinite(var) else np.nan, int(N)
