@@ -203,3 +203,44 @@ def test_cuda_bound_runner_matches_cpu(tiny_models):
     np.testing.assert_allclose(g, c, atol=1e-4)
     auto = Runner(tiny_models / TINY_SPEC.weights_file, TINY_SPEC, "cuda", batch=AUTO)
     assert auto.batch >= 1 and "batch auto" in auto.batch_note
+
+
+def test_nvidia_smi_memory_is_read_for_this_process_or_the_whole_gpu():
+    from gaze4hri_bench.pipeline.runtime import parse_nvidia_smi
+
+    gpus = ("GPU-aaa, 80000, 81559, NVIDIA H100 80GB HBM3\n"
+            "GPU-bbb, 40000, 81559, NVIDIA H100 80GB HBM3\n")
+    apps = "111, GPU-aaa, 500\n4242, GPU-bbb, 1234\n4242, GPU-bbb, 66\n"
+    m = parse_nvidia_smi(gpus, apps, 4242)  # our process on the second GPU, two contexts
+    assert m == {"used": 1300.0, "free": 40000.0, "total": 81559.0, "name": "NVIDIA H100 80GB HBM3", "scope": "process"}
+    m = parse_nvidia_smi(gpus, apps, 9)  # not listed (own PID namespace): the first GPU, total - free
+    assert m["scope"] == "device" and m["used"] == 1559.0 and m["free"] == 80000.0
+    assert parse_nvidia_smi("", apps, 9) is None
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the no-GPU report; with a GPU the script measures (minutes)")
+def test_gpu_table_without_a_gpu_writes_not_measured_rows(tmp_path):
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_table_s10.py"
+    out = tmp_path / "gpu.md"
+    res = subprocess.run([sys.executable, str(script), "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and res.stdout.count("\n") == 1 and res.stdout.startswith("not measured: no GPU")
+    text = out.read_text()
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "`" in ln.split("|")[1]]
+    assert len(rows) == 5 and all("not measured (no GPU: CUDA execution provider not available)" in r for r in rows)
+    assert "| 142.25 | 1.93 | 518 |" in rows[0]  # the study's PureGaze figures beside it, never ours
+    # a report with measured figures is kept, not overwritten by a machine without a GPU
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    sys.path.insert(0, str(script.parent))
+    try:
+        spec = spec_from_file_location("gpu_table_s10", script)
+        mod = module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(script.parent))
+    out.write_text(f"{mod.MARK}\nmeasured\n")
+    res = subprocess.run([sys.executable, str(script), "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "keeps its measured figures" in res.stdout and out.read_text().endswith("measured\n")

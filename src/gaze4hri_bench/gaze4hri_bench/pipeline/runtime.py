@@ -28,7 +28,7 @@ from ..specs import MethodSpec
 
 __all__ = ["DEVICES", "MissingWeightsError", "ModelFile", "resolve_model", "choose_providers", "Runner",
            "prefetch", "vram_used_mb", "AUTO", "FP16_MAX_DEG", "FP16_ENV", "parse_batch", "probe_inputs", "fp16_model",
-           "max_gaze_difference_deg", "auto_batch", "gpu_memory_mb"]
+           "max_gaze_difference_deg", "auto_batch", "gpu_memory_mb", "parse_nvidia_smi"]
 
 DEVICES = ("auto", "cpu", "cuda", "tensorrt")
 _CUDA = "CUDAExecutionProvider"
@@ -224,8 +224,11 @@ def auto_batch(free_mb: float, per_sample_mb: float, cap: int, fraction: float =
 
 
 def gpu_memory_mb(pid: int | None = None) -> dict | None:
-    """Device memory of this process from nvidia-smi: ``{"used", "free", "total", "name"}``
-    (MB; the GPU this process runs on, else the first), or None without nvidia-smi."""
+    """Device memory from nvidia-smi, MB: ``{"used", "free", "total", "name", "scope"}`` for
+    the GPU this process runs on (else the first). ``used`` is this process's memory
+    (scope "process"), or total - free of the whole GPU where nvidia-smi does not list
+    the process (containers with their own PID namespace; scope "device"). None without
+    nvidia-smi."""
     if not shutil.which("nvidia-smi"):
         return None
     pid = pid or os.getpid()
@@ -238,23 +241,32 @@ def gpu_memory_mb(pid: int | None = None) -> dict | None:
         return None
     if gpus.returncode != 0:
         return None
-    rows = [[c.strip() for c in line.split(",")] for line in gpus.stdout.splitlines() if line.strip()]
+    return parse_nvidia_smi(gpus.stdout, apps.stdout if apps.returncode == 0 else "", pid)
+
+
+def parse_nvidia_smi(gpus_csv: str, apps_csv: str, pid: int) -> dict | None:
+    """:func:`gpu_memory_mb` from nvidia-smi's CSV (``--query-gpu=uuid,memory.free,
+    memory.total,name`` and ``--query-compute-apps=pid,gpu_uuid,used_memory``, both
+    ``--format=csv,noheader,nounits``)."""
+    rows = [[c.strip() for c in line.split(",")] for line in gpus_csv.splitlines() if line.strip()]
     if not rows:
         return None
-    used, uuid = 0.0, rows[0][0]
-    for line in apps.stdout.splitlines() if apps.returncode == 0 else []:
+    used, uuid = None, rows[0][0]
+    for line in apps_csv.splitlines():
         parts = [c.strip() for c in line.split(",")]
         if len(parts) == 3 and parts[0] == str(pid):
             uuid = parts[1]
             try:
-                used += float(parts[2])
+                used = (used or 0.0) + float(parts[2])
             except ValueError:
                 pass
     row = next((r for r in rows if r[0] == uuid), rows[0])
     try:
-        return {"used": used, "free": float(row[1]), "total": float(row[2]), "name": ",".join(row[3:])}
+        free, total = float(row[1]), float(row[2])
     except (ValueError, IndexError):
         return None
+    return {"used": total - free if used is None else used, "free": free, "total": total, "name": ",".join(row[3:]),
+            "scope": "device" if used is None else "process"}
 
 
 class Runner:
