@@ -217,6 +217,9 @@ CAM_COLUMNS = ("cam_world_x", "cam_world_y", "cam_world_z")
 #: the study's Savitzky-Golay smoothing of the camera velocity: 21 samples of its 10 ms camera
 #: poses, polynomial order 3 (line_movement_analysis.py:79-81; config.py:214-216), i.e. 0.21 s
 SMOOTH_S, SMOOTH_ORDER = 0.21, 3
+#: below this 95th-percentile speed (m/s) the camera counts as still (ours: the study's scans run
+#: at 0.05 and 0.1 m/s, config.py:339-354; motion-capture noise smoothed over 0.21 s stays under it)
+MIN_MOVING_MPS = 0.02
 
 
 def path_corners(t_ns, pos, stop_frac: float = 0.2) -> np.ndarray:
@@ -229,7 +232,11 @@ def path_corners(t_ns, pos, stop_frac: float = 0.2) -> np.ndarray:
     robot program's timing (:65-76); here (ours, for any path and frame rate) a stop is a run
     of frames slower than ``stop_frac`` x the path's 95th-percentile speed, a corner the
     slowest frame of each stop with motion before and after it (the path's start and end do
-    not count, :58-59). Moves shorter than the smoothing window count as part of the stop.
+    not count, :58-59). Moves shorter than the smoothing window between stops or at the path's
+    ends (noise, the filter's edges) count as stop; a
+    path whose 95th-percentile speed is under :data:`MIN_MOVING_MPS` has no corner. A corner
+    needs the camera to slow down (the study's robot stops at each, :56): a turn at full speed
+    is not found.
     t_ns: (n,) frame times; pos: (n, 3) positions (NaN rows are left out). Sorted corner times.
     """
     t = np.asarray(t_ns, np.int64)
@@ -253,15 +260,16 @@ def path_corners(t_ns, pos, stop_frac: float = 0.2) -> np.ndarray:
         v = savgol_filter(v, win, SMOOTH_ORDER, axis=0)
     speed = np.linalg.norm(v, axis=1)
     peak = float(np.percentile(speed, 95))
-    if not peak > 0:
+    if not peak > MIN_MOVING_MPS:  # a still camera (float or sensor noise): no path to cut
         return np.zeros(0, np.int64)
     moving = speed > stop_frac * peak
     # runs of equal state: [start, end) per run
     edges = np.flatnonzero(np.diff(moving.astype(np.int8))) + 1
     starts, ends = np.r_[0, edges], np.r_[edges, moving.size]
     short = max(win, 1)
-    for k in range(1, starts.size - 1):  # a blip of motion inside a stop is stop
-        if moving[starts[k]] and ends[k] - starts[k] < short and not moving[starts[k - 1]] and not moving[starts[k + 1]]:
+    last = starts.size - 1
+    for k in range(starts.size):  # a blip of motion within a stop, or at the path's ends, is stop
+        if moving[starts[k]] and ends[k] - starts[k] < short and (k == 0 or not moving[starts[k - 1]]) and (k == last or not moving[starts[k + 1]]):
             moving[starts[k]:ends[k]] = False
     edges = np.flatnonzero(np.diff(moving.astype(np.int8))) + 1
     starts, ends = np.r_[0, edges], np.r_[edges, moving.size]
