@@ -12,10 +12,11 @@ download; the crop input runs real detection and tracking)."""
 from __future__ import annotations
 
 import os
-import signal
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -159,20 +160,26 @@ def _ray_bin() -> str:
     return str(Path(sys.executable).with_name("ray"))
 
 
-def _kill_tree_of(tag: str, sig=signal.SIGKILL) -> list[int]:
-    """Kill the processes this test started for one node: those whose command line names
-    its own temp dir (``tag``); returns their ids."""
+def _kill_tree_of(tag: str) -> list[int]:
+    """SIGKILL the processes this test started for one node: those whose command line
+    names its own temp dir (``tag``) and every process under them (Ray retitles its
+    workers and agents, so they are found as children); returns their ids."""
     import psutil
 
-    killed = []
+    procs: dict[int, psutil.Process] = {}
     for p in psutil.process_iter(["pid", "cmdline"]):
         try:
             if any(tag in a for a in (p.info["cmdline"] or [])):
-                p.send_signal(sig)
-                killed.append(p.pid)
+                procs[p.pid] = p
+                procs.update({k.pid: k for k in p.children(recursive=True)})
         except psutil.Error:
             pass
-    return killed
+    for p in procs.values():
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    return list(procs)
 
 
 @pytest.mark.long
@@ -181,7 +188,8 @@ def test_two_nodes_on_loopback_one_killed_mid_run_still_equal(sessions, tiny_mod
 
     port = _free_port()
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # loopback only, no token to share
-    head, worker = tmp_path / "head", tmp_path / "worker"  # each node's own temp dir: how this test finds its processes
+    short = Path(tempfile.mkdtemp(prefix="g4hray", dir="/tmp"))  # Ray's socket paths must stay under 107 bytes
+    head, worker = short / "head", short / "worker"  # each node's own temp dir: how this test finds its processes
     common = ["--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
     try:
         subprocess.run([_ray_bin(), "start", "--head", "--port", str(port), "--temp-dir", str(head), "--include-dashboard",
@@ -196,27 +204,35 @@ def test_two_nodes_on_loopback_one_killed_mid_run_still_equal(sessions, tiny_mod
                 "--blinks", "off", "--batch", "4", "--no-progress"]
         killed: list[int] = []
 
-        def kill_worker_node_once_started():
+        def kill_worker_node_mid_unit():
+            """SIGKILL the worker node (its raylet and the processes under it) while its
+            worker runs a unit (Ray titles a busy actor process ``ray::_TrialWorker.run_unit``)."""
             deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:  # the first part file: both workers are up and busy
-                if (out / ".parts").is_dir() and any((out / ".parts").rglob("*.parquet")):
-                    raylets = [p.pid for p in psutil.process_iter(["name", "cmdline"])
-                               if p.info["name"] == "raylet" and any(str(worker) in a for a in p.info["cmdline"] or [])]
-                    for pid in raylets:
-                        os.kill(pid, signal.SIGKILL)
-                    killed.extend(raylets)
-                    return
+            while time.monotonic() < deadline:
+                for p in psutil.process_iter(["name", "cmdline"]):
+                    try:
+                        if p.info["name"] != "raylet" or not any(str(worker) in a for a in p.info["cmdline"] or []):
+                            continue
+                        kids = p.children(recursive=True)
+                        if any("run_unit" in " ".join(k.cmdline()) for k in kids):
+                            for k in [p, *kids]:
+                                k.kill()
+                                killed.append(k.pid)
+                            return
+                    except psutil.Error:
+                        continue
                 time.sleep(0.05)
 
-        killer = threading.Thread(target=kill_worker_node_once_started, daemon=True)
+        killer = threading.Thread(target=kill_worker_node_mid_unit, daemon=True)
         killer.start()
         r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
         killer.join(5)
         assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
         assert killed, "the worker node's raylet was never killed"
         assert "ray: 3 unit(s) (one trial for all its jobs) on 2 worker(s)" in r.stdout
-        assert "ray: worker lost on S01/" in r.stdout  # a unit was in flight there and ran again on the head node
+        assert "ray: worker lost on S01/" in r.stdout, r.stdout  # the unit in flight there ran again on the head node
         _assert_equal_rows(local_out, out)
     finally:
         _kill_tree_of(str(worker))
         _kill_tree_of(str(head))
+        shutil.rmtree(short, ignore_errors=True)
