@@ -4,7 +4,8 @@
 # Installs: missing system packages via apt (libusb-1.0-0 for pyrealsense2, chromium
 # for the report's headless browser test), the
 # pinned Python stack (CPU PyTorch 2.13.0, never a CUDA build unless asked), ROS 2
-# rclpy + messages as ros-kilted-* wheels when no system ROS 2 is sourced, and the
+# rclpy + messages as ros-kilted-* wheels when no system ROS 2 is sourced (then also
+# tf2_msgs, built from third_party/tf2_msgs by scripts/build_tf2_msgs.sh), and the
 # three project packages in editable mode.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,7 +15,8 @@ PYTHON="${PYTHON:-python3}"
 TORCH_SPEC="${GAZE4HRI_TORCH:-torch==2.13.0}"
 say() { printf '[bootstrap] %s\n' "$*"; }
 
-STAMP_INPUTS=(requirements/*.txt src/gaze4hri_core/setup.py src/gaze4hri_sim/setup.py src/gaze4hri_acq/setup.py src/gaze4hri_bench/pyproject.toml scripts/bootstrap.sh)
+STAMP_INPUTS=(requirements/*.txt src/gaze4hri_core/setup.py src/gaze4hri_sim/setup.py src/gaze4hri_acq/setup.py src/gaze4hri_bench/pyproject.toml scripts/bootstrap.sh
+              scripts/build_tf2_msgs.sh third_party/tf2_msgs/CMakeLists.txt third_party/tf2_msgs/package.xml third_party/tf2_msgs/wheel_paths.cmake third_party/tf2_msgs/msg/*.msg third_party/tf2_msgs/srv/*.srv third_party/tf2_msgs/action/*.action)
 STAMP="$(cat "${STAMP_INPUTS[@]}" | sha256sum | cut -d' ' -f1)-${TORCH_SPEC}"
 if [[ -f "$VENV/.bootstrap-stamp" && "$(cat "$VENV/.bootstrap-stamp")" == "$STAMP" ]] \
    && "$VENV/bin/python" -c "import gaze4hri_core, gaze4hri_bench, gaze4hri_acq" 2>/dev/null; then
@@ -26,6 +28,10 @@ fi
 missing=()
 ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing+=(libusb-1.0-0)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # headless browser test of report.html (tests/stats/test_report_browser.py)
+if [[ -z "${ROS_DISTRO:-}" ]]; then  # building tf2_msgs (scripts/build_tf2_msgs.sh)
+  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+  command -v g++ >/dev/null 2>&1 || missing+=(g++)
+fi
 if ((${#missing[@]})); then
   if [[ $(id -u) == 0 ]]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else
     echo "bootstrap: error: missing system packages (${missing[*]}): run 'sudo apt-get install -y ${missing[*]}' and retry" >&2
@@ -59,6 +65,11 @@ if ((ROS_FROM_SYSTEM)); then
 else
   say "installing ROS 2 Kilted rclpy and messages from PyPI wheels (requirements/ros.txt)"
   pip_ install -r requirements/ros.txt
+fi
+if ((ROS_FROM_SYSTEM)) && ! "$VENV/bin/python" -c "import tf2_msgs.msg" 2>/dev/null; then
+  say "warning: the sourced ROS 2 has no tf2_msgs: no live /tf (run 'sudo apt-get install -y ros-$ROS_DISTRO-tf2-msgs')"
+elif ! ((ROS_FROM_SYSTEM)); then
+  bash scripts/build_tf2_msgs.sh "$VENV"
 fi
 say "installing gaze4hri_core, gaze4hri_bench, gaze4hri_acq (editable)"
 pip_ install --no-deps --no-build-isolation -e src/gaze4hri_core -e src/gaze4hri_sim -e src/gaze4hri_bench -e src/gaze4hri_acq

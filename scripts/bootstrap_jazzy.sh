@@ -3,7 +3,8 @@
 # Python 3.12 with ROS 2 Jazzy rclpy and messages as PyPI wheels (ros-jazzy-*), for
 # `make test-jazzy`. The main environment (.venv: Python 3.11 + Kilted, scripts/bootstrap.sh) is
 # left alone. Installs requirements/ros-jazzy.txt (its pins come from base.txt and ros.txt, used
-# as constraints) and the three packages in editable mode; not the benchmark side.
+# as constraints), tf2_msgs (scripts/build_tf2_msgs.sh) and the three packages in editable
+# mode; not the benchmark side.
 # Idempotent like bootstrap.sh: when nothing changed since the last run it exits in about a second.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,9 +20,10 @@ if [[ -z "$PYTHON" ]]; then
   done
 fi
 say() { printf '[bootstrap-jazzy] %s\n' "$*"; }
-IMPORTS="import rclpy, gaze4hri_core, gaze4hri_sim, gaze4hri_acq"
+IMPORTS="import rclpy, tf2_msgs.msg, gaze4hri_core, gaze4hri_sim, gaze4hri_acq"
 
-STAMP_INPUTS=(requirements/ros-jazzy.txt requirements/base.txt requirements/ros.txt src/gaze4hri_core/setup.py src/gaze4hri_sim/setup.py src/gaze4hri_acq/setup.py scripts/bootstrap_jazzy.sh)
+STAMP_INPUTS=(requirements/ros-jazzy.txt requirements/base.txt requirements/ros.txt src/gaze4hri_core/setup.py src/gaze4hri_sim/setup.py src/gaze4hri_acq/setup.py scripts/bootstrap_jazzy.sh
+              scripts/build_tf2_msgs.sh third_party/tf2_msgs/CMakeLists.txt third_party/tf2_msgs/package.xml third_party/tf2_msgs/wheel_paths.cmake third_party/tf2_msgs/msg/*.msg third_party/tf2_msgs/srv/*.srv third_party/tf2_msgs/action/*.action)
 STAMP="$(cat "${STAMP_INPUTS[@]}" | sha256sum | cut -d' ' -f1)"
 if [[ -f "$VENV/.bootstrap-stamp" && "$(cat "$VENV/.bootstrap-stamp")" == "$STAMP" ]] \
    && "$VENV/bin/python" -c "$IMPORTS" 2>/dev/null; then
@@ -53,6 +55,7 @@ pip_() { "${PIP[@]}" "$@" 2>&1 | { grep -v 'is ignored: it is neither a file nor
 pip_ install -U "pip>=24"
 say "installing the acquisition side's pinned stack and the ROS 2 Jazzy wheels (requirements/ros-jazzy.txt)"
 pip_ install -r requirements/ros-jazzy.txt
+bash scripts/build_tf2_msgs.sh "$VENV"  # needs cmake >= 3.19, g++ and Python 3.12's headers (it says which is missing)
 say "installing gaze4hri_core, gaze4hri_sim, gaze4hri_acq (editable)"
 pip_ install --no-deps --no-build-isolation -e src/gaze4hri_core -e src/gaze4hri_sim -e src/gaze4hri_acq
 "$VENV/bin/python" -c "$IMPORTS"
