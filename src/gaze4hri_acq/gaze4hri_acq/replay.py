@@ -16,7 +16,13 @@ the message about to go out, and between messages the bag time the pacing has re
 at ``CLOCK_HZ``. A node started with ``use_sim_time:=true`` then follows the bag's time
 (rclpy's TimeSource subscribes to /clock best effort, depth 1). ``clock`` off: the
 ``clock`` argument of replay.launch.py, or the node's ROS parameter ``clock``
-(``gaze4hri-acq replay ... --ros-args -p clock:=false``)."""
+(``gaze4hri-acq replay ... --ros-args -p clock:=false``).
+
+/tf and /tf_static go out as the bag holds them (the recorder's bytes, recorder/tf.py) with
+tf2's broadcaster QoS (/tf_static transient local: a listener joining later still gets the
+trial's static transforms). They need tf2_msgs, which rclpy from PyPI lacks:
+scripts/build_tf2_msgs.sh builds it into the venv (the bootstrap runs it); without it one
+line says so and the rest plays."""
 from __future__ import annotations
 
 import importlib
@@ -31,6 +37,7 @@ from gaze4hri_core.session import bag_dir, load_manifest
 
 from .nodes.common import QOS_LATCHED, QOS_RELIABLE
 from .recorder.bag import repair_bag, require_intact
+from .recorder.tf import TF, TF_STATIC, tf_qos, tf_static_qos
 
 __all__ = ["replay_session", "trial_bags", "CLOCK_TOPIC", "CLOCK_HZ"]
 
@@ -46,7 +53,8 @@ def _msg_class(type_name: str):
         raise SessionError(f"message type {type_name} is not installed", None, f"install the {pkg} message package") from None
 
 
-# types the recorder writes itself that rclpy from PyPI cannot publish (recorder/tf.py)
+# types the recorder writes itself that rclpy from PyPI cannot publish unless built
+# (scripts/build_tf2_msgs.sh; recorder/tf.py)
 _NOT_PUBLISHABLE = {"tf2_msgs/msg/TFMessage"}
 
 
@@ -202,11 +210,14 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
                         p = pubs.get(conn.topic)
                         if p is None:
                             if conn.msgtype in _NOT_PUBLISHABLE and not _installed(conn.msgtype):
+                                if not any(v is False for v in pubs.values()):  # one line for /tf and /tf_static
+                                    print(f"note: {conn.msgtype} is not installed here, so /tf and /tf_static are not "
+                                          "republished (they stay in the bag): run scripts/bootstrap.sh (builds tf2_msgs) "
+                                          "or 'sudo apt-get install ros-<distro>-tf2-msgs'", file=sys.stderr)
                                 pubs[conn.topic] = False
-                                print(f"note: {conn.topic} not republished: {conn.msgtype} is not installed here "
-                                      "(PyPI has no tf2_msgs wheel; a sourced ROS 2 has it); it stays in the bag")
                                 continue
-                            qos = QOS_LATCHED if conn.topic.endswith("camera_info") or conn.topic == "/tf_static" else QOS_RELIABLE
+                            qos = (tf_static_qos() if conn.topic == TF_STATIC else tf_qos() if conn.topic == TF
+                                   else QOS_LATCHED if conn.topic.endswith("camera_info") else QOS_RELIABLE)
                             p = pubs[conn.topic] = node.create_publisher(_msg_class(conn.msgtype), conn.topic, qos)
                         if p is False:
                             continue

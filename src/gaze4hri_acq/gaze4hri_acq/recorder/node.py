@@ -50,7 +50,18 @@ from ..nodes.common import (
 )
 from .bag import COMPRESSIONS, DiskFullError, TrialBag, bag_qos
 from .ballast import DiskBallast
-from .tf import TF, TF_STATIC, TF_TYPES, is_pose_topic, pose_to_tf, static_cdr, static_transforms
+from .tf import (
+    TF,
+    TF_STATIC,
+    TF_TYPES,
+    LiveTf,
+    is_pose_topic,
+    pose_to_tf,
+    static_cdr,
+    static_transforms,
+    tf_qos,
+    tf_static_qos,
+)
 
 __all__ = ["RecorderNode", "PARAMS", "RECORDED_TOPICS"]
 
@@ -129,6 +140,7 @@ class RecorderNode(ControlMixin, Node):
         self._events = FastPublisher(self, String, Topics.EVENTS, QOS_RELIABLE, bus)
         self._status = FastPublisher(self, DiagnosticArray, Topics.DIAGNOSTICS, QOS_RELIABLE, bus)
         self._robot_stop = self.create_client(Trigger, "/robot/stop")
+        self._live_tf = LiveTf(self)  # /tf and /tf_static on the graph: the bytes the bags get (tf.py)
         self._init_control(bus)
         self.create_timer(0.5, self._publish_status)
         self._thread = threading.Thread(target=self._writer, name="recorder-writer", daemon=True)
@@ -149,6 +161,10 @@ class RecorderNode(ControlMixin, Node):
         if topic == Topics.CAMERA_INFO:
             self._latched[topic] = (t, data)
         pose = stamped and is_pose_topic(topic)
+        tf = None
+        if pose and self._live_tf.active:  # live /tf for every pose, inside a trial or not
+            tf = pose_to_tf(topic, data)
+            self._live_tf.publish(tf)
         with self._recent_lock:  # a pose is either in handle_start's pre-roll or sees its bag, never both
             if pose:
                 self._recent.setdefault(topic, deque(maxlen=16)).append((t, data))
@@ -171,7 +187,7 @@ class RecorderNode(ControlMixin, Node):
         # that has seen every companion of the last image puts its barrier behind all of them
         if topic == Topics.IMAGE:
             self._note_frame(topic, t)
-        self._enqueue(bag, topic, t, data)
+        self._enqueue(bag, topic, t, data, tf)
         if topic in _FRAME_COMPANIONS:
             self._note_frame(topic, t)
 
@@ -205,9 +221,10 @@ class RecorderNode(ControlMixin, Node):
             self._frames_cv.wait_for(lambda: not behind(), timeout=timeout_s)
             return behind()
 
-    def _enqueue(self, bag: TrialBag, topic: str, t: int, data: bytes) -> None:
-        """Queue one message (and a pose's /tf twin) for the writer thread; a full queue
-        drops it (live devices) or makes the publisher wait (backpressure, simulation)."""
+    def _enqueue(self, bag: TrialBag, topic: str, t: int, data: bytes, tf: bytes | None = None) -> None:
+        """Queue one message (and a pose's /tf twin: ``tf`` when already computed for the
+        live /tf, else computed here) for the writer thread; a full queue drops it (live
+        devices) or makes the publisher wait (backpressure, simulation)."""
         n = len(data)
         with self._q_cv:
             limit = self.params["queue_bytes"]
@@ -221,7 +238,8 @@ class RecorderNode(ControlMixin, Node):
         # a pose and its /tf twin (same transform, same stamp; recorder/tf.py) are one queue
         # item: the writer judges the trial window once for both, so a stop that sets the
         # window's end between them cannot keep one and drop the other
-        tf = pose_to_tf(topic, data)
+        if tf is None:
+            tf = pose_to_tf(topic, data)
         with self._put_lock:
             self._q.put((bag, topic, t, data, tf))
 
@@ -333,7 +351,9 @@ class RecorderNode(ControlMixin, Node):
         for topic, (_t, data) in self._latched.items():  # CameraInfo once per trial even if published before it began
             self._on_data_direct(bag, topic, max(self._start_ns, _t), data)
         if static is not None:
-            self._on_data_direct(bag, TF_STATIC, self._start_ns, static_cdr(static, self._start_ns))
+            static_msg = static_cdr(static, self._start_ns)
+            self._on_data_direct(bag, TF_STATIC, self._start_ns, static_msg)
+            self._live_tf.publish_static(static_msg)  # the same message live, kept for late joiners
         with self._recent_lock:
             for topic, recent in self._recent.items():  # the poses of the 20 ms before the window (see _on_data)
                 for t, data in [x for x in recent if self._start_ns - _POSE_TAIL_NS <= x[0] < self._start_ns]:
@@ -350,9 +370,7 @@ class RecorderNode(ControlMixin, Node):
     def _offered_qos(self) -> dict:
         """Each recorded topic's publishers' offered QoS from the ROS graph, as rosbag2
         records them (the in-process bus' publishers are DDS publishers too); /tf and
-        /tf_static with tf2's broadcaster profiles."""
-        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-
+        /tf_static with tf2's broadcaster profiles (the live publishers', tf.py)."""
         out = {}
         for topic in self._types:
             try:
@@ -362,8 +380,8 @@ class RecorderNode(ControlMixin, Node):
             profiles = [bag_qos(i.qos_profile) for i in infos]
             if profiles:
                 out[topic] = profiles
-        out[TF] = [bag_qos(QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE))]
-        out[TF_STATIC] = [bag_qos(QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))]
+        out[TF] = [bag_qos(tf_qos())]
+        out[TF_STATIC] = [bag_qos(tf_static_qos())]
         return out
 
     def handle_stop(self, req: dict) -> dict:

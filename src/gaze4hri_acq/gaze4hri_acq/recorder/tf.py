@@ -1,16 +1,21 @@
 """/tf and /tf_static for every trial bag, so RViz and Foxglove place world, base,
-tool0, the camera, the tracked bodies and the targets (docs/session_layout.md, Frames).
+tool0, the camera, the tracked bodies and the targets (docs/session_layout.md, Frames),
+and the same messages live on the ROS graph (``LiveTf``) while a session records.
 
-tf2_msgs has no PyPI wheel (``pip download ros-kilted-tf2-msgs``: no matching
-distribution), so rclpy here cannot publish tf2_msgs/TFMessage; the recorder derives
-the transforms from what it records and writes them as TFMessage CDR, the bytes a
-tf2 broadcaster would have sent:
+One source of truth: the recorder derives the transforms from what it records and
+serializes them here as TFMessage CDR, the bytes a tf2 broadcaster would have sent; the
+bag gets these bytes and ``LiveTf`` publishes the very same bytes (rclpy publishes
+serialized messages as they are), so a live listener and a bag reader see identical
+transforms:
 - /tf, one TransformStamped per pose message with the same stamp and the same
   numbers: base -> tool0 from /robot/tcp_pose, world -> <body> from each
   /mocap/rigid_bodies/<body>/pose (body 'camera' -> frame 'camera_body');
 - /tf_static once at the trial's start from the session's calibration snapshot:
   world -> base (registration), tool0 -> camera_color_optical_frame (hand-eye),
   world -> target_<id> (surveyed targets, identity rotation).
+Writing the bag needs no tf2_msgs; publishing live does (PyPI has no tf2_msgs wheel:
+scripts/build_tf2_msgs.sh builds it from third_party/tf2_msgs into the venv). Without
+it ``LiveTf`` says so once and publishes nothing.
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ from pathlib import Path
 import numpy as np
 from gaze4hri_core.session import FRAMES, Topics
 
-__all__ = ["TF", "TF_STATIC", "TF_TYPES", "tf_cdr", "pose_to_tf", "is_pose_topic", "static_transforms", "static_cdr", "body_frame"]
+__all__ = ["TF", "TF_STATIC", "TF_TYPES", "tf_cdr", "pose_to_tf", "pose_transform", "is_pose_topic", "static_transforms",
+           "static_cdr", "body_frame", "LiveTf", "tf_qos", "tf_static_qos"]
 
 TF = Topics.TF
 TF_STATIC = Topics.TF_STATIC
@@ -80,8 +86,10 @@ def is_pose_topic(topic: str) -> bool:
     return topic == Topics.TCP_POSE or (topic.startswith(Topics.MOCAP_PREFIX) and topic.endswith("/pose"))
 
 
-def pose_to_tf(topic: str, data: bytes) -> bytes | None:
-    """The /tf message for one recorded pose message, else None (not a pose topic)."""
+def pose_transform(topic: str, data: bytes) -> tuple[int, str, str, tuple, tuple] | None:
+    """(stamp_ns, parent, child, xyz, quat_xyzw) of one recorded pose message (CDR), else
+    None (not a pose topic): the pose's header frame is the parent, the stream's frame
+    the child (tool0, or the rigid body's frame)."""
     if not is_pose_topic(topic):
         return None
     if topic == Topics.TCP_POSE:
@@ -94,7 +102,14 @@ def pose_to_tf(topic: str, data: bytes) -> bytes | None:
     m = deserialize_message(data, PoseStamped)
     p, q = m.pose.position, m.pose.orientation
     stamp = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
-    return tf_cdr([(stamp, m.header.frame_id, child, (p.x, p.y, p.z), (q.x, q.y, q.z, q.w))])
+    return stamp, m.header.frame_id, child, (p.x, p.y, p.z), (q.x, q.y, q.z, q.w)
+
+
+def pose_to_tf(topic: str, data: bytes) -> bytes | None:
+    """The /tf message (CDR) for one recorded pose message, else None (not a pose topic):
+    what the bag gets and what ``LiveTf`` publishes."""
+    tr = pose_transform(topic, data)
+    return None if tr is None else tf_cdr([tr])
 
 
 def static_transforms(calibration_dir: Path) -> list[tuple[str, str, tuple, tuple]]:
@@ -114,3 +129,58 @@ def static_transforms(calibration_dir: Path) -> list[tuple[str, str, tuple, tupl
 def static_cdr(transforms: list[tuple[str, str, tuple, tuple]], stamp_ns: int) -> bytes:
     """The /tf_static message: every static transform stamped at the trial's start."""
     return tf_cdr([(stamp_ns, *tr) for tr in transforms])
+
+
+def tf_qos():
+    """tf2_ros's DynamicBroadcasterQoS: reliable, volatile, keep last 100
+    (geometry2 tf2_ros/include/tf2_ros/qos.hpp:46-50: rclcpp::QoS(100)'s defaults)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+def tf_static_qos():
+    """tf2_ros's StaticBroadcasterQoS: reliable, transient local, keep last 1, so a
+    listener that joins later still gets the static transforms (tf2_ros/qos.hpp:63-69)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+_MISSING_SAID = False
+
+
+class LiveTf:
+    """/tf and /tf_static publishers of a node with tf2's broadcaster QoS, publishing the
+    CDR bytes that go into the bag (``pose_to_tf``, ``static_cdr``). Without tf2_msgs
+    (rclpy from PyPI and no build of it) ``active`` is False: one warning per process
+    names the fix, the session goes on and the bags still get /tf."""
+
+    def __init__(self, node):
+        global _MISSING_SAID
+        self._tf = self._static = None
+        try:
+            from tf2_msgs.msg import TFMessage
+        except ImportError:
+            if not _MISSING_SAID:
+                _MISSING_SAID = True
+                node.get_logger().warning(
+                    "no live /tf and /tf_static: tf2_msgs is not installed (the bags still get them); run "
+                    "scripts/bootstrap.sh (builds it into the venv) or 'sudo apt-get install ros-<distro>-tf2-msgs'")
+            return
+        self._tf = node.create_publisher(TFMessage, TF, tf_qos())
+        self._static = node.create_publisher(TFMessage, TF_STATIC, tf_static_qos())
+
+    @property
+    def active(self) -> bool:
+        return self._tf is not None
+
+    def publish(self, cdr: bytes | None) -> None:
+        """One /tf message (CDR from ``tf_cdr``/``pose_to_tf``); None is ignored."""
+        if self._tf is not None and cdr is not None:
+            self._tf.publish(cdr)
+
+    def publish_static(self, cdr: bytes) -> None:
+        """The /tf_static message (CDR from ``static_cdr``), kept for late joiners."""
+        if self._static is not None:
+            self._static.publish(cdr)
