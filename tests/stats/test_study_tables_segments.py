@@ -173,7 +173,7 @@ def _write(path, df, method):
 
 def test_segments_from_results_files(tmp_path):
     """End to end through the reader: results files carrying the camera path (cam_world_*) give the
-    frames their segment (load.py), and the mutual-gaze analysis writes ``mutual_segments`` and
+    frames their segment (load.py), and the mutual-gaze analysis writes ``mutual_segment_videos`` and
     ``mutual_segment_meta`` equal to the regressions over each video's segments cut at the
     corners of its whole path (invalid frames included), within two frames of the planted ones."""
     from gaze4hri_bench.stats.load import load_results
@@ -207,7 +207,7 @@ def test_segments_from_results_files(tmp_path):
     assert got.index.equals(want.index) and len(got) == 4 * 3 * 2
     for c in ("rows", "fisher_z", "fisher_z_se", "p_holm", "slope_mean", "r_sd"):
         assert got[c].to_numpy(float) == pytest.approx(want[c].to_numpy(float), rel=1e-9), c
-    assert set(a.tables["mutual_segments"]["n_segments"]) == {5}
+    assert set(a.tables["mutual_segment_videos"]["n_segments"]) == {5}
     assert got.xs("m1", level="method").slope_mean.to_numpy() == pytest.approx(0.3, abs=0.05)
 
 

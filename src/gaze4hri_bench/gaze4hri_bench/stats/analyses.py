@@ -801,8 +801,8 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
             seg = segment_regressions(f[f["segment"].fillna(-1) >= 0].astype({"segment": "int64", "n_segments": "int64"}))
             cidx = {c: i for i, c in enumerate(conds)}
             seg = seg.assign(_c=seg["condition"].map(cidx), _m=seg["method"].map(order)).sort_values(["_c", "segment", "_m", "subject", "trial"], kind="stable")
-            a.tables["mutual_segments"] = _with_display(seg.drop(columns=["_c", "_m"]).reset_index(drop=True))
-            a.caption("mutual_segments", profile, "Experiment 4.2 (the study's line_movement__abs_angle_regressions_rows_DB.csv, line_movement_analysis_paper.py:194-403): "
+            a.tables["mutual_segment_videos"] = _with_display(seg.drop(columns=["_c", "_m"]).reset_index(drop=True))
+            a.caption("mutual_segment_videos", profile, "Experiment 4.2 (the study's line_movement__abs_angle_regressions_rows_DB.csv, line_movement_analysis_paper.py:194-403): "
                       "the camera path cut at its stops (corners), per video and main segment (the passes along the scan axis) OLS E = a + b x and Pearson r "
                       "over the valid frames (at least 3), x = |yaw| on horizontal scans, |pitch| on vertical ones")
             sm_ = segment_meta(seg)

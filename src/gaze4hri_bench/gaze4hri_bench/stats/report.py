@@ -71,6 +71,8 @@ SHOW = {
     "efficiency": ["display", "input", "device", "batch", "frames", "infer_ms_per_frame", "fps", "peak_rss_mb", "peak_vram_mb"],
     "viewpoint": ["display", "n", "fixed_mean", "fixed_sd", "arc_mean", "arc_sd", "t", "dof", "p", "p_holm", "cohen_dz", "cohen_dav", "significant"],
     "crop_vs_rectified": ["display", "n", "crop_mean", "crop_sd", "rectified_mean", "rectified_sd", "t", "p_holm", "cohen_dz", "cohen_dav", "better"],
+    "mutual_segment_meta": ["condition", "segment", "display", "subjects", "videos", "fisher_rows", "fisher_z", "fisher_z_se", "r_pooled", "p_unc", "p_holm",
+                            "slope_mean", "slope_sd", "r_mean", "r_sd"],
 }
 
 
@@ -88,6 +90,8 @@ COLUMN_NAMES = {
     "order_by_mean": "Order by mean", "n_a": "N A", "n_b": "N B", "sd_a": "SD A", "sd_b": "SD B", "cohen_d": "d",
     "pool": "Pool", "group": "Group", "group_a": "Group A", "group_b": "Group B", "n_videos": "videos", "n_frames": "frames",
     "correction": "Correction", "p_adj": "p (adjusted)",
+    "segment": "Segment", "n_segments": "Segments", "axis": "Predictor", "fisher_rows": "Videos (n >= 4)", "fisher_z": "Fisher z",
+    "fisher_z_se": "Fisher z SE", "r_pooled": "Pooled r", "r_mean": "r mean", "r_sd": "r SD", "pooled_mean": "Pooled mean", "pooled_sd": "Pooled SD",
 }
 #: Statistical symbols kept as they are.
 _SYMBOLS = frozenset({"r", "t", "p", "df", "n", "b", "a", "se"})
