@@ -31,6 +31,7 @@ __all__ = ["RAY_VERSION", "import_ray", "connect", "run_ray", "RayRunStats"]
 RAY_VERSION = "2.60.0"  # the pin in requirements/base.txt
 MAX_RESTARTS = 3  # Ray restarts of a lost worker (actor); each restart rebuilds its sessions
 MAX_UNIT_TRIES = 4  # attempts of one unit across workers before the run stops with its error
+LAST_STATS: list = []  # the last run's RayRunStats (benchmarks/ray_engine.py reads the per-unit records)
 PLACEMENT_TIMEOUT_S = 900.0  # no unit running and no worker up for this long: the run stops (resumable)
 
 
@@ -182,6 +183,7 @@ def run_ray(cfg, jobs: list, todo: list[set], trefs: list, bars: list, write, da
     units = [(t, [ji for ji in range(len(jobs)) if (t.subject, t.trial) in todo[ji]]) for t in trefs]
     units = [u for u in units if u[1]]
     stats = RayRunStats(len(jobs))
+    LAST_STATS[:] = [stats]
     stats.t_start = time.perf_counter()
     stats.last_done = [stats.t_start] * len(jobs)
     if not units:
