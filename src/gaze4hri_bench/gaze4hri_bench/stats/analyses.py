@@ -356,6 +356,8 @@ def viewpoint(videos: pd.DataFrame, alpha: float = 0.05, profile: AnalysisProfil
     (across methods), correction (the profile's: ``holm`` or ``none``), p_adj (the p
     that ``significant`` uses), cohen_dz, cohen_dav. The study tests each method on
     its own (camera_viewpoint.py:175-240): profile ``study`` has correction none.
+    With two methods or more also ``viewpoint_method_pairs`` and ``viewpoint_tiers``
+    (the study's arc model ranking, head_yaw_model_ranking.py:107-264; :func:`_arc_tiers`).
     """
     a = Analysis("viewpoint", "Camera viewpoint (experiment 2)", profile=profile.name)
     exp = videos["experiment"].astype(str)
@@ -699,7 +701,10 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
     and ``mutual_eccentricity_videos`` / ``mutual_eccentricity_per_video`` (the study's
     per-video OLS averaged over videos, conditions and subjects; :996-1262), and
     ``mutual_slope_meta`` (the study's fixed-effect meta-analysis of the per-video slopes,
-    :996-1208; :func:`.study_tables.slope_meta`).
+    :996-1208; :func:`.study_tables.slope_meta`), and, when the frames carry their segment
+    of the camera path (results ``cam_world_*``), ``mutual_segment_videos`` /
+    ``mutual_segment_meta`` (the study's segment regressions, :194-525;
+    :func:`.study_tables.segment_regressions`, :func:`.study_tables.segment_meta`).
     """
     a = Analysis("mutual", "Mutual gaze (experiment 4.2)", profile=profile.name)
     v = videos[videos["experiment"].astype(str) == "mutual"]
