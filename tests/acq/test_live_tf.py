@@ -125,6 +125,35 @@ def test_the_built_tf2_msgs_has_the_real_type_hash():
 
 
 @pytest.mark.node
+def test_without_tf2_msgs_live_tf_is_off_and_nothing_breaks(monkeypatch):
+    """No tf2_msgs (rclpy wheels, no build): LiveTf publishes nothing and raises nothing,
+    and the recorder node still comes up (the session records as before)."""
+    import sys
+
+    from gaze4hri_acq.recorder import tf as tf_mod
+    from gaze4hri_acq.recorder.node import RecorderNode
+
+    monkeypatch.setitem(sys.modules, "tf2_msgs.msg", None)  # `from tf2_msgs.msg import ...` raises ImportError
+    monkeypatch.setattr(tf_mod, "_MISSING_SAID", False)
+    ctx = Context()
+    rclpy.init(context=ctx, args=[])
+    try:
+        node = rclpy.create_node("no_tf2", context=ctx)
+        live = tf_mod.LiveTf(node)
+        assert not live.active and tf_mod._MISSING_SAID  # said once, with the fix (tf.py)
+        live.publish(tf_mod.tf_cdr([(1, "base", "tool0", (0, 0, 0), (0, 0, 0, 1))]))
+        live.publish_static(b"")
+        assert node.count_publishers("/tf") == 0
+        rec = RecorderNode("recorder", context=ctx)
+        assert not rec._live_tf.active
+        rec.shutdown()
+        rec.destroy_node()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=ctx)
+
+
+@pytest.mark.node
 def test_a_simulated_session_publishes_the_bags_tf_live(tmp_path, shared_graph):
     from gaze4hri_acq.simulate import run_sim_session
 
