@@ -285,3 +285,28 @@ def test_pooled_mean_sd_without_variance():
     v = pd.DataFrame({"error_mean": [1.0, 4.0, np.nan], "n_valid": [1, 3, 5]})
     m, sd, n = pooled_mean_sd(v)
     assert (m, n) == (pytest.approx(13 / 4), 4) and np.isnan(sd)
+
+
+def test_segments_leave_out_a_method_without_camera_position(tmp_path):
+    """One method's file lacks cam_world_* (written before the column existed): its frames get no
+    segment, the tables hold the other method only, and the analysis names the one left out."""
+    from gaze4hri_bench.stats.load import load_results
+
+    rng = np.random.default_rng(6)
+    for m in ("m1", "m2"):
+        parts = []
+        for s in range(3):
+            t, p, _, _ = _raster("h", noise=0.0001, seed=s)
+            n = t.size
+            x = rng.uniform(0, 30, n)
+            d = pd.DataFrame({"subject": f"S{s}", "experiment": "mutual", "condition": "h_fast", "target": "camera", "trial": "mutual_h_fast",
+                              "frame": np.arange(n), "t_ns": t, "method": m, "input": "crop", "valid": True, "error_deg": 5 + 0.2 * x + rng.normal(0, 1, n),
+                              "gt_pitch_deg": rng.uniform(-5, 0, n), "gt_yaw_deg": x})
+            if m == "m1":
+                d = d.assign(cam_world_x=p[:, 0], cam_world_y=p[:, 1], cam_world_z=p[:, 2])
+            parts.append(d)
+        _write(tmp_path / f"{m}__crop.parquet", pd.concat(parts, ignore_index=True), m)
+    L = load_results([tmp_path])
+    a = A.mutual_gaze(L.videos, L.mutual_frames, profile=STUDY)
+    assert set(a.tables["mutual_segment_meta"]["method"]) == {"m1"} and set(a.tables["mutual_segment_meta"]["segment"]) == {0, 2, 4}
+    assert any("leave out m2" in s and "cam_world" in s for s in a.skipped)

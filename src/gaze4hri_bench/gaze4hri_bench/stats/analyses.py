@@ -803,6 +803,9 @@ def mutual_gaze(videos: pd.DataFrame, frames: pd.DataFrame | None = None, alpha:
                   "E = a + b_yaw |yaw| + b_pitch |pitch|, raw and z-scored within the video (beta); fixed-effect inverse-variance meta-analysis of the per-video "
                   "slopes per condition and method, two-sided z-test", "Holm over the methods of one condition and coefficient", "pooled slope (deg/deg; beta: SD/SD)")
         if "segment" in f.columns and (f["segment"].fillna(-1) >= 0).any():
+            lost = sorted(set(f["method"]) - set(f.loc[f["segment"].fillna(-1) >= 0, "method"]), key=order.get)
+            if lost:
+                a.partial("segment regressions leave out " + ", ".join(map(display_name, lost)) + ": no camera position (cam_world_x/y/z) in its results")
             seg = segment_regressions(f[f["segment"].fillna(-1) >= 0].astype({"segment": "int64", "n_segments": "int64"}))
             cidx = {c: i for i, c in enumerate(conds)}
             seg = seg.assign(_c=seg["condition"].map(cidx), _m=seg["method"].map(order)).sort_values(["_c", "segment", "_m", "subject", "trial"], kind="stable")
