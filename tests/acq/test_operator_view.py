@@ -195,6 +195,71 @@ def test_render_thread_keeps_the_cadence_while_the_orchestrator_blocks(tmp_path)
     assert "bringing up devices" in view.console.file.getvalue()
 
 
+def _drain(fd: int) -> bytes:
+    import select
+
+    out = b""
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+@pytest.mark.unit
+def test_on_a_terminal_a_process_of_its_own_draws_while_the_session_holds_the_gil(tmp_path):
+    """On a terminal the table is drawn by a renderer process fed state snapshots
+    (operator_view.RenderProcess): it keeps redrawing, and the trial timer keeps
+    ticking, while the session process cannot run Python at all (here its GIL held 2.5 s
+    by one C call); lines printed by the session appear above the table; if the renderer
+    dies, the session process draws the table itself."""
+    import ctypes
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 120, 0, 0))
+    console = Console(file=os.fdopen(slave, "w"), force_terminal=True, width=120, color_system=None)
+    view = OperatorView(_Client(), tmp_path, console=console, subject="S01", keys=None)
+    view.start()
+    trial = SimpleNamespace(trial_id="illum010_P1", experiment="illumination", condition="10", target="P1", head_yaw_deg=None)
+    view.trial(1, 2, trial, "look at P1")
+    try:
+        assert view._renderer is not None and view._live is None  # not drawn in this process
+        seen = b""
+        t0 = time.monotonic()
+        while b"illum010_P1" not in seen and time.monotonic() - t0 < 30:  # the renderer started and drew
+            seen += _drain(master)
+            time.sleep(0.05)
+        assert b"illum010_P1" in seen, seen[-2000:]
+        view.message("a session line [not markup]")
+        t0 = time.monotonic()
+        while b"a session line [not markup]" not in seen and time.monotonic() - t0 < 10:
+            seen += _drain(master)
+            time.sleep(0.05)
+        assert b"a session line [not markup]" in seen, seen[-2000:]
+        ctypes.PyDLL(None).usleep(2_500_000)  # this process holds its GIL: none of its threads runs
+        during = _strip_ansi(_drain(master))  # what the terminal got meanwhile (this thread reads first)
+        timers = set(re.findall(r"trial (\d+:\d\d)", during))
+        note = f"while the GIL was held 2.5 s: {during.count('Gaze4HRI acquisition')} redraws, timer values {sorted(timers)}"
+        assert during.count("Gaze4HRI acquisition") >= 3 and len(timers) >= 2, during[-3000:]
+        # the renderer dies: the next snapshot finds it gone and this process draws
+        view._renderer.proc.kill()
+        assert _until(lambda: view._live is not None, timeout=10)
+        assert "renderer process ended" in view.state["status"]
+    finally:
+        view.stop()  # (the view sends this process's stdout above its table while it runs)
+        os.close(master)
+    print(f"\n{note}")
+
+
 @pytest.mark.unit
 def test_stop_key_is_acknowledged_before_the_robot_answers(tmp_path):
     """The s key: "STOP sent" drawn when the key is read, while /robot/stop still

@@ -29,9 +29,11 @@ or incomplete ones.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import shlex
+import subprocess
 import sys
 import threading
 import time
@@ -39,15 +41,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gaze4hri_core.errors import Gaze4HRIError
-from gaze4hri_core.session import load_manifest
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .nodes.common import disk_free_bytes
+# gaze4hri_core.session (calibration, scipy: ~1 s) and .nodes.common (rclpy) are imported
+# where used: the renderer process (``python -m gaze4hri_acq.operator_view``) needs rich only
 
-__all__ = ["OperatorView", "render_status", "summary_table", "redo_command", "yaw_gauge", "KeyReader", "PHASES"]
+__all__ = ["OperatorView", "render_status", "summary_table", "redo_command", "yaw_gauge", "KeyReader", "PHASES", "timer_text"]
 
 #: phase -> (label, style)
 PHASES = {
@@ -82,6 +84,14 @@ def _fmt_s(s: float | None) -> str:
         return "-"
     s = int(round(s))
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def timer_text(now: float, trial_t0: float | None, rec_t0: float | None) -> str:
+    """The time row's trial timer: since the operator confirmed (or the trial began),
+    and since the bag opened while it is open."""
+    if trial_t0 is None:
+        return "-"
+    return _fmt_s(now - trial_t0) + (f" (recording {_fmt_s(now - rec_t0)})" if rec_t0 is not None else "")
 
 
 def yaw_gauge(measured: float | None, target: float, tol: float, span: float = 45.0, width: int = 31) -> Text:
@@ -242,6 +252,130 @@ class KeyReader(threading.Thread):
         self.restore()
 
 
+class RenderProcess:
+    """The table drawn by a process of its own (``python -m gaze4hri_acq.operator_view``):
+    the session process only sends snapshots of the state (one JSON line each) and the
+    lines to print above the table; the renderer redraws at ``refresh_hz`` from the
+    newest snapshot and ticks the trial timer itself, so the screen keeps moving while
+    the session process's threads (simulated devices, recorder, executor) hold its GIL
+    or the machine is loaded (benchmarks/operator_view.py, docs/perf/operator_view.md:
+    drawn in the session process, redraws stalled up to 0.9 s at load ~15 on 2 cores).
+    Writes are serialized by a lock; a dead renderer makes ``send`` return False."""
+
+    def __init__(self, out_fd: int, refresh_hz: float = 4.0):
+        self._lock = threading.Lock()
+        self.proc = subprocess.Popen([sys.executable, "-m", "gaze4hri_acq.operator_view", "--render", f"{refresh_hz:g}"],
+                                     stdin=subprocess.PIPE, stdout=out_fd, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+
+    def send(self, obj: dict) -> bool:
+        line = json.dumps(obj, default=str) + "\n"
+        with self._lock:
+            try:
+                self.proc.stdin.write(line)
+                self.proc.stdin.flush()
+                return True
+            except (OSError, ValueError):  # the renderer ended (BrokenPipe) or was closed
+                return False
+
+    def close(self, timeout_s: float = 5.0) -> int | None:
+        """End of input: the renderer draws the last snapshot, leaves the table and exits."""
+        with self._lock:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+def _printable(obj) -> dict:
+    """A line for the renderer to print, as rich markup: a Text keeps its styles, a
+    string is taken literally (a path with brackets is not markup)."""
+    return {"print": (obj if isinstance(obj, Text) else Text(str(obj))).markup}
+
+
+class _StreamToRenderer:
+    """sys.stdout/sys.stderr of the session process while the renderer owns the
+    terminal: whole lines go above the table (as rich's Live redirects them in one process)."""
+
+    def __init__(self, view: OperatorView, stream):
+        self._view, self._stream, self._buf = view, stream, ""
+
+    def write(self, text: str) -> int:
+        self._buf += text
+        if "\n" in self._buf:
+            *lines, self._buf = self._buf.split("\n")
+            for line in lines:
+                self._view._print(Text(line))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def render_main(refresh_hz: float = 4.0, stream_in=None, console: Console | None = None) -> int:
+    """The renderer process: JSON lines on stdin (``{"state": ...}`` a snapshot,
+    ``{"print": markup}`` a line above the table), the table redrawn on stdout every
+    ``1/refresh_hz`` s and at once on a new snapshot; exits at the end of input. SIGINT is
+    the session process's to handle (Ctrl-C reaches the whole foreground group)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stream_in = stream_in or sys.stdin
+    console = console or Console()
+    state: dict = {"phase": "idle"}
+    wake, done = threading.Event(), threading.Event()
+    live = Live(render_status(state), console=console, auto_refresh=False, transient=False, redirect_stdout=False, redirect_stderr=False)
+
+    def reader() -> None:
+        try:
+            for line in stream_in:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if "state" in msg:
+                    state.clear()
+                    state.update(msg["state"])
+                    wake.set()
+                elif "print" in msg:
+                    console.print(Text.from_markup(msg["print"]))
+        finally:
+            done.set()
+            wake.set()
+
+    def draw() -> None:
+        snap = dict(state)
+        clk = snap.get("clock")
+        if clk and clk.get("trial_t0") is not None:  # the timer ticks here between snapshots
+            snap["timer"] = timer_text(time.monotonic(), clk["trial_t0"], clk.get("rec_t0"))
+        live.update(render_status(snap), refresh=True)
+
+    live.start()
+    threading.Thread(target=reader, name="operator-view-input", daemon=True).start()
+    try:
+        while not done.is_set():
+            if wake.wait(1.0 / refresh_hz):
+                wake.clear()
+            draw()
+        draw()
+    finally:
+        live.stop()
+    return 0
+
+
 class OperatorView:
     """The orchestrator's view (hooks ``trial``, ``status``, ``result``, ``message``)
     plus ``confirm(prompt)`` for interactive prompts and the stop key.
@@ -259,7 +393,7 @@ class OperatorView:
     def __init__(self, client, out_dir: Path, console: Console | None = None, *, subject: str = "",
                  yaw_tolerance_deg: float = 7.0, keys=sys.stdin, should_stop: Callable[[], str | None] = lambda: None,
                  stop_robot: Callable[[], str] | None = None, refresh_hz: float = 4.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, render_process: bool | None = None):
         self.client = client
         self.out_dir = Path(out_dir)
         self.subject = subject
@@ -271,6 +405,11 @@ class OperatorView:
         self._keys_stream = keys
         self._keys: KeyReader | None = None
         self._live: Live | None = None
+        # None: draw in a RenderProcess when the console is a terminal, else here
+        self._render_process = render_process
+        self._renderer: RenderProcess | None = None
+        self._saved_streams: tuple | None = None
+        self._out_lock = threading.RLock()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
         self._period = 1.0 / refresh_hz
@@ -351,7 +490,16 @@ class OperatorView:
     shows_messages = True
 
     def message(self, text: str) -> None:
-        self.console.print(text)
+        self._print(text)
+
+    def _print(self, obj) -> None:
+        """A line above the table: through the renderer process when it draws, else here."""
+        r = self._renderer
+        if r is not None:
+            if r.send(_printable(obj)):
+                return
+            self._renderer_gone()
+        self.console.print(obj)
 
     def confirm(self, prompt: str) -> None:
         """Show WAITING FOR OPERATOR with ``prompt`` and block until Enter (the key
@@ -444,7 +592,7 @@ class OperatorView:
         self.stops.append(msg)
         with self._lock:
             self.state["status"] = f"operator stop: {msg}"
-        self.console.print(Text(f"operator stop key: {msg}", style=ALARM))
+        self._print(Text(f"operator stop key: {msg}", style=ALARM))
         return msg
 
     def _stop_service(self) -> str:
@@ -466,6 +614,8 @@ class OperatorView:
 
     # ------------------------------------------------------------------ refresh
     def _count_todo(self) -> int | None:
+        from gaze4hri_core.session import load_manifest
+
         try:
             return len(load_manifest(self.out_dir / self.subject).pending()) if self.subject else None
         except Gaze4HRIError:
@@ -511,6 +661,8 @@ class OperatorView:
                          f"{_fmt_bytes(float(rec.get('bytes', 0)))}, queue {_fmt_bytes(float(rec.get('queue_bytes', 0)))}"
                          + (f", FAULT: {rec.get('fault')}" if fault else "")) if rec else "no diagnostics"
         s["recorder_fault"] = fault
+        from .nodes.common import disk_free_bytes
+
         try:
             s["disk"] = _fmt_bytes(disk_free_bytes(self.out_dir))
         except OSError:
@@ -518,11 +670,11 @@ class OperatorView:
         now = self._clock()
         measured = self._measured_yaw() if s.get("phase") == "head_check" and s.get("head") else None  # may load files: not under the lock
         with self._lock:
-            if self._trial_t0 is None:
-                s["timer"] = "-"
-            else:
-                s["timer"] = _fmt_s(now - self._trial_t0) + (f" (recording {_fmt_s(now - self._rec_t0)})"
-                                                              if self._rec_t0 is not None and s.get("bag") == "open" else "")
+            rec_t0 = self._rec_t0 if s.get("bag") == "open" else None
+            s["timer"] = timer_text(now, self._trial_t0, rec_t0)
+            # the renderer process ticks the timer itself between snapshots (same clock)
+            s["clock"] = ({"trial_t0": self._trial_t0, "rec_t0": rec_t0, "sent": now}
+                          if self._clock is time.monotonic and self._trial_t0 is not None else None)
             if self._todo is not None:
                 left = max(0, self._todo - len(self.results))
                 s["eta"] = (_fmt_s(left * sum(self._durations) / len(self._durations)) if self._durations
@@ -550,10 +702,18 @@ class OperatorView:
             self.state["bag"] = bag
 
     def _refresh(self) -> None:
+        if self._live is None and self._renderer is None:
+            return
+        self._collect()
+        with self._lock:  # a copy under the lock; rendering and the terminal write outside it
+            snap = dict(self.state)
+        r = self._renderer
+        if r is not None:
+            if r.send({"state": snap}):
+                self.render_times.append(self._clock())
+                return
+            self._renderer_gone()
         if self._live is not None:
-            self._collect()
-            with self._lock:  # a copy under the lock; rendering and the terminal write outside it
-                snap = dict(self.state)
             self._live.update(render_status(snap), refresh=True)
             self.render_times.append(self._clock())
 
@@ -590,14 +750,58 @@ class OperatorView:
         if tty:
             self._start_keys()
 
+    def _terminal_fd(self) -> int | None:
+        """The console's file descriptor when the table may go to a renderer process."""
+        if self._render_process is False or (self._render_process is None and not self.console.is_terminal):
+            return None
+        try:
+            fd = self.console.file.fileno()
+        except (AttributeError, OSError, ValueError):
+            return None
+        return fd if self._render_process or os.isatty(fd) else None
+
     def _ensure_live(self) -> None:
-        if self._live is not None or not self._armed or self._halt.is_set():
-            return
+        with self._out_lock:
+            if self._live is not None or self._renderer is not None or not self._armed or self._halt.is_set():
+                return
+            fd = self._terminal_fd()
+            if fd is not None:
+                try:
+                    self._renderer = RenderProcess(fd, 1.0 / self._period)
+                except OSError:
+                    self._renderer = None
+            if self._renderer is not None:
+                # the session process's own prints go above the table too (rich's Live does this in one process)
+                self._saved_streams = (sys.stdout, sys.stderr)
+                sys.stdout, sys.stderr = _StreamToRenderer(self, sys.stdout), _StreamToRenderer(self, sys.stderr)
+                self._renderer.send({"state": dict(self.state)})
+            else:
+                self._start_live()
+            self._thread = threading.Thread(target=self._loop, name="operator-view", daemon=True)
+            self._thread.start()
+
+    def _start_live(self) -> None:
         self._live = Live(render_status(self.state), console=self.console, refresh_per_second=4, transient=False,
                           auto_refresh=False)
         self._live.start()
-        self._thread = threading.Thread(target=self._loop, name="operator-view", daemon=True)
-        self._thread.start()
+
+    def _restore_streams(self) -> None:
+        if self._saved_streams is not None:
+            sys.stdout, sys.stderr = self._saved_streams
+            self._saved_streams = None
+
+    def _renderer_gone(self) -> None:
+        """The renderer process ended early: the table is drawn in this process from now on."""
+        with self._out_lock:
+            if self._renderer is None:
+                return
+            r, self._renderer = self._renderer, None
+            self._restore_streams()
+            code = r.close(timeout_s=1.0)
+            if not self._halt.is_set():
+                self._start_live()
+                with self._lock:
+                    self.state["status"] = f"view: its renderer process ended (exit {code}); drawn by the session process"
 
     def stop(self) -> None:
         self._halt.set()
@@ -606,6 +810,20 @@ class OperatorView:
             self._keys.stop()
         if self._thread is not None:
             self._thread.join(timeout=2.0)
+        with self._out_lock:
+            r, self._renderer = self._renderer, None
+        if r is not None:
+            with self._lock:
+                self.state["phase"], self.state["status"] = "idle", "session ended"
+            try:
+                self._collect()
+                with self._lock:
+                    snap = dict(self.state)
+                r.send({"state": snap})
+            except Exception:
+                pass
+            r.close()  # the renderer draws the last state, leaves the table and exits
+            self._restore_streams()
         if self._live is not None:
             with self._lock:
                 self.state["phase"], self.state["status"] = "idle", "session ended"
@@ -628,6 +846,8 @@ class OperatorView:
 def summary_table(session: Path) -> Table:
     """Final summary from session.yaml: counts per status, then every trial not done
     with its status, frames and the reason."""
+    from gaze4hri_core.session import load_manifest
+
     m = load_manifest(session)
     by: dict[str, list] = {}
     for tid, r in m.trials.items():
@@ -650,6 +870,8 @@ def redo_command(session: Path, command: str | None = None) -> str | None:
     """The command that records the failed and incomplete trials again, or None.
     ``command``: the session command as run (default ``gaze4hri-acq session --subject
     S --backend B --out-dir ROOT``)."""
+    from gaze4hri_core.session import load_manifest
+
     m = load_manifest(session)
     bad = [tid for tid, r in m.trials.items() if r.status in ("failed", "incomplete")]
     if not bad:
@@ -657,3 +879,7 @@ def redo_command(session: Path, command: str | None = None) -> str | None:
     base = command or (f"gaze4hri-acq session --subject {shlex.quote(m.subject)} --backend {m.backend} "
                        f"--out-dir {shlex.quote(str(Path(session).parent))}")
     return f"{base} --redo {' '.join(bad)}"
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--render"]:
+    sys.exit(render_main(float(sys.argv[2]) if len(sys.argv) > 2 else 4.0))
