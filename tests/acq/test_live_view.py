@@ -225,3 +225,105 @@ def test_live_view_address_errors_are_one_line(tmp_path):
             run_session_args(SessionArgs(subject="S08", out_dir=tmp_path, trial_ids=(TRIAL,), quiet=True, yes=True,
                                          live_view=f"127.0.0.1:{taken}"))
     assert not (tmp_path / "S08").exists()
+
+
+_GAZE_PUBLISHER = """
+import sys, time
+import rclpy
+from geometry_msgs.msg import Vector3Stamped
+from gaze4hri_acq.nodes.common import QOS_SENSOR
+rclpy.init()
+node = rclpy.create_node("gaze_elsewhere")
+pub = node.create_publisher(Vector3Stamped, "/gaze4hri/gaze", QOS_SENSOR)  # the live gaze node's topic, type and QoS
+print("publishing", flush=True)
+t_end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < t_end:
+    m = Vector3Stamped()
+    m.header.frame_id = "camera_color_optical_frame"
+    m.vector.x, m.vector.y, m.vector.z = 0.0, 0.0, 1.0  # along the optical axis
+    pub.publish(m)
+    time.sleep(0.05)
+"""
+
+
+def test_live_view_shows_the_gaze_estimate_of_a_node_in_another_process(tmp_path, monkeypatch):
+    """A gaze estimate published by another process (rclpy, /gaze4hri/gaze, the live
+    gaze node's message type and QoS) reaches the CLI session's live view over DDS while
+    the session's own streams come from its in-process bus: the WebSocket client
+    receives the scene's gaze_estimate arrow, pointing along the camera's optical axis
+    (the published direction) from the eye midpoint. The graph is shared on this host
+    only for this test (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, a domain of its own)."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
+    pub = subprocess.Popen([sys.executable, "-c", _GAZE_PUBLISHER, "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    port = _free_port()
+    got: dict[str, list] = {}
+    channels: dict[str, dict] = {}
+    stop, errors = threading.Event(), []
+    t = threading.Thread(target=_client, args=(port, got, channels, stop, errors), daemon=True)
+    try:
+        assert pub.stdout.readline().strip() == "publishing", pub.stderr.read()
+        t.start()
+        run_session_args(SessionArgs(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=(TRIAL,), resolution=(160, 90),
+                                     trial_seconds=3.0, real_time_factor=2.0, quiet=True, yes=True, live_view=f"127.0.0.1:{port}"))
+    finally:
+        t.join(timeout=10)
+        stop.set()
+        t.join(timeout=5)
+        pub.kill()
+        pub.wait()
+    assert not errors, errors
+    with_gaze = [u for u in got.get(LiveTopics.SCENE, []) if "gaze_estimate" in {e.id for e in u.entities}]
+    assert with_gaze, f"no gaze_estimate in {len(got.get(LiveTopics.SCENE, []))} scene updates"
+    ents = {e.id: e for e in with_gaze[-1].entities}
+    arrow = ents["gaze_estimate"].arrows[0]
+    eye = ents["eye_midpoint"].spheres[0].pose.position
+    assert (arrow.pose.position.x, arrow.pose.position.y, arrow.pose.position.z) == pytest.approx((eye.x, eye.y, eye.z))
+    from gaze4hri_core.transforms import quat_xyzw_to_matrix
+
+    o = arrow.pose.orientation
+    along = np.asarray(quat_xyzw_to_matrix(np.array([o.x, o.y, o.z, o.w])))[:, 0]  # Foxglove arrows point along +x
+    # the camera's optical axis in the same update: from the frustum's apex to the centre of its far rectangle
+    pts = np.array([(p.x, p.y, p.z) for p in ents["camera_frustum"].lines[0].points])
+    apex, far = pts[0], pts[[1, 5, 9, 13]].mean(axis=0)
+    axis = (far - apex) / np.linalg.norm(far - apex)
+    assert float(along @ axis) > np.cos(np.radians(5)), (along, axis)
+
+
+def _handshake(port: int, protocols: str) -> str:
+    """The server's answer (status line and headers) to a WebSocket opening handshake."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall((f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {protocols}\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(1024)
+            if not chunk:
+                break
+            head += chunk
+    return head.decode("latin-1")
+
+
+def test_only_clients_offering_foxglove_sdk_v1_connect_and_the_startup_line_says_so():
+    """foxglove-sdk's server accepts the subprotocol foxglove.sdk.v1 only (no option, no
+    later release: docs/visualisation.md): a client offering only foxglove.websocket.v1
+    (Foxglove Studio <= 1.87, Lichtblick < 1.22.1) is refused with HTTP 400, one
+    offering foxglove.sdk.v1 is upgraded; the live view's startup line says which
+    clients connect. Fails when a foxglove-sdk upgrade starts accepting the old name:
+    then drop the hint."""
+    from gaze4hri_acq.live_view import SUBPROTOCOL, start_live_view
+
+    lines: list[str] = []
+    view = start_live_view("127.0.0.1:0", log=lines.append)
+    try:
+        old = _handshake(view.port, "foxglove.websocket.v1")
+        assert old.split("\r\n")[0].split()[1] == "400", old
+        new = _handshake(view.port, f"foxglove.websocket.v1, {SUBPROTOCOL}")
+        assert new.split("\r\n")[0].split()[1] == "101" and f"sec-websocket-protocol: {SUBPROTOCOL}" in new.lower(), new
+    finally:
+        view.stop()
+    assert len(lines) == 1 and "foxglove.sdk.v1" in lines[0] and "foxglove.websocket.v1" in lines[0] and "Lichtblick >= 1.22.1" in lines[0]

@@ -4,13 +4,14 @@ the 3D scene and the session state, in Foxglove (app or browser: Open connection
 Foxglove WebSocket -> ``ws://127.0.0.1:8765``; layout ``config/foxglove_layout.json``).
 
 The server is the ``foxglove-sdk`` package's (``foxglove.start_server``; Foxglove
-WebSocket protocol; sdk 0.30 negotiates the subprotocol ``foxglove.sdk.v1``, which the
-current Foxglove app offers); no ROS installation is
-needed for it. It is fed from the session's in-process bus (runner.Stack's
-``IntraProcessBus``: the same CDR bytes the recorder writes, deserialized with
-``rclpy.serialization``) or, when the device nodes run in other processes
-(``external_devices``), from raw DDS subscriptions on the orchestrator's node. Three
-channels, each with its schema advertised to the client:
+WebSocket protocol under the subprotocol name ``foxglove.sdk.v1``, the only one it
+accepts: clients offering only the older ``foxglove.websocket.v1`` are refused, see
+SUBPROTOCOL); no ROS installation is needed for it. It is fed from the session's
+in-process bus (runner.Stack's ``IntraProcessBus``: the same CDR bytes the recorder
+writes, deserialized with ``rclpy.serialization``) or, when the device nodes run in
+other processes (``external_devices``), from raw DDS subscriptions on the orchestrator's
+node; the gaze estimate (DDS_TOPICS) always over DDS, so a live gaze node in another
+process shows up. Three channels, each with its schema advertised to the client:
 
 ==========================  ========================  ==========================================
 channel                     schema                    content
@@ -55,9 +56,17 @@ import numpy as np
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.session import FRAMES, Topics
 
-__all__ = ["LiveView", "start_live_view", "LiveTopics", "MSG_TYPES", "STATE_SCHEMA", "parse_address", "DEFAULT_ADDRESS"]
+__all__ = ["LiveView", "start_live_view", "LiveTopics", "MSG_TYPES", "STATE_SCHEMA", "parse_address", "DEFAULT_ADDRESS", "SUBPROTOCOL",
+           "SUBPROTOCOL_HINT"]
 
 DEFAULT_ADDRESS = "127.0.0.1:8765"
+#: the one WebSocket subprotocol foxglove-sdk's server accepts (rust/foxglove/src/websocket/
+#: handshake.rs, SUBPROTOCOL; since sdk 0.5.0, PR #347, a client that does not offer it gets
+#: HTTP 400, and no server option or later release on PyPI up to 0.30.3 accepts the older
+#: foxglove.websocket.v1); docs/visualisation.md, "Which Foxglove clients connect"
+SUBPROTOCOL = "foxglove.sdk.v1"
+SUBPROTOCOL_HINT = ("needs a client offering foxglove.sdk.v1: the current Foxglove app, Lichtblick >= 1.22.1; "
+                    "Foxglove Studio <= 1.87 and older Lichtblick offer only foxglove.websocket.v1 and are refused")
 GAZE_TOPIC = "/gaze4hri/gaze"  # the live gaze node's estimate (nodes/gaze_node.GazeTopics.GAZE)
 
 
@@ -172,12 +181,22 @@ class LiveView:
     def _on_diag(self, _topic: str, data: bytes) -> None:
         self._diags.append(bytes(data))
 
+    #: published by a node that may run in another process (the live gaze node under
+    #: ``ros2 launch gaze4hri_acq live_gaze.launch.py`` or a node host): taken over DDS even
+    #: when the session's own streams come from its in-process bus
+    DDS_TOPICS = (GAZE_TOPIC,)
+
     def _subscribe(self) -> None:
         routes = [(t, self._keep) for t in self.TOPICS] + [(Topics.EVENTS, self._on_event), (Topics.DIAGNOSTICS, self._on_diag)]
         if self.bus is not None:
             for topic, cb in routes:
-                self.bus.subscribe(topic, cb)
-            return
+                if self.node is None or topic not in self.DDS_TOPICS:
+                    self.bus.subscribe(topic, cb)
+            if self.node is None:
+                return
+            # an in-process gaze node's FastPublisher also publishes over DDS once this
+            # subscription exists, so each estimate arrives once, whichever process sent it
+            routes = [(t, cb) for t, cb in routes if t in self.DDS_TOPICS]
         if self.node is None:
             return
         from diagnostic_msgs.msg import DiagnosticArray
@@ -217,7 +236,9 @@ class LiveView:
 
     def attach(self, bus=None, node=None) -> LiveView:
         """Feed the view from the session's in-process ``bus`` or, without one, from raw
-        DDS subscriptions on ``node`` (the orchestrator's)."""
+        DDS subscriptions on ``node`` (the orchestrator's); with both, the bus for the
+        session's streams and ``node`` for DDS_TOPICS (the gaze estimate of a node in
+        another process)."""
         self.bus, self.node = bus, node
         self._subscribe()
         return self
@@ -581,5 +602,6 @@ def start_live_view(address: str, *, subject: str = "", session_dir: Path | None
         if log is not None:
             log(f"live view: port {port} is taken, using {view.port}")
     if log is not None:
-        log(f"live view: {view.url} (Foxglove: Open connection -> Foxglove WebSocket; layout src/gaze4hri_acq/config/foxglove_layout.json)")
+        log(f"live view: {view.url} (Foxglove: Open connection -> Foxglove WebSocket; layout src/gaze4hri_acq/config/foxglove_layout.json; "
+            f"{SUBPROTOCOL_HINT})")
     return view

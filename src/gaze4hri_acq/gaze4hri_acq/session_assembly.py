@@ -56,7 +56,7 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
             client = stack.nodes["orchestrator"]
             client.session_id = f"{a.subject}"
             if live is not None:
-                live.attach(stack.bus, None if stack.bus is not None else client)
+                live.attach(stack.bus, client)  # the bus for the session's streams, DDS for a gaze node elsewhere
             if stack.world is not None:
                 _inject_sim_faults(stack, client, a)
             if not a.quiet:
