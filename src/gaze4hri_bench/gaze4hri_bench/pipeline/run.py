@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -286,72 +287,80 @@ class _Engine:
             here = [ji for ji in range(len(self.jobs)) if key in self.todo[ji]]
             if not here:
                 continue
-            tr = _Trial(t, {ji: _JobTrial() for ji in here}, remaining=len(here))
-            t0 = time.perf_counter()
-            gt = ds.trial_ground_truth(t)
-            geo = gt_geometry(gt)
-            job_geo, by_opt = {}, {}
-            for ji in here:  # a profile that matches poses to frames its own way (study: nearest sample within 20 ms)
-                opt = pose_match_options(getattr(self.jobs[ji].method, "settings", None), self.jobs[ji].input_type,
-                                         getattr(ds, "gt_options", None))
-                if opt is not None:
-                    if opt not in by_opt:  # once per trial and options (GTOptions is frozen), shared by the jobs
-                        pg = ds.trial_ground_truth(t, options=opt)
-                        by_opt[opt] = (pg, gt_geometry(pg))
-                    tr.pose_gt[ji], job_geo[ji] = by_opt[opt]
-            tr.times.gt_s = time.perf_counter() - t0
-            tr.gt = gt
-            yield "start", -1, tr, None
-            ear_here = src.ear and not _blinks_annotated(ds, t)
-            cache_of = lambda k, t=t: face_cache_path(cfg.out, t.subject, t.trial, k, cfg.stride)  # noqa: E731
-            sel = [self.jobs[ji] if ji in tr.jobs else None for ji in range(len(self.jobs))]
-            faces = _TrialFaces(sel, ds, t, cfg, self.face_models, ear_here, cache_of, tr.times)
-            tr.faces = faces
-            asm = {ji: Assembler(self.jobs[ji].method) for ji in here if self.jobs[ji].method.kind == "onnx"}
-            need_face = {ji: self.jobs[ji].method.needs_face(self.jobs[ji].input_type) for ji in here}
-            K = None
-            for fs in timed_iter(ds.iter_frames(t), tr.times, "decode_s"):
-                tr.times.frames += 1
-                if K is None:
-                    t0 = time.perf_counter()
-                    K = _intrinsics(ds, t, fs.image.shape)
-                    tr.times.decode_s += time.perf_counter() - t0
+            hold = getattr(ds, "hold", None)  # one open reader for the trial's scan, frames and intrinsics
+            with hold(t) if callable(hold) else nullcontext():
+                yield from self._produce_trial(t, here, src)
+
+    def _produce_trial(self, t, here: list[int], src) -> Iterator:
+        """One trial for the jobs ``here``: ground truth, face tables, every job's samples
+        (see _produce)."""
+        cfg, ds = self.cfg, self.ds
+        tr = _Trial(t, {ji: _JobTrial() for ji in here}, remaining=len(here))
+        t0 = time.perf_counter()
+        gt = ds.trial_ground_truth(t)
+        geo = gt_geometry(gt)
+        job_geo, by_opt = {}, {}
+        for ji in here:  # a profile that matches poses to frames its own way (study: nearest sample within 20 ms)
+            opt = pose_match_options(getattr(self.jobs[ji].method, "settings", None), self.jobs[ji].input_type,
+                                     getattr(ds, "gt_options", None))
+            if opt is not None:
+                if opt not in by_opt:  # once per trial and options (GTOptions is frozen), shared by the jobs
+                    pg = ds.trial_ground_truth(t, options=opt)
+                    by_opt[opt] = (pg, gt_geometry(pg))
+                tr.pose_gt[ji], job_geo[ji] = by_opt[opt]
+        tr.times.gt_s = time.perf_counter() - t0
+        tr.gt = gt
+        yield "start", -1, tr, None
+        ear_here = src.ear and not _blinks_annotated(ds, t)
+        cache_of = lambda k, t=t: face_cache_path(cfg.out, t.subject, t.trial, k, cfg.stride)  # noqa: E731
+        sel = [self.jobs[ji] if ji in tr.jobs else None for ji in range(len(self.jobs))]
+        faces = _TrialFaces(sel, ds, t, cfg, self.face_models, ear_here, cache_of, tr.times)
+        tr.faces = faces
+        asm = {ji: Assembler(self.jobs[ji].method) for ji in here if self.jobs[ji].method.kind == "onnx"}
+        need_face = {ji: self.jobs[ji].method.needs_face(self.jobs[ji].input_type) for ji in here}
+        K = None
+        for fs in timed_iter(ds.iter_frames(t), tr.times, "decode_s"):
+            tr.times.frames += 1
+            if K is None:
                 t0 = time.perf_counter()
-                boxes = faces.step(fs.index, fs.image) if faces.tables else {}
-                tr.times.detect_s += time.perf_counter() - t0
-                g = geo.get(fs.index)
-                for ji in here:
-                    job, jt = self.jobs[ji], tr.jobs[ji]
-                    t1 = time.perf_counter()
-                    gj = job_geo[ji].get(fs.index) if ji in job_geo else g
-                    ctx = frame_context(fs.index, fs.t_ns, fs.image, faces.box(ji, boxes) if need_face[ji] else None, K, gj)
-                    out = (asm[ji].push(fs.index, job.method.prepare(ctx, job.input_type)) if ji in asm
-                           else [Direct(fs.index, job.method.predict(ctx))])
-                    jt.preprocess_s += time.perf_counter() - t1
-                    for item in out:
-                        yield "item", ji, tr, item
-            for ji, a in asm.items():
+                K = _intrinsics(ds, t, fs.image.shape)
+                tr.times.decode_s += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            boxes = faces.step(fs.index, fs.image) if faces.tables else {}
+            tr.times.detect_s += time.perf_counter() - t0
+            g = geo.get(fs.index)
+            for ji in here:
+                job, jt = self.jobs[ji], tr.jobs[ji]
                 t1 = time.perf_counter()
-                out = a.finish()
-                tr.jobs[ji].preprocess_s += time.perf_counter() - t1
+                gj = job_geo[ji].get(fs.index) if ji in job_geo else g
+                ctx = frame_context(fs.index, fs.t_ns, fs.image, faces.box(ji, boxes) if need_face[ji] else None, K, gj)
+                out = (asm[ji].push(fs.index, job.method.prepare(ctx, job.input_type)) if ji in asm
+                       else [Direct(fs.index, job.method.predict(ctx))])
+                jt.preprocess_s += time.perf_counter() - t1
                 for item in out:
                     yield "item", ji, tr, item
-            t0 = time.perf_counter()
-            if faces.tables:
-                faces.save()
-                if ear_here:
-                    from ..faces.blinks import ear_blinks
+        for ji, a in asm.items():
+            t1 = time.perf_counter()
+            out = a.finish()
+            tr.jobs[ji].preprocess_s += time.perf_counter() - t1
+            for item in out:
+                yield "item", ji, tr, item
+        t0 = time.perf_counter()
+        if faces.tables:
+            faces.save()
+            if ear_here:
+                from ..faces.blinks import ear_blinks
 
-                    blink = ear_blinks(tr.gt, faces.tables[faces.common].table(), cfg.ear_threshold, cfg.ear_relative)
-                    tr.gt = validity.apply_face_reasons(tr.gt, blink=blink)
-            for ji in here:
-                rec = getattr(self.jobs[ji].method, "settings", None)
-                view = faces.views.get(ji)
-                if rec is not None and rec.missing_face == "trial" and view is not None and need_face[ji]:
-                    tr.jobs[ji].excluded = trial_exclusion(tr.gt["frame"].to_numpy(), view.table())
-            tr.camera_sources = camera_source_summary(t, tr.gt)
-            tr.times.detect_s += time.perf_counter() - t0
-            yield "end", -1, tr, None
+                blink = ear_blinks(tr.gt, faces.tables[faces.common].table(), cfg.ear_threshold, cfg.ear_relative)
+                tr.gt = validity.apply_face_reasons(tr.gt, blink=blink)
+        for ji in here:
+            rec = getattr(self.jobs[ji].method, "settings", None)
+            view = faces.views.get(ji)
+            if rec is not None and rec.missing_face == "trial" and view is not None and need_face[ji]:
+                tr.jobs[ji].excluded = trial_exclusion(tr.gt["frame"].to_numpy(), view.table())
+        tr.camera_sources = camera_source_summary(t, tr.gt)
+        tr.times.detect_s += time.perf_counter() - t0
+        yield "end", -1, tr, None
 
     # -- consumer (main thread) -------------------------------------------------------------
     def run(self, trefs: list) -> None:

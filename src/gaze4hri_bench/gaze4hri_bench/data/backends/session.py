@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -327,6 +330,8 @@ class SessionDataset:
         self._tables: dict[str, FrameTable] = {}
         self._scans: dict[str, dict] = {}
         self._ann: dict[Path, dict] = {}
+        self._pose_source: dict[Path, str] = {}  # session folder -> camera_pose_source of its manifest (read in trials())
+        self._held: dict[int, list] = {}  # thread id -> [bag folder, open_bag or None] (hold)
         self.skipped: list[SkippedTrial] = []  # trials whose bag is damaged (CRC mismatch); other bad input fails loudly
 
     # -- discovery ----------------------------------------------------------------
@@ -371,6 +376,7 @@ class SessionDataset:
                                    "copy the subject's eye-head calibration (gaze4hri-acq calibrate eye-head) into "
                                    "<session>/calibration/subjects/ (docs/calibration.md)")
             cal = load_calibration(cal_dir, subject)
+            self._pose_source[sd] = str(man.settings.get("camera_pose_source", "fk"))
             info = man.settings.get("subject_info")
             info = dict(info) if isinstance(info, dict) else {}
             order = []
@@ -392,22 +398,65 @@ class SessionDataset:
         self._refs = refs
         return list(refs)
 
+    # -- bag access: one open reader per trial while held -------------------------------
+    @contextmanager
+    def hold(self, ref: TrialRef):
+        """Within this block, this thread's reads of ``ref``'s bag (scan, frames, camera
+        info) share one open reader, opened at the first read: rosbags parses the bag's
+        metadata.yaml and every channel's QoS YAML at each open (~0.1 s of pure-Python
+        YAML per open, rosbags/rosbag2/reader.py ``Reader.open`` and storage_mcap.py
+        ``get_qos``), which the run loop paid three times per trial. Reads from other
+        threads, or of other bags, open their own reader as before. Nested holds of the
+        same bag share the outer one."""
+        tid = threading.get_ident()
+        key = str(ref.bag_dir)
+        cur = self._held.get(tid)
+        if cur is not None and cur[0] == key:
+            yield self
+            return
+        self._held[tid] = slot = [key, None]
+        try:
+            yield self
+        finally:
+            if cur is None:
+                self._held.pop(tid, None)
+            else:
+                self._held[tid] = cur
+            if slot[1] is not None:
+                slot[1].__exit__(None, None, None)
+
+    @contextmanager
+    def _bag(self, ref: TrialRef):
+        """The held reader of ``ref``'s bag (opened now if not yet), else a reader of its
+        own for this block (open_bag)."""
+        slot = self._held.get(threading.get_ident())
+        if slot is not None and slot[0] == str(ref.bag_dir):
+            if slot[1] is None:
+                slot[1] = open_bag(ref.bag_dir).__enter__()
+            yield slot[1]
+            return
+        with open_bag(ref.bag_dir) as bag:
+            yield bag
+
     # -- frames -------------------------------------------------------------------
     def _scan(self, ref: TrialRef) -> dict:
         """One pass over the bag for everything small: image header stamps (read from
-        the CDR bytes, images not decoded), frame metadata and the pose streams;
-        cached per trial (a few hundred kB)."""
+        the CDR bytes, images not decoded), frame metadata, the pose streams and the
+        first CameraInfo (camera_info); cached per trial (a few hundred kB)."""
         key = str(ref.bag_dir)
         if key in self._scans:
             return self._scans[key]
-        with open_bag(ref.bag_dir) as bag:
+        with self._bag(ref) as bag:
             bag.require(Topics.IMAGE, "camera frames")
             wanted = [t for t in (Topics.IMAGE, Topics.FRAME_META, Topics.HEAD_POSE, Topics.TCP_POSE, Topics.JOINT_STATES,
-                                  Topics.SIM_BLINK_TRUTH, Topics.TABLE_POSE, Topics.CAMERA_BODY_POSE) if bag.has(t)]
+                                  Topics.SIM_BLINK_TRUTH, Topics.TABLE_POSE, Topics.CAMERA_BODY_POSE, Topics.CAMERA_INFO)
+                      if bag.has(t)]
             raw_by = {t: [] for t in wanted}
             for topic, _tl, raw in bag.messages_of(wanted):
+                if topic == Topics.CAMERA_INFO and raw_by[topic]:
+                    continue  # the first one is what camera_info reads
                 raw_by[topic].append(_stamp_from_cdr(raw) if topic == Topics.IMAGE else raw)
-            scan = {"stamps": raw_by[Topics.IMAGE], "topics": set(wanted)}
+            scan = {"stamps": raw_by[Topics.IMAGE], "topics": set(wanted), "camera_info": raw_by.get(Topics.CAMERA_INFO, [])}
             meta: dict[int, int] = {}
             for raw in raw_by.get(Topics.FRAME_META, []):
                 m = bag.decode(raw, Topics.FRAME_META)
@@ -469,7 +518,7 @@ class SessionDataset:
         recorded_slots = table.frame[table.kind != "dropped"]
         recorded_numbers = table.frame_number[table.kind != "dropped"]
         recorded_t = table.t_ns[table.kind != "dropped"]
-        with open_bag(ref.bag_dir) as bag:
+        with self._bag(ref) as bag:
             for k, (_tl, raw) in enumerate(bag.messages(Topics.IMAGE)):
                 if k % self.stride:
                     continue
@@ -480,13 +529,20 @@ class SessionDataset:
                 yield FrameSample(int(recorded_slots[k]), int(recorded_t[k]), img, int(recorded_numbers[k]))
 
     def camera_info(self, ref: TrialRef) -> CameraIntrinsics:
-        """Intrinsics recorded in the bag (first CameraInfo), else the calibration's."""
-        with open_bag(ref.bag_dir) as bag:
-            for _t, raw in bag.messages(Topics.CAMERA_INFO):
-                m = bag.decode(raw, Topics.CAMERA_INFO)
-                K = np.asarray(m.k, float).reshape(3, 3)
-                return CameraIntrinsics(int(m.width), int(m.height), K, np.asarray(m.d, float),
-                                        str(m.distortion_model) or "plumb_bob", "bag")
+        """Intrinsics recorded in the bag (first CameraInfo), else the calibration's; from
+        the trial's scan when it is cached (the run loop scans for the ground truth
+        first), so that no reader is opened for them."""
+        scan = self._scans.get(str(ref.bag_dir))
+        if scan is not None:
+            raws = scan["camera_info"]
+        else:
+            with self._bag(ref) as bag:
+                raws = [raw for _t, raw in islice(bag.messages(Topics.CAMERA_INFO), 1)]
+        for raw in raws:
+            m = open_bag(ref.bag_dir).decode(raw, Topics.CAMERA_INFO)
+            K = np.asarray(m.k, float).reshape(3, 3)
+            return CameraIntrinsics(int(m.width), int(m.height), K, np.asarray(m.d, float),
+                                    str(m.distortion_model) or "plumb_bob", "bag")
         return ref.calibration.intrinsics
 
     # -- ground truth ---------------------------------------------------------------
@@ -513,7 +569,7 @@ class SessionDataset:
             robot = scan["joints"]
         rows = self._selected_rows(table)
         sub = FrameTable(table.frame[rows], table.t_ns[rows], table.frame_number[rows], table.kind[rows])
-        targets, robot, extra = tracked_inputs(scan, ref, sub.t_ns, robot, opt)
+        targets, robot, extra = tracked_inputs(scan, ref, sub.t_ns, robot, opt, source=self._pose_source.get(ref.session_dir))
         gt = compute_ground_truth(sub, head, robot, ref.calibration, ref.protocol, opt, incomplete=(ref.status == "incomplete"),
                                   targets_world=targets)
         for k, v in extra.items():
@@ -591,12 +647,13 @@ class SessionDataset:
         return {}
 
 
-def tracked_inputs(scan: dict, ref, t_ns: np.ndarray, robot: PoseStream, opt: GTOptions):
+def tracked_inputs(scan: dict, ref, t_ns: np.ndarray, robot: PoseStream, opt: GTOptions, source: str | None = None):
     """Issue 13 (geometry in gaze4hri_core.groundtruth): per-frame table targets when the
     table is tracked (table.yaml + /mocap/rigid_bodies/table/pose), the camera pose
     source recorded in session.yaml (``fk`` or ``mocap``), and, when both camera poses
     exist, their disagreement per frame (``camera_src_diff_mm``, ``camera_src_diff_deg``).
-    Returns (targets_world or None, robot stream to use, extra columns)."""
+    ``source``: the camera pose source when the caller read the manifest already (None:
+    read it here). Returns (targets_world or None, robot stream to use, extra columns)."""
     from gaze4hri_core.session import load_manifest
     from gaze4hri_core.transforms import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
@@ -611,10 +668,11 @@ def tracked_inputs(scan: dict, ref, t_ns: np.ndarray, robot: PoseStream, opt: GT
         targets, _ok = cgt.tracked_targets_world(table.t_ns, table.p, table.q, offset, t_ns, max(opt.mocap_lost_s, opt.max_gap_mocap_s))
     body = scan.get("camera_body", PoseStream.empty()).sorted_unique()
     T_bc = getattr(cal, "T_cambody_camera", None)
-    try:
-        source = str(load_manifest(ref.session_dir).settings.get("camera_pose_source", "fk"))
-    except Exception:  # noqa: BLE001 - an unreadable manifest was reported when the session was listed
-        source = "fk"
+    if source is None:
+        try:
+            source = str(load_manifest(ref.session_dir).settings.get("camera_pose_source", "fk"))
+        except Exception:  # noqa: BLE001 - an unreadable manifest was reported when the session was listed
+            source = "fk"
     if T_bc is None or not len(body.t_ns):
         return targets, robot, extra
     from gaze4hri_core.transforms import interpolate_poses
