@@ -311,7 +311,7 @@ def _handshake(port: int, protocols: str) -> str:
 def test_only_clients_offering_foxglove_sdk_v1_connect_and_the_startup_line_says_so():
     """foxglove-sdk's server accepts the subprotocol foxglove.sdk.v1 only (no option, no
     later release: docs/visualisation.md): a client offering only foxglove.websocket.v1
-    (Foxglove Studio <= 1.87, Lichtblick < 1.22.1) is refused with HTTP 400, one
+    (the open-source Foxglove Studio 1.x, Lichtblick < 1.22.1) is refused with HTTP 400, one
     offering foxglove.sdk.v1 is upgraded; the live view's startup line says which
     clients connect. Fails when a foxglove-sdk upgrade starts accepting the old name:
     then drop the hint."""

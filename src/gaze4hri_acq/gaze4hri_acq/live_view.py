@@ -66,7 +66,7 @@ DEFAULT_ADDRESS = "127.0.0.1:8765"
 #: foxglove.websocket.v1); docs/visualisation.md, "Which Foxglove clients connect"
 SUBPROTOCOL = "foxglove.sdk.v1"
 SUBPROTOCOL_HINT = ("needs a client offering foxglove.sdk.v1: the current Foxglove app, Lichtblick >= 1.22.1; "
-                    "Foxglove Studio <= 1.87 and older Lichtblick offer only foxglove.websocket.v1 and are refused")
+                    "the open-source Foxglove Studio 1.x and Lichtblick < 1.22.1 offer only foxglove.websocket.v1: refused")
 GAZE_TOPIC = "/gaze4hri/gaze"  # the live gaze node's estimate (nodes/gaze_node.GazeTopics.GAZE)
 
 

@@ -303,13 +303,16 @@ class _StreamToRenderer:
 
     def __init__(self, view: OperatorView, stream):
         self._view, self._stream, self._buf = view, stream, ""
+        self._lock = threading.Lock()  # several threads may print
 
     def write(self, text: str) -> int:
-        self._buf += text
-        if "\n" in self._buf:
-            *lines, self._buf = self._buf.split("\n")
-            for line in lines:
-                self._view._print(Text(line))
+        with self._lock:
+            self._buf += text
+            lines = []
+            if "\n" in self._buf:
+                *lines, self._buf = self._buf.split("\n")
+        for line in lines:
+            self._view._print(Text(line))
         return len(text)
 
     def flush(self) -> None:
