@@ -1,6 +1,8 @@
 """ONNX Runtime for the benchmark: device selection, weight resolution with a one-line
-error when a model is missing, batched sessions and a bounded prefetch thread that
-overlaps decoding and pre-processing with inference.
+error when a model is missing, batched sessions (I/O binding on a GPU, ``--batch auto``
+sized to free GPU memory, ``--fp16`` copies checked against FP32, a warm-up run at
+creation) and a bounded prefetch thread that overlaps decoding and pre-processing with
+inference (docs/pipeline.md, "Runtime" and "Devices").
 
 Device rule: CUDA (or TensorRT when asked) when onnxruntime-gpu and a GPU are present,
 CPU otherwise. A device that was asked for and is not available is an error, never a
