@@ -76,3 +76,44 @@ def test_hold_is_per_thread_and_per_bag(sessions, opens):
     assert n_b > 0 and seen["n"] == n_a == n_a2 > 0
     assert opens[me] == 3  # b not held: its scan and its frames; a held: once for both reads
     assert sum(v for k, v in opens.items() if k != me) == 2  # the other thread never uses the held reader: a's scan and frames
+
+
+@pytest.mark.parametrize("little", [True, False])
+def test_direct_cdr_reads_what_rosbags_reads(little):
+    """image_cdr and _poses (the per-frame and pose-stream fields read without rosbags'
+    message objects) against rosbags' own deserializer, both byte orders, odd frame ids
+    and a row stride with padding; a truncated or over-long message is a one-line error."""
+    from gaze4hri_core.errors import SessionError
+    from gaze4hri_core.session import MSG_TYPES, Topics
+
+    ts = backend.typestore()
+    g = ts.types
+    rng = np.random.default_rng(1)
+    pix = rng.integers(0, 256, (5, 8), dtype=np.uint8)  # 2 px rgb8 wide, step 8 (2 bytes of padding per row)
+    head = lambda frame, s: g["std_msgs/msg/Header"](g["builtin_interfaces/msg/Time"](s, 123 + s), frame)  # noqa: E731
+    img = g["sensor_msgs/msg/Image"](head("cam_optical", 7), 5, 2, "rgb8", 0, 8, pix.reshape(-1))
+    raw = bytes(ts.serialize_cdr(img, "sensor_msgs/msg/Image", little_endian=little))
+    mine, theirs = backend.image_cdr(raw), ts.deserialize_cdr(raw, "sensor_msgs/msg/Image")
+    assert (mine.height, mine.width, mine.encoding, mine.step) == (5, 2, "rgb8", 8)
+    assert np.array_equal(backend.decode_image(mine), backend.decode_image(theirs))
+    assert np.array_equal(backend.decode_image(mine), pix[:, :6].reshape(5, 2, 3))
+
+    Pt, Qt = g["geometry_msgs/msg/Point"], g["geometry_msgs/msg/Quaternion"]
+    raws = []
+    for k, frame in enumerate(["world", "w", "a_longer_frame_id"]):
+        q = rng.normal(size=4)
+        pose = g["geometry_msgs/msg/Pose"](Pt(*rng.normal(size=3)), Qt(*(q / np.linalg.norm(q))))
+        raws.append(bytes(ts.serialize_cdr(g["geometry_msgs/msg/PoseStamped"](head(frame, k), pose), MSG_TYPES[Topics.HEAD_POSE],
+                                           little_endian=little)))
+    bag = backend.open_bag("/nonexistent")  # only its path is used, for the error's location
+    s = backend._poses(bag, Topics.HEAD_POSE, raws)
+    for k, raw in enumerate(raws):
+        m = ts.deserialize_cdr(raw, MSG_TYPES[Topics.HEAD_POSE])
+        assert s.t_ns[k] == m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+        assert tuple(s.p[k]) == (m.pose.position.x, m.pose.position.y, m.pose.position.z)
+        assert tuple(s.q[k]) == (m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w)
+    for bad in (raws[0][:-8], raws[0] + bytes(8)):
+        with pytest.raises(SessionError, match="cannot decode a geometry_msgs/msg/PoseStamped message on /mocap"):
+            backend._poses(bag, Topics.HEAD_POSE, [bad])
+    with pytest.raises(ValueError):
+        backend.image_cdr(raw[:-3])

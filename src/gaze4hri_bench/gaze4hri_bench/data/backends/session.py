@@ -187,18 +187,93 @@ def _missing_topic(topic: str, why: str, where: str) -> SessionError:
                         f"record {topic} ({MSG_TYPES.get(topic, '?')}); {_FIX_BAG}")
 
 
+class _Cdr:
+    """A reader of plain CDR (XCDR1) fields with ROS 2's alignment (relative to the end of
+    the 4-byte encapsulation header), for the two message types read in bulk: the
+    per-frame Image and the pose streams. rosbags' generic deserializer builds a message
+    object per call (~20 us); this reads the same fields in ~2 us. Errors are the ones
+    rosbags raises for the same bytes (typesys/store.py ``deserialize_cdr``): bad
+    encapsulation, a field past the end, trailing bytes beyond alignment."""
+
+    __slots__ = ("raw", "e", "o")
+
+    def __init__(self, raw: bytes):
+        if len(raw) < 4 or raw[:2] not in (b"\x00\x00", b"\x00\x01"):
+            raise ValueError("Invalid or unsupported CDR encapsulation.")
+        self.raw, self.e, self.o = raw, "<" if raw[1] == 1 else ">", 4
+
+    def _at(self, n: int, size: int) -> int:
+        o = self.o + (-(self.o - 4)) % n
+        if o + size > len(self.raw):
+            raise ValueError("message is shorter than its fields")
+        self.o = o + size
+        return o
+
+    def u32(self) -> int:
+        return struct.unpack_from(self.e + "I", self.raw, self._at(4, 4))[0]
+
+    def i32(self) -> int:
+        return struct.unpack_from(self.e + "i", self.raw, self._at(4, 4))[0]
+
+    def f8(self, n: int) -> tuple:
+        return struct.unpack_from(f"{self.e}{n}d", self.raw, self._at(8, 8 * n))
+
+    def u8(self) -> int:
+        return self.raw[self._at(1, 1)]
+
+    def string(self) -> str:
+        n = self.u32()
+        return bytes(self.raw[self._at(1, n):self.o]).rstrip(b"\x00").decode() if n else ""
+
+    def stamp(self) -> int:
+        """std_msgs/Header: the stamp in ns; frame_id read past."""
+        sec, nsec = self.i32(), self.u32()
+        self.string()
+        return sec * 1_000_000_000 + nsec
+
+    def end(self) -> None:
+        if self.o + 3 < len(self.raw):
+            raise ValueError("CDR message size mismatch")
+
+
+class _ImageMsg:
+    """The fields of a sensor_msgs/Image that decode_image reads; ``data`` is a read-only
+    view of the raw bytes (as rosbags returns it)."""
+
+    __slots__ = ("height", "width", "encoding", "step", "data")
+
+
+def image_cdr(raw: bytes) -> _ImageMsg:
+    """A CDR sensor_msgs/Image (header, height, width, encoding, is_bigendian, step,
+    data; sensor_msgs/msg/Image.msg) without copying its pixels."""
+    c = _Cdr(raw)
+    m = _ImageMsg()
+    c.stamp()
+    m.height, m.width, m.encoding = c.u32(), c.u32(), c.string()
+    c.u8()  # is_bigendian: rgb8 and its kin are bytes, so it does not matter
+    m.step = c.u32()
+    n = c.u32()
+    m.data = np.frombuffer(raw, np.uint8, n, c._at(1, n))
+    c.end()
+    return m
+
+
 def _poses(bag: open_bag, topic: str, raws: list[bytes]) -> PoseStream:
-    """PoseStamped messages -> PoseStream (header stamps)."""
-    t, P, Q = [], [], []
+    """PoseStamped messages -> PoseStream (header stamps; geometry_msgs/msg/PoseStamped:
+    header, then position xyz and orientation xyzw as float64)."""
+    t, P = [], []
     for raw in raws:
-        m = bag.decode(raw, topic)
-        t.append(m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec)
-        p, o = m.pose.position, m.pose.orientation
-        P.append((p.x, p.y, p.z))
-        Q.append((o.x, o.y, o.z, o.w))
+        try:
+            c = _Cdr(raw)
+            t.append(c.stamp())
+            P.append(c.f8(7))
+            c.end()
+        except (ValueError, struct.error, UnicodeDecodeError) as e:
+            raise SessionError(f"cannot decode a {MSG_TYPES[topic]} message on {topic} ({_short(e)})", str(bag.path), _FIX_BAG) from None
     if not t:
         return PoseStream.empty()
-    return PoseStream(np.array(t, np.int64), np.array(P, float), np.array(Q, float))
+    a = np.array(P, float)
+    return PoseStream(np.array(t, np.int64), a[:, :3].copy(), a[:, 3:].copy())
 
 
 def joint_state_cdr(raw: bytes) -> tuple[int, np.ndarray]:
@@ -524,7 +599,11 @@ class SessionDataset:
                     continue
                 if k >= len(recorded_slots):
                     break
-                msg = bag.decode(raw, Topics.IMAGE)
+                try:
+                    msg = image_cdr(raw)
+                except (ValueError, struct.error, UnicodeDecodeError) as e:
+                    raise SessionError(f"cannot decode a {MSG_TYPES[Topics.IMAGE]} message on {Topics.IMAGE} ({_short(e)})",
+                                       str(ref.bag_dir), _FIX_BAG) from None
                 img = decode_image(msg, f"{ref.bag_dir} frame {k}")
                 yield FrameSample(int(recorded_slots[k]), int(recorded_t[k]), img, int(recorded_numbers[k]))
 
