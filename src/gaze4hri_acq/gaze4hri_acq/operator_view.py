@@ -1,8 +1,10 @@
 """Live terminal view for the operator (rich) and the session's final summary.
 
-What the operator sees, in one table redrawn at 4 Hz by its own thread (so it keeps
-moving while the orchestrator blocks in bring-up, the eye-head calibration or a
-device request), and at once when a key is read:
+What the operator sees, in one table redrawn at 4 Hz and at once when a key is read;
+on a terminal by a process of its own fed state snapshots (RenderProcess), so it keeps
+moving while the orchestrator blocks in bring-up, the eye-head calibration or a device
+request and while the session's other threads keep this process's GIL busy
+(docs/perf/operator_view.md); otherwise by a thread of this process:
 
 - the phase in words: WAITING FOR OPERATOR (with the prompt and "press Enter"),
   bringing up devices, moving to the start pose, HEAD-POSE CHECK, RECORDING; RECORDING
@@ -386,12 +388,15 @@ class OperatorView:
     ``keys``: the operator's input stream (default stdin) or None for no keys;
     ``should_stop``: the session's stop flag (SIGINT/SIGTERM), checked while waiting;
     ``stop_robot``: what the ``s`` key calls (default: the ``/robot/stop`` service);
-    ``clock``: monotonic seconds (a test's fake clock).
+    ``clock``: monotonic seconds (a test's fake clock);
+    ``render_process``: draw in a RenderProcess (True), in this process (False), or
+    the first when the console writes to a terminal (None, the default).
 
     Threads: the orchestrator calls the hooks (short, under ``_lock``); the render
-    thread (``operator-view``) collects device state and redraws every ``1/refresh_hz``
-    s and at once when woken (a key, a prompt); the key reader only updates the state
-    and wakes the render thread; the ``/robot/stop`` call runs in a thread of its own."""
+    thread (``operator-view``) collects device state every ``1/refresh_hz`` s and at
+    once when woken (a key, a prompt), and sends the snapshot to the renderer process or
+    redraws itself; the key reader only updates the state and wakes the render thread;
+    the ``/robot/stop`` call runs in a thread of its own."""
 
     def __init__(self, client, out_dir: Path, console: Console | None = None, *, subject: str = "",
                  yaw_tolerance_deg: float = 7.0, keys=sys.stdin, should_stop: Callable[[], str | None] = lambda: None,
@@ -436,7 +441,7 @@ class OperatorView:
         self._rec_diag = None  # the recorder's last diagnostics (a new dict per message) and when it came
         self._rec_diag_t: float | None = None
         self._bag_was_open = False
-        #: monotonic time of each redraw (the render cadence test reads it)
+        #: monotonic time of each redraw, or of each snapshot sent to the renderer process (the cadence tests read it)
         self.render_times: list[float] = []
 
     # ------------------------------------------------------------------ hooks
