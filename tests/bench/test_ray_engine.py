@@ -106,6 +106,23 @@ def test_ray_equals_the_local_engine_row_for_row_then_resumes(sessions, tiny_mod
     _assert_equal_rows(local_out, out)
 
 
+def test_a_model_missing_on_the_workers_is_one_line(sessions, tiny_models, ray_runtime, tmp_path):
+    """The driver resolved the model (plan_jobs) but the workers cannot load it (a node
+    without the shared models folder): the run stops with the worker's one-line error."""
+    from gaze4hri_bench.pipeline.run import plan_jobs
+    from gaze4hri_core.errors import Gaze4HRIError
+
+    models = tmp_path / "models"
+    shutil.copytree(tiny_models, models)
+    cfg = RunConfig(methods=("tiny_test",), input="rectified", data=sessions, out=tmp_path / "out", models_dir=models,
+                    blinks="off", progress=False, engine="ray", command_line="pytest")
+    jobs = plan_jobs(cfg)
+    jobs[0].model.path.write_bytes(b"not an onnx file")  # after the driver checked it
+    with pytest.raises(Gaze4HRIError, match=r"^on Ray worker .*: ONNX Runtime cannot load .*tiny_test"):
+        run_benchmark(cfg, log=lambda *_: None, jobs=jobs)
+    assert not list((tmp_path / "out").rglob("*.parquet"))
+
+
 def _no_ray_script(body: str) -> str:
     return ("import sys\n" + body + "\nprint('RAY_IMPORTED' if any(m == 'ray' or m.startswith('ray.') for m in sys.modules) else 'NO_RAY')\n")
 

@@ -114,15 +114,21 @@ class _TrialWorker:
         from .runtime import Runner
 
         self.cfg, self.jobs = cfg, jobs
-        for job in jobs:
-            if job.method.kind == "onnx" and job.runner is None:
-                job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, threads)
+        self.init_error: Gaze4HRIError | None = None
         self.face_models = FaceModels(cfg.detector)
-        self.ds = dataset if dataset is not None else open_dataset(cfg)
-        self.refs = {(t.subject, t.trial): t for t in self.ds.trials()}
+        try:  # bad input here (a model or the data missing on this node) is the run's one-line error
+            for job in jobs:
+                if job.method.kind == "onnx" and job.runner is None:
+                    job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, threads)
+            self.ds = dataset if dataset is not None else open_dataset(cfg)
+            self.refs = {(t.subject, t.trial): t for t in self.ds.trials()}
+        except Gaze4HRIError as e:
+            self.init_error = Gaze4HRIError(f"on Ray worker {socket.gethostname()}: {e.what}", e.where, e.fix)
 
     def ready(self) -> str:
         """Answered once the actor is built (sessions loaded): it can take units."""
+        if self.init_error is not None:
+            raise self.init_error
         return socket.gethostname()
 
     def run_unit(self, subject: str, trial: str, jis: list[int]) -> dict:
@@ -239,7 +245,11 @@ def run_ray(cfg, jobs: list, todo: list[set], trefs: list, bars: list, write, da
                 try:
                     ray.get(ref)
                     idle.append(a)
-                except ray.exceptions.RayActorError:  # its restarts used up: gone
+                except ray.exceptions.RayActorError as e:  # its restarts used up: gone
+                    if getattr(e, "actor_init_failed", False):
+                        raise Gaze4HRIError(f"a Ray worker could not start: {str(e).splitlines()[-1][:200]}", "--engine ray",
+                                            "check that every node has this environment and sees --data/--models-dir "
+                                            "(docs/cluster.md)") from None
                     actors.remove(a)
                 except ray.exceptions.RayTaskError as e:  # its sessions could not be built: bad input
                     cause = getattr(e, "cause", None)
