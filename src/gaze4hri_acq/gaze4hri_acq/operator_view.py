@@ -333,11 +333,14 @@ class _StreamToRenderer:
 def render_main(refresh_hz: float = 4.0, stream_in=None, console: Console | None = None) -> int:
     """The renderer process: JSON lines on stdin (``{"state": ...}`` a snapshot,
     ``{"print": markup}`` a line above the table), the table redrawn on stdout every
-    ``1/refresh_hz`` s and at once on a new snapshot; exits at the end of input. SIGINT is
-    the session process's to handle (Ctrl-C reaches the whole foreground group)."""
+    ``1/refresh_hz`` s and at once on a new snapshot; exits at the end of input (the
+    session's ``stop``, or its death). SIGINT and SIGTERM are the session process's to
+    handle (Ctrl-C and a group's SIGTERM reach this process too): the table stays until
+    the session has said its last word, and the cursor is restored at the end."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
     stream_in = stream_in or sys.stdin
     console = console or Console()
     state: dict = {"phase": "idle"}
