@@ -6,6 +6,7 @@ checks each against its definition recomputed by hand.
 """
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import numpy as np
@@ -278,6 +279,21 @@ def path_corners(t_ns, pos, stop_frac: float = 0.2) -> np.ndarray:
     return np.asarray(out, np.int64)
 
 
+_CORNERS: dict[bytes, np.ndarray] = {}
+
+
+def _corners_memo(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """:func:`path_corners` remembered by the path's bytes: every (method, input) file of a run
+    holds the same camera path per video, so it is cut once."""
+    key = hashlib.blake2b(np.ascontiguousarray(t).tobytes() + np.ascontiguousarray(p).tobytes(), digest_size=16).digest()
+    c = _CORNERS.get(key)
+    if c is None:
+        if len(_CORNERS) > 50_000:
+            _CORNERS.clear()
+        c = _CORNERS[key] = path_corners(t, p)
+    return c
+
+
 def label_segments(paths: pd.DataFrame, frames: pd.DataFrame, keys=("subject", "trial")) -> pd.DataFrame:
     """Each frame's segment of its video's camera path: the study's partition of a video by
     the corner times (line_movement_analysis_paper.py:306-330): segment 0 = [t_first, c1],
@@ -288,8 +304,9 @@ def label_segments(paths: pd.DataFrame, frames: pd.DataFrame, keys=("subject", "
     -1 when its video has no path) and ``n_segments`` (corners + 1)."""
     keys = list(keys)
     corners = {}
-    for k, g in paths.groupby(keys, sort=False, observed=True):
-        corners[k if isinstance(k, tuple) else (k,)] = path_corners(g["t_ns"].to_numpy(np.int64), g[list(CAM_COLUMNS)].to_numpy(float))
+    pt, pp = paths["t_ns"].to_numpy(np.int64), paths[list(CAM_COLUMNS)].to_numpy(float)
+    for k, idx in paths.groupby(keys, sort=False, observed=True).indices.items():
+        corners[k if isinstance(k, tuple) else (k,)] = _corners_memo(pt[idx], pp[idx])
     seg = np.full(len(frames), -1, np.int64)
     nseg = np.zeros(len(frames), np.int64)
     t = frames["t_ns"].to_numpy(np.int64)
