@@ -36,9 +36,9 @@ METHODS = ("tiny_test", "straight", "head_pose")
 FILES = ["head_pose__none.parquet", "straight__none.parquet", "tiny_test__crop.parquet", "tiny_test__rectified.parquet"]
 
 
-def _cfg(data: Path, models: Path, out: Path, engine: str = "local", **kw) -> RunConfig:
+def _cfg(data: Path, models: Path, out: Path, engine: str = "local", progress: bool = False, **kw) -> RunConfig:
     return RunConfig(methods=METHODS, input="both", data=data, out=out, models_dir=models, detector="opencv_haar",
-                     blinks="off", batch=4, progress=False, engine=engine, command_line=f"pytest --engine {engine}", **kw)
+                     blinks="off", batch=4, progress=progress, engine=engine, command_line=f"pytest --engine {engine}", **kw)
 
 
 def _assert_equal_rows(a_dir: Path, b_dir: Path) -> None:
@@ -79,12 +79,16 @@ def ray_runtime():
 
 
 @pytest.mark.slow
-def test_ray_equals_the_local_engine_row_for_row_then_resumes(sessions, tiny_models, local_out, ray_runtime, tmp_path):
+def test_ray_equals_the_local_engine_row_for_row_then_resumes(sessions, tiny_models, local_out, ray_runtime, tmp_path, capfd):
     said: list[str] = []
     out = tmp_path / "ray"
-    paths = run_benchmark(_cfg(sessions, tiny_models, out, engine="ray"), log=said.append)
+    paths = run_benchmark(_cfg(sessions, tiny_models, out, engine="ray", progress=True), log=said.append)
     assert sorted(p.name for p in paths) == FILES
     _assert_equal_rows(local_out, out)
+    bars = capfd.readouterr().err  # the run's bars (tqdm on stderr), moved by the driver as units finished
+    rows = len(pd.read_parquet(out / "straight__none.parquet"))
+    for label in ("tiny_test (crop)", "tiny_test (rectified)", "straight (none)", "head_pose (none)"):
+        assert f"{label} trial 3/3: 100%" in bars and f"{rows}/{rows} frames" in bars, label
     assert set(p.relative_to(out) for p in _parts(out)) == set(p.relative_to(local_out) for p in _parts(local_out))
     assert "ray: 3 unit(s) (one trial for all its jobs) on 2 worker(s), 1 CPU each" in said
     timing = [ln for ln in said if ln.startswith("timing:")]

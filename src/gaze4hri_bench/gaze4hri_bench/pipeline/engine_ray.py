@@ -74,9 +74,10 @@ def connect(cfg) -> bool:
         _check_reachable(cfg.address)
     import logging
 
+    native = os.environ.get("GAZE4HRI_NATIVE_LOGS", "") not in ("", "0")  # _console: show third-party logs
     try:
-        ray.init(address=cfg.address or None, include_dashboard=False, logging_level=logging.WARNING,
-                 log_to_driver=False)
+        ray.init(address=cfg.address or None, include_dashboard=False,
+                 logging_level=logging.WARNING if native else logging.ERROR, log_to_driver=native)
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"--address {cfg.address}" if cfg.address else "local Ray runtime"
         raise Gaze4HRIError(f"cannot start or join a Ray cluster: {str(e).splitlines()[0][:200]}", where,
@@ -109,6 +110,9 @@ class _TrialWorker:
     dataset, built once; :meth:`run_unit` runs one trial for the jobs that lack it."""
 
     def __init__(self, cfg, jobs, dataset=None, threads: int | None = None):
+        from .._console import setup
+
+        setup(native_filter=False)  # as the CLI does: quiet native loggers, MediaPipe's protobuf shim
         from .face_pass import FaceModels
         from .run import open_dataset
         from .runtime import Runner
