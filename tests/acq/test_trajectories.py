@@ -76,19 +76,76 @@ def test_arc_about_the_live_eye_keeps_the_axis_on_the_eyes(cal):
     assert np.all(np.diff(yaws) > 0)
 
 
-def test_line_scans_move_along_image_axes_at_the_protocol_speed(cal):
-    # the study's half lengths: +-0.25 m horizontally, +-0.10 m vertically
-    for tid, axis, speed, length in (("mutual_h_slow", 0, 0.05, 0.5), ("mutual_v_fast", 1, 0.1, 0.2)):
+@pytest.mark.parametrize("tid,along,across,speed,pass_m,step_m", [
+    ("mutual_h_slow", 0, 1, 0.05, 0.5, 0.1), ("mutual_h_fast", 0, 1, 0.1, 0.5, 0.1),
+    ("mutual_v_slow", 1, 0, 0.05, 0.2, 0.25), ("mutual_v_fast", 1, 0, 0.1, 0.2, 0.25)])
+def test_line_scans_are_the_studys_raster(cal, tid, along, across, speed, pass_m, step_m):
+    """The study's scan (line_movement_analysis.py:58-76, config.py:344-347): passes 0, 2, 4 of
+    2 x half length along the image axis (h: x, v: y), steps 1, 3 of the other half length
+    across it, four corners, orientation fixed, the middle pass through the front camera and
+    the raster starting at the image's top-left corner (our assumption, rig.raster_scan_points)."""
+    plan = plan_trial(protocol.trial_by_id(tid), cal, cal.eye_nominal_world)
+    cams = [_cam(cal, T) for T in (plan.approach.waypoints_base[0], *plan.motion.waypoints_base)]
+    centre = front_camera_pose(cal)
+    assert len(cams) == 6 and plan.notes["corners"] == 4
+    for k, (a, b) in enumerate(zip(cams[:-1], cams[1:], strict=True)):
+        d = centre.R.T @ (b.t - a.t)  # in the centre camera's optical frame
+        ax, length = (along, pass_m) if k % 2 == 0 else (across, step_m)
+        assert abs(d[ax]) == pytest.approx(length, abs=1e-9), k
+        np.testing.assert_allclose(np.delete(d, ax), 0.0, atol=1e-9)
+        np.testing.assert_allclose(b.R, centre.R, atol=1e-9)  # orientation fixed
+    local = np.array([centre.R.T @ (c.t - centre.t) for c in cams])
+    np.testing.assert_allclose(local[0], [-0.25, -0.10, 0.0], atol=1e-9)  # image top-left
+    np.testing.assert_allclose((local[2] + local[3]) / 2, 0.0, atol=1e-9)  # pass 2 centred on the front pose
+    assert np.abs(local[:, 0]).max() == pytest.approx(0.25) and np.abs(local[:, 1]).max() == pytest.approx(0.10)
+    L = 3 * pass_m + 2 * step_m
+    assert plan.notes["length_m"] == pytest.approx(L) == pytest.approx(protocol.line_path_length_m(tid.split("_")[1]))
+    # one movel per side, blend 0: the camera stops at each corner; 5 ramp pairs at 0.5 m/s^2
+    assert plan.motion.speed == speed and plan.motion.blend == 0 and plan.motion.stops and not plan.motion.constant_speed
+    assert plan.notes["duration_s"] == pytest.approx(L / speed + 5 * speed / plan.motion.accel)
+
+
+def test_sample_path_stops_at_every_waypoint_without_blend():
+    """blend 0: one trapezoid per side, speed 0 at each waypoint (URScript moves with r = 0);
+    a blended path keeps one trapezoid over the polyline."""
+    P = [SE3(np.eye(3), p) for p in ([0, 0, 0], [0.3, 0, 0], [0.3, 0.1, 0], [0, 0.1, 0])]
+    t, poses, v, prof = sample_path(P, 0.1, 0.5, 200, stops=True)
+    one = trapezoid(0.3, 0.1, 0.5).duration + trapezoid(0.1, 0.1, 0.5).duration + trapezoid(0.3, 0.1, 0.5).duration
+    assert prof.duration == pytest.approx(one) and prof.length == pytest.approx(0.7)
+    pos = np.array([p.t for p in poses])
+    for w in P[1:3]:  # the corners are passed at rest
+        k = int(np.argmin(np.linalg.norm(pos - w.t, axis=1)))
+        assert np.linalg.norm(pos[k] - w.t) < 1e-4 and v[k] < 0.01
+    vel = np.linalg.norm(np.diff(pos, axis=0), axis=1) / np.diff(t)
+    assert vel.max() <= 0.1 + 1e-9 and np.abs(np.diff(vel) / np.diff(t)[1:]).max() <= 0.5 * 1.05
+    np.testing.assert_allclose(pos[-1], P[-1].t, atol=1e-12)
+    _, _, vb, pb = sample_path(P, 0.1, 0.5, 200)
+    assert pb.duration == pytest.approx(trapezoid(0.7, 0.1, 0.5).duration) and vb[len(vb) // 3] == pytest.approx(0.1)
+
+
+def test_the_whole_raster_passes_the_monitor_of_the_default_rig(cal):
+    """Every sample of every scan, corners included, within the default rig's workspace box,
+    reach and joint limits and beyond the minimum camera-to-eyes distance (safety.monitor_for
+    on calibration/, the subject at the nominal eye position); the preview's duration is the
+    plan's."""
+    from gaze4hri_core.safety import monitor_for
+    from gaze4hri_sim.arm import HOME_Q
+
+    m = monitor_for(cal)
+    m.update_head(0, SE3(np.eye(3), cal.eye_nominal_world) @ cal.T_head_eye.inv())
+    T_home = SE3.from_matrix(kinematics.forward(HOME_Q))
+    for tid in ("mutual_h_slow", "mutual_h_fast", "mutual_v_slow", "mutual_v_fast"):
         plan = plan_trial(protocol.trial_by_id(tid), cal, cal.eye_nominal_world)
-        a = _cam(cal, plan.approach.waypoints_base[0])
-        b = _cam(cal, plan.motion.waypoints_base[0])
-        d = b.t - a.t
-        assert np.linalg.norm(d) == pytest.approx(length)
-        np.testing.assert_allclose(d / length, a.R[:, axis], atol=1e-9)  # image x (h) or y (v)
-        np.testing.assert_allclose(a.R, b.R, atol=1e-12)  # orientation fixed
-        assert plan.motion.speed == speed and plan.motion.constant_speed
-        centre = front_camera_pose(cal)
-        np.testing.assert_allclose((a.t + b.t) / 2, centre.t, atol=1e-12)
+        pv = preview_move(plan.approach, T_home, HOME_Q, m, now_ns=1)
+        assert pv.ok, pv.verdict.reason
+        pv2 = preview_move(plan.motion, plan.approach.waypoints_base[0], pv.q[-1], m, now_ns=1)
+        assert pv2.ok, (tid, pv2.verdict.reason)
+        assert pv2.duration_s == pytest.approx(plan.notes["duration_s"], rel=1e-9)
+        cam = np.array([_cam(cal, T).t for T in pv2.poses_base])
+        for c in plan.notes["corners_camera_world"]:  # sampled through every corner
+            assert np.linalg.norm(cam - c, axis=1).min() < 1e-4
+        dist = np.linalg.norm(cam - cal.eye_nominal_world, axis=1)
+        assert dist.min() >= m.limits.min_camera_head_m and dist.min() == pytest.approx(cal.front_camera_distance_m, abs=1e-3)
 
 
 @pytest.mark.parametrize("trial_id", ["illum010_P1", "arc_P5", "conflict_left_H1", "mutual_h_fast", "mutual_v_slow"])

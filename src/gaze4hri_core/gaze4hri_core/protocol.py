@@ -26,6 +26,8 @@ __all__ = [
     "CONFLICT_TARGETS",
     "MUTUAL_SPEEDS_MPS",
     "LINE_HALF_LENGTH_M",
+    "LINE_PASSES",
+    "line_path_length_m",
     "FIXED_TRIAL_S",
     "ARC_DURATION_S",
     "P_GRID",
@@ -49,6 +51,11 @@ CONFLICT_TARGETS = {
 MUTUAL_SPEEDS_MPS = {"slow": 0.05, "fast": 0.1}
 # line scans reach +-0.25 m from the centre horizontally, +-0.10 m vertically (config.py:344-345)
 LINE_HALF_LENGTH_M = {"h": 0.25, "v": 0.10}
+# each scan is a raster of three passes along its axis joined by two steps across it, the
+# camera stopping at the four corners (line_movement_analysis.py:58-59, 65-76: at 100 Hz
+# the corners of the fast h scan fall at rows 500, 600, 1100, 1200 = passes of 0.5 m and
+# steps of 0.1 m at 0.1 m/s; of the fast v scan at 200, 450, 650, 900 = 0.2 m and 0.25 m)
+LINE_PASSES = 3
 # recording time: 5 s for fixed-camera trials, 10 s for the arc (config.py:59-69);
 # the arc's duration is the recording time (config.py:305-306)
 FIXED_TRIAL_S = 5.0
@@ -61,13 +68,25 @@ P_GRID = {
 }
 
 
+def line_path_length_m(axis: str, half_h_m: float | None = None, half_v_m: float | None = None) -> float:
+    """Camera path length (m) of a mutual-gaze raster along ``axis``: three passes of twice
+    the half length along it, two steps of the half length across it (h 1.7 m, v 1.1 m
+    with the study's values; gaze4hri_core.rig.raster_scan_points)."""
+    h = LINE_HALF_LENGTH_M["h"] if half_h_m is None else float(half_h_m)
+    v = LINE_HALF_LENGTH_M["v"] if half_v_m is None else float(half_v_m)
+    if axis not in ("h", "v"):
+        raise ValueError(f"scan axis must be 'h' or 'v', got {axis!r}")
+    along, across = (h, v) if axis == "h" else (v, h)
+    return LINE_PASSES * 2 * along + (LINE_PASSES - 1) * across
+
+
 @dataclass(frozen=True)
 class CameraMotion:
     """How the camera moves during a trial.
 
     kind: ``fixed`` (front, 0 deg yaw), ``arc`` (radius ``radius_m`` about the eye
-    midpoint from ``yaw_deg[0]`` to ``yaw_deg[1]``) or ``line`` (scan along ``axis``
-    ``h``/``v`` at constant ``speed_mps``).
+    midpoint from ``yaw_deg[0]`` to ``yaw_deg[1]``) or ``line`` (raster of passes along
+    ``axis`` ``h``/``v`` at ``speed_mps``, stopping at its corners).
     """
 
     kind: str

@@ -6,15 +6,21 @@
 - arc: radius 0.5 m about the subject's *live* eye midpoint, yaw -30 -> +30 deg, the
   optical axis kept on the eyes (exp. 2), lasting the 10 s recording as in the study
   (GazeForHRI/Gaze4HRI@main:config.py:299-306);
-- line: horizontal (image x, +-0.25 m) or vertical (image y, +-0.10 m) scan through
-  the front camera pose at constant camera speed 0.05 or 0.1 m/s, orientation fixed
-  (exp. 4.2; GazeForHRI/Gaze4HRI@main:config.py:339-354), run as the controller's
-  constant-tool-speed move (URScript ``movep``).
+- line (mutual gaze, exp. 4.2): the study's raster in the front camera's image plane,
+  three passes along the scan axis (h: image x, 0.5 m; v: image y, 0.2 m) joined by two
+  steps across it, covering +-0.25 m x +-0.10 m about the front pose
+  (GazeForHRI/Gaze4HRI@main:config.py:339-354), at 0.05 or 0.1 m/s, orientation fixed.
+  The camera stops at each of the four corners (line_movement_analysis.py:58-59): one
+  linear move per side with blend radius 0 (URScript ``movel`` with r = 0 ends at rest),
+  so the recording, which lasts the motion (data_collector.py:530-536), is the path
+  length at the speed plus one ramp pair per side (rig.raster_scan_points).
 
 Timing is a trapezoidal velocity profile over the path length (UR moves accelerate,
 cruise and decelerate along the path; Universal Robots, "The URScript Programming
-Language", movel/movep). Poses: tool0 in the controller Base frame; the camera is
-T_world_base^-1 (registration) and the hand-eye transform away.
+Language", movel/movep): one trapezoid over a blended path (blend > 0), one per side
+when the blend is 0 and the tool stops at every waypoint. Poses: tool0 in the
+controller Base frame; the camera is T_world_base^-1 (registration) and the hand-eye
+transform away.
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gaze4hri_core.calibration import Calibration
 from gaze4hri_core.protocol import ARC_DURATION_S, LINE_HALF_LENGTH_M, Trial
-from gaze4hri_core.rig import camera_on_arc, line_scan_points
+from gaze4hri_core.rig import camera_on_arc, raster_scan_points
 from gaze4hri_core.transforms import SE3
 
 from .safety import SafetyMonitor, Verdict, exp_so3, finite_pose, rotvec_of, se3_unchecked
@@ -33,12 +39,14 @@ from .safety import SafetyMonitor, Verdict, exp_so3, finite_pose, rotvec_of, se3
 __all__ = [
     "TrajectorySettings",
     "Profile",
+    "StopProfile",
     "trapezoid",
     "speed_for_duration",
     "Move",
     "TrialPlan",
     "Preview",
     "sample_path",
+    "stop_profile",
     "front_camera_pose",
     "tool0_for_camera",
     "plan_fixed",
@@ -66,14 +74,14 @@ class TrajectorySettings(BaseModel):
     arc_step_deg: float = Field(default=2.0, gt=0.1, le=10.0, description="yaw spacing of the arc's waypoints (deg)")
     arc_blend_m: float = Field(default=0.005, ge=0, le=0.05, description="blend radius between arc waypoints (m)")
     line_half_length_h_m: float = Field(default=LINE_HALF_LENGTH_M["h"], gt=0.01, le=0.3,
-                                        description="half length of the horizontal mutual-gaze line scan (m; "
-                                                    "GazeForHRI/Gaze4HRI@main:config.py:344)")
+                                        description="half width of the mutual-gaze raster, image x: h passes span twice it, "
+                                                    "v steps are it (m; GazeForHRI/Gaze4HRI@main:config.py:344)")
     line_half_length_v_m: float = Field(default=LINE_HALF_LENGTH_M["v"], gt=0.01, le=0.3,
-                                        description="half length of the vertical mutual-gaze line scan (m; "
-                                                    "GazeForHRI/Gaze4HRI@main:config.py:345)")
+                                        description="half height of the mutual-gaze raster, image y: v passes span twice it, "
+                                                    "h steps are it (m; GazeForHRI/Gaze4HRI@main:config.py:345)")
 
     def line_half_length_m(self, axis: str) -> float:
-        """Half length of the line scan along ``axis`` (h or v)."""
+        """Half extent of the mutual-gaze raster along image ``axis`` (h: x, v: y)."""
         return self.line_half_length_h_m if axis == "h" else self.line_half_length_v_m
     preview_rate_hz: float = Field(default=50.0, ge=5, le=500, description="sampling rate of previews (Hz)")
 
@@ -116,6 +124,52 @@ def trapezoid(length: float, v_max: float, a: float) -> Profile:
     return Profile(length, v_max, a, t_acc, 2 * t_acc + cruise)
 
 
+@dataclass(frozen=True)
+class StopProfile:
+    """Consecutive trapezoids, one per side of a path on which the tool stops at every
+    waypoint (URScript moves with blend radius 0 end at rest; the controller emulator
+    groups moves only while r > 0, gaze4hri_sim.ur_motion). Same interface as Profile."""
+
+    sides: tuple[Profile, ...]
+
+    @property
+    def length(self) -> float:
+        return float(sum(p.length for p in self.sides))
+
+    @property
+    def duration(self) -> float:
+        return float(sum(p.duration for p in self.sides))
+
+    @property
+    def v(self) -> float:
+        return max((p.v for p in self.sides), default=0.0)
+
+    def _side(self, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        t = np.clip(np.asarray(t, float), 0.0, self.duration)
+        t_end = np.cumsum([p.duration for p in self.sides])
+        k = np.minimum(np.searchsorted(t_end, t, side="right"), len(self.sides) - 1)
+        t0 = np.concatenate([[0.0], t_end])[k]
+        return t, k, t - t0
+
+    def s(self, t) -> np.ndarray:
+        """Arc length travelled at time(s) t (s)."""
+        t, k, tau = self._side(t)
+        s0 = np.concatenate([[0.0], np.cumsum([p.length for p in self.sides])])
+        out = np.array([s0[ki] + float(self.sides[ki].s(ti)) for ki, ti in zip(np.atleast_1d(k), np.atleast_1d(tau), strict=True)])
+        return out.reshape(np.shape(t))
+
+    def speed(self, t) -> np.ndarray:
+        t_in = np.asarray(t, float)
+        t, k, tau = self._side(t_in)
+        out = np.array([float(self.sides[ki].speed(ti)) for ki, ti in zip(np.atleast_1d(k), np.atleast_1d(tau), strict=True)])
+        return np.where((t_in < 0) | (t_in > self.duration), 0.0, out.reshape(np.shape(t)))
+
+
+def stop_profile(poses: list[SE3], v_max: float, a: float) -> StopProfile:
+    """One trapezoid per side of the path through ``poses`` (the tool at rest at each)."""
+    return StopProfile(tuple(trapezoid(float(L), v_max, a) for L in _seg_lengths(poses)))
+
+
 def _seg_lengths(poses: list[SE3]) -> np.ndarray:
     out = []
     for A, B in zip(poses[:-1], poses[1:], strict=True):
@@ -148,10 +202,12 @@ def interpolate_path(poses: list[SE3], s: np.ndarray) -> list[SE3]:
 MAX_PREVIEW_SAMPLES = 30_000
 
 
-def sample_path(poses: list[SE3], speed: float, accel: float, rate_hz: float) -> tuple[np.ndarray, list[SE3], np.ndarray, Profile]:
+def sample_path(poses: list[SE3], speed: float, accel: float, rate_hz: float,
+                stops: bool = False) -> tuple[np.ndarray, list[SE3], np.ndarray, Profile | StopProfile]:
     """Sample a move through ``poses`` (start first) at ``rate_hz``: (t, poses, speed, profile).
 
-    One trapezoid over the whole path (blended waypoints, as movePath/movep run them).
+    One trapezoid over the whole path (blended waypoints, as movePath/movep run them), or
+    with ``stops`` one per side, the tool at rest at every waypoint (blend radius 0).
     A move that cannot be timed (non-finite or non-positive speed, acceleration or
     rate, non-finite poses or length) is returned unsampled, its waypoints at t = 0,
     so that SafetyMonitor.preview refuses it with a reason instead of this raising.
@@ -163,7 +219,7 @@ def sample_path(poses: list[SE3], speed: float, accel: float, rate_hz: float) ->
     if not ok or not np.isfinite(length):
         z = np.zeros(len(poses))
         return z, poses, z.copy(), Profile(0.0, 0.0, 0.0, 0.0, 0.0)
-    prof = trapezoid(length, speed, accel)
+    prof = stop_profile(poses, speed, accel) if stops and len(poses) > 2 else trapezoid(length, speed, accel)
     n = int(min(max(2.0, np.ceil(prof.duration * rate_hz) + 1), MAX_PREVIEW_SAMPLES))
     t = np.linspace(0.0, prof.duration, n)
     return t, interpolate_path(poses, prof.s(t)), prof.speed(t), prof
@@ -183,6 +239,12 @@ class Move:
 
     def path(self, start: SE3) -> list[SE3]:
         return [start, *self.waypoints_base]
+
+    @property
+    def stops(self) -> bool:
+        """The tool stops at every waypoint: blend radius 0 (URScript ``movel``/``movep`` with
+        r = 0 end at rest; robot_rtde.build_path sends ``blend`` on every entry but the last)."""
+        return self.blend == 0
 
 
 @dataclass(frozen=True)
@@ -261,15 +323,25 @@ def speed_for_duration(length: float, duration: float, accel: float) -> float:
 
 def plan_line(calib: Calibration, eye_world, settings: TrajectorySettings, axis: str, speed: float,
               trial_id: str = "line") -> TrialPlan:
-    """Mutual-gaze line scan through the front camera pose, orientation fixed."""
+    """Mutual-gaze scan: the study's raster about the front camera pose (rig.raster_scan_points),
+    orientation fixed, as the study's analysis regresses the error on the gaze angle in the
+    camera, which varies along each pass (line_movement_analysis_paper.py:206-208).
+
+    The approach brings the camera to the raster's start; the motion is one linear move per
+    side (five waypoints, blend 0), the camera at rest at each of the four corners
+    (line_movement_analysis.py:58-59). Its duration, the trial's recording time
+    (data_collector.py:530-536), is the path length at ``speed`` plus five ramp pairs:
+    h 1.7 m, v 1.1 m (notes["duration_s"])."""
     centre = front_camera_pose(calib, eye_world)
-    half = settings.line_half_length_m(axis)
-    a, b = line_scan_points(centre, axis, half)
-    cam_a, cam_b = SE3(centre.R, a), SE3(centre.R, b)
-    approach = Move("approach", (tool0_for_camera(calib, cam_a),), settings.approach_speed, settings.approach_accel)
-    motion = Move(f"line_{axis}", (tool0_for_camera(calib, cam_b),), float(speed), settings.motion_accel, constant_speed=True)
-    return TrialPlan(trial_id, "line", approach, motion, np.asarray(eye_world, float), cam_a, cam_b,
-                     {"axis": axis, "speed_mps": float(speed), "length_m": 2 * half})
+    pts = raster_scan_points(centre, axis, settings.line_half_length_h_m, settings.line_half_length_v_m)
+    cams = [SE3(centre.R, p) for p in pts]
+    tools = [tool0_for_camera(calib, c) for c in cams]
+    approach = Move("approach", (tools[0],), settings.approach_speed, settings.approach_accel)
+    motion = Move(f"line_{axis}", tuple(tools[1:]), float(speed), settings.motion_accel, blend=0.0)
+    cam_prof = stop_profile(cams, float(speed), settings.motion_accel)
+    return TrialPlan(trial_id, "line", approach, motion, np.asarray(eye_world, float), cams[0], cams[-1],
+                     {"axis": axis, "speed_mps": float(speed), "length_m": cam_prof.length, "corners": len(cams) - 2,
+                      "duration_s": cam_prof.duration, "corners_camera_world": pts[1:-1].tolist()})
 
 
 def plan_trial(trial: Trial, calib: Calibration, eye_world, settings: TrajectorySettings | None = None) -> TrialPlan:
@@ -298,13 +370,20 @@ def preview_move(move: Move, start_base: SE3, q_start, monitor: SafetyMonitor, r
         return Preview(v, z, [], z.copy(), None, 0.0)
     path = move.path(start_base)
     length = float(_seg_lengths(path).sum())
-    if not np.isfinite(length) or trapezoid(length, move.speed, move.accel).duration * rate_hz > MAX_PREVIEW_SAMPLES:
+    if not np.isfinite(length) or _duration(path, length, move) * rate_hz > MAX_PREVIEW_SAMPLES:
         z = np.zeros(0)
         return Preview(Verdict(False, f"motion '{move.name}' ({length:.3g} m at {move.speed:.3g} m/s, {move.accel:.3g} m/s^2) would last "
                                       f"longer than the {MAX_PREVIEW_SAMPLES / rate_hz:.0f} s a preview covers", "invalid"), z, [], z.copy(), None, 0.0)
-    t, poses, v, prof = sample_path(path, move.speed, move.accel, rate_hz)
+    t, poses, v, prof = sample_path(path, move.speed, move.accel, rate_hz, stops=move.stops)
     verdict, q = monitor.preview(t, poses, q_start, move.speed, move.accel, now_ns=now_ns, check_mocap=check_mocap)
     return Preview(verdict, t, poses, v, q, prof.duration)
+
+
+def _duration(path: list[SE3], length: float, move: Move) -> float:
+    """The move's duration (s) as sample_path will time it."""
+    if move.stops and len(path) > 2:
+        return stop_profile(path, move.speed, move.accel).duration
+    return trapezoid(length, move.speed, move.accel).duration
 
 
 def _invalid_move(move: Move, start_base: SE3, q_start, rate_hz: float) -> Verdict:

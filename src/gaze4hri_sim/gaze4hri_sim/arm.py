@@ -217,13 +217,16 @@ class SimArm:
         """Start a linear move through Base-frame waypoints; returns its duration (s).
 
         Previewed first (workspace, reach, flips, speed, acceleration, head distance,
-        head tracking); raises MotionRefused with the reason and does not move.
+        head tracking); raises MotionRefused with the reason and does not move. With
+        ``blend`` 0 the tool stops at every waypoint (one trapezoid per side), as the
+        controller runs moves with blend radius 0 (gaze4hri_sim.ur_motion); with a blend
+        one trapezoid covers the whole path.
         """
         with self._lock:
             self.update()
             self._ready("move_linear")
             start = self.T_base_tool0(self._t)
-            t, poses, v, prof = sample_path([start, *waypoints], speed, accel, self.preview_rate_hz)
+            t, poses, v, prof = sample_path([start, *waypoints], speed, accel, self.preview_rate_hz, stops=blend == 0)
             verdict, q = self.monitor.preview(t, poses, self._q, speed, accel, now_ns=self._t)
             if not verdict:
                 raise MotionRefused(verdict.reason or "refused", "UR robot (sim)")

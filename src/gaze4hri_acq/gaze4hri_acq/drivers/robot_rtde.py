@@ -287,14 +287,15 @@ class RtdeRobot:
                 self._moving = False
 
     # ------------------------------------------------------------------ motion
-    def _preview(self, waypoints: list[SE3], speed: float, accel: float) -> np.ndarray:
-        """Refuse or pass the linear move from the current pose; returns its joint path."""
+    def _preview(self, waypoints: list[SE3], speed: float, accel: float, stops: bool = False) -> np.ndarray:
+        """Refuse or pass the linear move from the current pose; returns its joint path
+        (``stops``: blend 0, the tool at rest at every waypoint, as the controller runs it)."""
         if self.safety.operator_stop is not None:
             raise MotionRefused(f"operator stop active ({self.safety.operator_stop}); clear it first", _DEVICE)
         smp = self._sample()
         if smp.pstop:
             raise MotionRefused("the robot is in a protective stop; unlock it on the teach pendant first", _DEVICE)
-        t, poses, _, _ = sample_path([ur_pose_to_se3(smp.pose), *waypoints], speed, accel, 50.0)
+        t, poses, _, _ = sample_path([ur_pose_to_se3(smp.pose), *waypoints], speed, accel, 50.0, stops=stops)
         verdict, qs = self.safety.preview(t, poses, smp.q, speed, accel, now_ns=self.clock.now_ns())
         if not verdict:
             raise MotionRefused(verdict.reason or "refused", _DEVICE)
@@ -312,7 +313,7 @@ class RtdeRobot:
     def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0, constant_speed: bool = False) -> None:
         self._need(control=True)
         with self._lock:
-            self._preview(list(waypoints), speed, accel)
+            self._preview(list(waypoints), speed, accel, stops=blend == 0)
             self._send_path(build_path(list(waypoints), speed, accel, blend, constant_speed), speed)
 
     def move_joints(self, q: np.ndarray, speed: float, accel: float) -> None:
