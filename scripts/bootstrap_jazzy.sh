@@ -55,7 +55,9 @@ pip_() { "${PIP[@]}" "$@" 2>&1 | { grep -v 'is ignored: it is neither a file nor
 pip_ install -U "pip>=24"
 say "installing the acquisition side's pinned stack and the ROS 2 Jazzy wheels (requirements/ros-jazzy.txt)"
 pip_ install -r requirements/ros-jazzy.txt
-bash scripts/build_tf2_msgs.sh "$VENV"  # needs cmake >= 3.19, g++ and Python 3.12's headers (it says which is missing)
+# live /tf is optional: a failed build leaves sessions without it (one warning each) and its tests
+# skipped with the reason; the error line above says what to install
+bash scripts/build_tf2_msgs.sh "$VENV" || say "warning: tf2_msgs was not built: sessions and replays run without live /tf (see the error above)"
 say "installing gaze4hri_core, gaze4hri_sim, gaze4hri_acq (editable)"
 pip_ install --no-deps --no-build-isolation -e src/gaze4hri_core -e src/gaze4hri_sim -e src/gaze4hri_acq
 "$VENV/bin/python" -c "$IMPORTS"
