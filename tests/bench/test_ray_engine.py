@@ -3,8 +3,9 @@ benchmark one trial per work unit and its results equal the local engine's row f
 bit for bit; a rerun resumes from the part files; the local engine and ``import
 gaze4hri_bench`` never import Ray; Ray missing or a cluster that does not answer is one
 line. The ``long`` test starts a real two-node cluster on loopback (`ray start` twice,
-separate temp dirs), kills the worker node's raylet mid-run and checks the results are
-still equal, with no row twice.
+separate temp dirs), kills the worker node (its raylet and the processes under it) while
+its worker runs a unit and checks the results are still equal, with no row twice; then
+kills the driver mid-run and checks that the same command resumes.
 
 Data: real MCAP sessions (tests/bench/data/_session.py) every worker process opens from
 disk, tiny ONNX models (conftest.tiny_models), the OpenCV Haar face detector (no model
@@ -204,7 +205,7 @@ def _kill_tree_of(tag: str) -> list[int]:
 
 
 @pytest.mark.long
-def test_two_nodes_on_loopback_one_killed_mid_run_still_equal(sessions, tiny_models, local_out, tmp_path):
+def test_two_nodes_on_loopback_one_killed_mid_run_still_equal_and_a_killed_driver_resumes(sessions, tiny_models, local_out, tmp_path):
     import psutil
 
     port = _free_port()
@@ -253,6 +254,22 @@ def test_two_nodes_on_loopback_one_killed_mid_run_still_equal(sessions, tiny_mod
         assert "ray: 3 unit(s) (one trial for all its jobs) on 2 worker(s)" in r.stdout
         assert "ray: worker lost on S01/" in r.stdout, r.stdout  # the unit in flight there ran again on the head node
         _assert_equal_rows(local_out, out)
+
+        # the driver killed mid-run (its workers go with it): the same command resumes
+        out2 = tmp_path / "out2"
+        argv2 = [a if a != str(out) else str(out2) for a in argv]
+        driver = subprocess.Popen(argv2, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while not ((out2 / ".parts").is_dir() and any((out2 / ".parts").rglob("*.parquet"))):
+            assert driver.poll() is None and time.monotonic() < deadline, "the run ended before any part was written"
+            time.sleep(0.05)
+        driver.kill()
+        driver.wait(30)
+        done = len(list((out2 / ".parts").rglob("*.parquet")))
+        r = subprocess.run(argv2, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+        assert "already done (resumed)" in r.stdout and done < 3 * len(FILES)
+        _assert_equal_rows(local_out, out2)
     finally:
         _kill_tree_of(str(worker))
         _kill_tree_of(str(head))
