@@ -92,6 +92,11 @@ def test_ray_equals_the_local_engine_row_for_row_then_resumes(sessions, tiny_mod
         assert f"{label} trial 3/3: 100%" in bars and f"{rows}/{rows} frames" in bars, label
     assert set(p.relative_to(out) for p in _parts(out)) == set(p.relative_to(local_out) for p in _parts(local_out))
     assert "ray: 3 unit(s) (one trial for all its jobs) on 2 worker(s), 1 CPU each" in said
+    from gaze4hri_bench.pipeline.engine_ray import LAST_STATS
+
+    units = LAST_STATS[0].units
+    assert sorted(u["trial"] for u in units) == ["S01/arc_P2", "S01/illum100_P5", "S01/mutual_h_fast"]
+    assert all(u["gpus_visible"] == "" for u in units)  # no GPU reserved (--device auto): none visible
     timing = [ln for ln in said if ln.startswith("timing:")]
     assert timing[0].startswith("timing: 3 trial(s), ") and "decoded once for 4 job(s)" in timing[0]
     md = results.read_metadata(out / "tiny_test__crop.parquet")

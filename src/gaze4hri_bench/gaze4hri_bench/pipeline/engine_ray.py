@@ -97,7 +97,7 @@ class RayRunStats:
     totals: list = dataclasses.field(default_factory=list)
     last_done: list = dataclasses.field(default_factory=list)
     workers: int = 0
-    units: list = dataclasses.field(default_factory=list)  # {trial, worker_s, round_trip_s, node, pid, attempt}
+    units: list = dataclasses.field(default_factory=list)  # {trial, worker_s, round_trip_s, node, pid, attempt, gpus_visible}
     retried: int = 0  # units that ran again after their worker was lost
 
     def __post_init__(self):
@@ -145,7 +145,7 @@ class _TrialWorker:
         t0 = time.perf_counter()
         key = (subject, trial)
         out = {"jobs": {}, "shared": None, "decoded": 0, "warnings": [], "excluded": {}, "node": socket.gethostname(),
-               "pid": os.getpid()}
+               "pid": os.getpid(), "gpus_visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
         try:
             tref = self.refs.get(key)
             if tref is None:
@@ -216,8 +216,13 @@ def run_ray(cfg, jobs: list, todo: list[set], trefs: list, bars: list, write, da
         # (max_task_retries=0) but handed back to the queue here, so it runs on the next
         # worker that is up, never waiting on a restart that cannot be placed.
         # SPREAD: one worker per node before two on one (docs/cluster.md).
+        # a worker that reserved no GPU must not use one: Ray 2.60 no longer hides the node's
+        # GPUs from it (ray/_private/accelerators/accelerator.py, RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO),
+        # so --device auto would put every worker of a GPU node on its GPUs, unaccounted
+        hide = {} if gpus else {"runtime_env": {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}}
         worker = ray.remote(_TrialWorker).options(num_cpus=cpus, num_gpus=gpus, max_restarts=MAX_RESTARTS,
-                                                   max_task_retries=0, max_concurrency=1, scheduling_strategy="SPREAD")
+                                                   max_task_retries=0, max_concurrency=1, scheduling_strategy="SPREAD",
+                                                   **hide)
         shipped = [dataclasses.replace(j, runner=None) for j in jobs]  # sessions are built in the actors
         actors = [worker.remote(cfg, shipped, dataset, cfg.threads or cpus) for _ in range(n)]
         stats.workers = n
@@ -283,7 +288,7 @@ def run_ray(cfg, jobs: list, todo: list[set], trefs: list, bars: list, write, da
                 raise res["error"]
             now = time.perf_counter()
             stats.units.append({"trial": f"{t.subject}/{t.trial}", "worker_s": res["worker_s"], "round_trip_s": now - sent,
-                                "node": res["node"], "pid": res["pid"], "attempt": attempt})
+                                "node": res["node"], "pid": res["pid"], "attempt": attempt, "gpus_visible": res["gpus_visible"]})
             for line in res["warnings"]:
                 write(f"warning: {line}")
             if res["shared"] is not None:
