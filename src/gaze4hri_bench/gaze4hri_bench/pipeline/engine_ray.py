@@ -7,7 +7,8 @@ and writes each job's part file itself (run.write_job_part, atomic, keyed by
 subject/trial). Resume, merge and provenance are therefore the local engine's: the
 driver plans what is left from the part files, updates the run's progress bars as units
 finish, and merges. A worker lost mid-unit: Ray restarts the actor (``max_restarts``)
-and runs the unit again (``max_task_retries``); parts already written by the lost
+and the driver hands the unit to the next worker that is up (``max_task_retries=0``: a
+unit never waits on a restart that cannot be placed); parts already written by the lost
 attempt are skipped, and a rewritten part replaces, never appends, so no row is doubled.
 The driver killed: its actors go with it; a rerun resumes from the parts on disk.
 
@@ -48,7 +49,8 @@ def import_ray():
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     """A host:port address must answer a TCP connect before ray.init waits on it
-    (ray.init retries a dead GCS for about a minute before it gives up)."""
+    (ray 2.60's ray.init on an address where nothing listens was still retrying after
+    200 s here)."""
     if address in ("auto", "local") or "://" in address:
         return
     host, _, port = address.rpartition(":")
