@@ -58,7 +58,7 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
         raise Gaze4HRIError(f"--address {address!r} is not host:port", "--address",
                             "pass the head node's address as `ray start --head` printed it, e.g. 10.0.0.5:6379, or auto")
     try:
-        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()  # [::1]:6379 too
     except OSError as e:
         raise Gaze4HRIError(f"no Ray cluster answers at {address} ({e.strerror or e})", "--address",
                             "start one with `ray start --head --port 6379` (docs/cluster.md) and pass that address, "
