@@ -56,7 +56,7 @@ def test_session_launch_arguments_are_the_session_config_fields():
 @pytest.mark.unit
 def test_resolution_defaults_to_the_backends_for_the_cli_and_the_launch_alike():
     """session.launch.py subject:=S12 with the simulated lab records 640x360 (a 63-trial
-    session fits a laptop, ~9.4 GB), the real D435i 1920x1080; an explicit value wins."""
+    session fits a laptop, ~11 GB), the real D435i 1920x1080; an explicit value wins."""
     from gaze4hri_acq.cli import _session_args, build_parser
     from gaze4hri_acq.nodes.launching import session_arguments
     from gaze4hri_acq.orchestrator.session import estimate_session_bytes

@@ -35,11 +35,12 @@ def test_real_robot_node_runs_a_trial_stops_on_loss_and_shows_a_protective_stop(
         bed.client.request("robot", "clear_stop")
         bed.move(plan.approach)
         assert np.linalg.norm(tcp(bed.emu_state()) - start) < 1e-3
-        # the line scan runs at its constant commanded speed along the line
+        # the scan's first pass runs at its commanded speed along its side (the raster's first corner)
         bed.move(line, wait=False)
         st = wait_for(lambda: s if (s := bed.robot.state) is not None and np.linalg.norm(s.T_base_tool0.t - start) > 0.05 else None,
                       10, "the line scan to get under way")
-        u = (end - start) / np.linalg.norm(end - start)
+        first = line.waypoints_base[0].t
+        u = (first - start) / np.linalg.norm(first - start)
         p = st.T_base_tool0.t - start
         assert np.linalg.norm(p - (p @ u) * u) < 1e-3 and abs(np.linalg.norm(st.tcp_speed[:3]) - line.speed) < 5e-3
         # the head band is lost mid-motion: a mocap_loss fault and the emulated arm stands short of the end

@@ -11,7 +11,7 @@ from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, 
 from gaze4hri_core.devices import CameraDriver, DeviceError, MocapDriver, MotionRefused, RobotDriver
 from gaze4hri_core.gaze import angular_error_deg
 from gaze4hri_core.groundtruth import gaze_in_camera
-from gaze4hri_core.trajectories import plan_trial
+from gaze4hri_core.trajectories import plan_trial, trapezoid
 from gaze4hri_core.transforms import SE3, interpolate_poses
 from gaze4hri_sim.clock import SimClock
 from gaze4hri_sim.render import FaceRenderer
@@ -232,16 +232,19 @@ def test_robot_motion_commanded_vs_measured(lab):
     t0 = world.clock.now_ns()
     _run_until_still(world, robot, 0.008)
     dur = (world.clock.now_ns() - t0) / 1e9
-    assert dur == pytest.approx(0.5 / 0.1 + 0.1 / 0.5, abs=0.02)  # 0.5 m (the study's +-0.25 m) at 0.1 m/s plus the ramps
+    # the study's raster (1.7 m: 3 passes of 0.5 m, 2 steps of 0.1 m) at 0.1 m/s, at rest at
+    # each of its 4 corners: 5 ramp pairs of 0.2 s
+    assert dur == pytest.approx(1.7 / 0.1 + 5 * 0.1 / 0.5, abs=0.02) and dur == pytest.approx(plan.notes["duration_s"], abs=0.02)
     log = np.array(world.arm.commanded_log)
     assert log[:, 1].max() == pytest.approx(0.1, rel=1e-3)
     assert log[:, 2].max() == pytest.approx(0.1, rel=0.05)  # measured (finite differences of FK)
-    # speed scaling stretches time
+    # speed scaling stretches time: back to the start in one move, at half the time rate
     robot.set_speed_scaling(0.5)
+    back = trapezoid(float(np.linalg.norm(plan.approach.waypoints_base[0].t - robot.state().T_base_tool0.t)), 0.1, 0.5).duration
     robot.move_linear(list(plan.approach.waypoints_base), 0.1, 0.5)
     t0 = world.clock.now_ns()
     _run_until_still(world, robot, 0.008)
-    assert (world.clock.now_ns() - t0) / 1e9 == pytest.approx(2 * dur, abs=0.05)
+    assert (world.clock.now_ns() - t0) / 1e9 == pytest.approx(2 * back, abs=0.05)
 
 
 def test_protective_stop_mid_motion(lab):

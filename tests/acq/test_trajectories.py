@@ -105,6 +105,24 @@ def test_line_scans_are_the_studys_raster(cal, tid, along, across, speed, pass_m
     assert plan.notes["duration_s"] == pytest.approx(L / speed + 5 * speed / plan.motion.accel)
 
 
+def test_the_slow_scan_is_the_fast_one_at_half_the_time_rate(cal):
+    """Every slow corner at twice the fast one's time (line_movement_analysis.py:64-76): half
+    the speed, a quarter of the acceleration; durations (= recording) h 18 s / 36 s, v 12 s /
+    24 s, as trajectories.line_duration_s and the session's estimate say."""
+    from gaze4hri_acq.orchestrator.session import trial_seconds_estimate
+    from gaze4hri_core.trajectories import line_duration_s
+
+    for axis, fast_s in (("h", 18.0), ("v", 12.0)):
+        fast = plan_trial(protocol.trial_by_id(f"mutual_{axis}_fast"), cal, cal.eye_nominal_world)
+        slow = plan_trial(protocol.trial_by_id(f"mutual_{axis}_slow"), cal, cal.eye_nominal_world)
+        assert slow.motion.accel == pytest.approx(fast.motion.accel / 4) and fast.motion.accel == TrajectorySettings().motion_accel
+        assert fast.notes["duration_s"] == pytest.approx(fast_s) and slow.notes["duration_s"] == pytest.approx(2 * fast_s)
+        for plan in (fast, slow):
+            trial = protocol.trial_by_id(plan.trial_id)
+            assert line_duration_s(axis, trial.camera_motion.speed_mps) == pytest.approx(plan.notes["duration_s"])
+            assert trial_seconds_estimate(trial, 5.0) == pytest.approx(plan.notes["duration_s"] + 1.0)
+
+
 def test_sample_path_stops_at_every_waypoint_without_blend():
     """blend 0: one trapezoid per side, speed 0 at each waypoint (URScript moves with r = 0);
     a blended path keeps one trapezoid over the polyline."""

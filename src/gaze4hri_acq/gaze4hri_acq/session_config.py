@@ -28,7 +28,7 @@ COMPRESSIONS = ("none", "zstd", "lz4")
 RESOLUTIONS = ("1920x1080", "1280x720", "960x540", "848x480", "640x360", "424x240")
 
 #: each backend's colour resolution unless one is given: the lab's D435i records 1080p
-#: (about 84 GB for 63 trials); the simulated lab 640x360 (about 9.4 GB,
+#: (about 99 GB for 63 trials); the simulated lab 640x360 (about 11 GB,
 #: estimate_session_bytes), so the first command fits a laptop, from the CLI and from
 #: session.launch.py alike
 DEFAULT_RESOLUTION = {"real": (1920, 1080), "sim": (640, 360)}

@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from gaze4hri_core.calibration import Calibration
-from gaze4hri_core.protocol import ARC_DURATION_S, LINE_HALF_LENGTH_M, Trial
+from gaze4hri_core.protocol import ARC_DURATION_S, LINE_HALF_LENGTH_M, MUTUAL_SPEEDS_MPS, Trial
 from gaze4hri_core.rig import camera_on_arc, raster_scan_points
 from gaze4hri_core.transforms import SE3
 
@@ -52,6 +52,8 @@ __all__ = [
     "plan_fixed",
     "plan_arc",
     "plan_line",
+    "line_accel",
+    "line_duration_s",
     "plan_trial",
     "preview_move",
 ]
@@ -321,6 +323,26 @@ def speed_for_duration(length: float, duration: float, accel: float) -> float:
     return float(accel * (duration - np.sqrt(disc)) / 2.0)
 
 
+def line_accel(speed: float, motion_accel: float) -> float:
+    """Acceleration (m/s^2) of a mutual-gaze scan at ``speed``: ``motion_accel`` at the fast
+    speed (0.1 m/s), scaled by (speed / fast)^2 below it, so that a scan at half the speed is
+    the fast scan at half the time rate (line_movement_analysis.py:64); never above
+    ``motion_accel``."""
+    fast = MUTUAL_SPEEDS_MPS["fast"]
+    return float(motion_accel * min(1.0, speed / fast) ** 2)
+
+
+def line_duration_s(axis: str, speed: float, settings: TrajectorySettings | None = None) -> float:
+    """Duration (s) of a mutual-gaze scan, its trial's recording time: the raster's path at
+    ``speed``, the camera at rest at each corner (one trapezoid per side, :func:`line_accel`);
+    h 18 s fast, 36 s slow; v 12 s, 24 s with the defaults."""
+    st = settings or TrajectorySettings()
+    along, across = (st.line_half_length_h_m, st.line_half_length_v_m) if axis == "h" else (st.line_half_length_v_m, st.line_half_length_h_m)
+    a = line_accel(float(speed), st.motion_accel)
+    sides = [2 * along, across, 2 * along, across, 2 * along]
+    return float(sum(trapezoid(L, float(speed), a).duration for L in sides))
+
+
 def plan_line(calib: Calibration, eye_world, settings: TrajectorySettings, axis: str, speed: float,
               trial_id: str = "line") -> TrialPlan:
     """Mutual-gaze scan: the study's raster about the front camera pose (rig.raster_scan_points),
@@ -331,14 +353,21 @@ def plan_line(calib: Calibration, eye_world, settings: TrajectorySettings, axis:
     side (five waypoints, blend 0), the camera at rest at each of the four corners
     (line_movement_analysis.py:58-59). Its duration, the trial's recording time
     (data_collector.py:530-536), is the path length at ``speed`` plus five ramp pairs:
-    h 1.7 m, v 1.1 m (notes["duration_s"])."""
+    h 1.7 m, v 1.1 m (notes["duration_s"]).
+
+    The slow scan is the fast one run at half the time rate, as the study says of its
+    corners (line_movement_analysis.py:64, 65-76: every slow corner at twice the fast
+    one's row): half the speed and a quarter of the acceleration (:func:`line_accel`), so
+    ramps and stops last twice as long and stay as visible to the corner finder
+    (stats.study_tables.path_corners) at 30 fps as the fast scan's."""
     centre = front_camera_pose(calib, eye_world)
     pts = raster_scan_points(centre, axis, settings.line_half_length_h_m, settings.line_half_length_v_m)
     cams = [SE3(centre.R, p) for p in pts]
     tools = [tool0_for_camera(calib, c) for c in cams]
     approach = Move("approach", (tools[0],), settings.approach_speed, settings.approach_accel)
-    motion = Move(f"line_{axis}", tuple(tools[1:]), float(speed), settings.motion_accel, blend=0.0)
-    cam_prof = stop_profile(cams, float(speed), settings.motion_accel)
+    accel = line_accel(float(speed), settings.motion_accel)
+    motion = Move(f"line_{axis}", tuple(tools[1:]), float(speed), accel, blend=0.0)
+    cam_prof = stop_profile(cams, float(speed), accel)
     return TrialPlan(trial_id, "line", approach, motion, np.asarray(eye_world, float), cams[0], cams[-1],
                      {"axis": axis, "speed_mps": float(speed), "length_m": cam_prof.length, "corners": len(cams) - 2,
                       "duration_s": cam_prof.duration, "corners_camera_world": pts[1:-1].tolist()})

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from gaze4hri_core.calibration import calibration_hashes, load_calibration
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
-from gaze4hri_core.protocol import ARC_DURATION_S, Trial, line_path_length_m, select, trial_by_id
+from gaze4hri_core.protocol import ARC_DURATION_S, Trial, select, trial_by_id
 from gaze4hri_core.session import (
     Topics,
     bag_dir,
@@ -33,7 +33,7 @@ from gaze4hri_core.session import (
     session_dir,
 )
 from gaze4hri_core.session_lock import SessionLock, check_unlocked
-from gaze4hri_core.trajectories import TrajectorySettings, plan_trial
+from gaze4hri_core.trajectories import TrajectorySettings, line_duration_s, plan_trial
 
 from ..nodes.robot_node import move_to_json
 from ..recorder.bag import repair_bag
@@ -61,12 +61,13 @@ def prompt_text(t: Trial) -> str:
 
 def trial_seconds_estimate(t: Trial, trial_seconds: float) -> float:
     """Recording length of a trial: fixed camera ``trial_seconds``; a moving camera as
-    long as its motion (arc: its 10 s; lines: the raster's length at their speed) plus ramps."""
+    long as its motion (arc: its 10 s; lines: the raster at their speed, trajectories.line_duration_s)
+    plus 1 s."""
     cm = t.camera_motion
     if cm.kind == "arc":
         return max(trial_seconds, ARC_DURATION_S + 1.0)
     if cm.kind == "line":
-        return max(trial_seconds, line_path_length_m(cm.axis or "h") / (cm.speed_mps or 0.05) + 1.0)
+        return max(trial_seconds, line_duration_s(cm.axis or "h", cm.speed_mps or 0.05) + 1.0)
     return trial_seconds
 
 
