@@ -17,8 +17,8 @@ import pytest
 import statsmodels.api as sm
 from gaze4hri_bench.stats import analyses as A
 from gaze4hri_bench.stats import extended as E
+from gaze4hri_bench.stats.analysis_profiles import PROFILES, REFERENCE, STUDY, AnalysisProfile, get_profile
 from gaze4hri_bench.stats.inference import group_slopes
-from gaze4hri_bench.stats.profiles import PROFILES, REFERENCE, STUDY, AnalysisProfile, get_profile
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.protocol import trials
 from scipy import stats

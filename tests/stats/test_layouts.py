@@ -134,7 +134,7 @@ def test_any_new_analysis_table_is_rendered_with_its_caption(small_results, tmp_
     caption it recorded (profile, aggregation, family, effect size), without report code."""
     from gaze4hri_bench.stats import analyses as A
     from gaze4hri_bench.stats import analyze, plan
-    from gaze4hri_bench.stats.profiles import REFERENCE
+    from gaze4hri_bench.stats.analysis_profiles import REFERENCE
 
     def extra(c):
         a = A.Analysis("extra", "An extra analysis (test)")

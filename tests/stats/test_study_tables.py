@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from gaze4hri_bench.stats import analyses as A
+from gaze4hri_bench.stats.analysis_profiles import REFERENCE, STUDY
 from gaze4hri_bench.stats.headline import headline, render
 from gaze4hri_bench.stats.load import load_results
-from gaze4hri_bench.stats.profiles import REFERENCE, STUDY
 from scipy import stats
 
 from gaze4hri_bench import cli

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from gaze4hri_bench.schema import METADATA_KEY, SCHEMA_VERSION
 from gaze4hri_bench.stats import analyses as A
-from gaze4hri_bench.stats.profiles import STUDY
+from gaze4hri_bench.stats.analysis_profiles import STUDY
 from gaze4hri_bench.stats.study_tables import (
     SEGMENT_META_COLUMNS,
     label_segments,

@@ -19,6 +19,7 @@ import pandas as pd
 from gaze4hri_core.protocol import ILLUMINATION_LEVELS, P_GRID
 
 from ..specs import SPECS
+from .analysis_profiles import REFERENCE, AnalysisProfile
 from .extended import (
     STUDY_COLUMNS,
     champions,
@@ -32,7 +33,6 @@ from .extended import (
     summarize_slopes,
 )
 from .inference import cv_percent, group_ols2, group_slopes, holm, one_sample_ttest, paired_ttest, pairwise_paired
-from .profiles import REFERENCE, AnalysisProfile
 from .study_tables import (
     SLOPE_COEFS,
     STUDY_ROWS,

@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="REPORT", help="report folder (tables/, figures/, report.md, report.html)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the Holm-corrected tests (default 0.05)")
     parser.add_argument("--no-figures", action="store_true", help="tables and report only")
-    from .profiles import PROFILES
+    from .analysis_profiles import PROFILES
 
     parser.add_argument("--profile", default="auto", choices=["auto", *sorted(PROFILES)],
                         help="analysis profile: " + "; ".join(f"{n}: {p.description}" for n, p in sorted(PROFILES.items()))

@@ -12,9 +12,9 @@ import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 
 from . import analyses as A
+from .analysis_profiles import PROFILES, AnalysisProfile, get_profile
 from .exclusions import Exclusions, apply_exclusions, check_known_subjects, load_exclusions, shipped_lists
 from .load import LoadedResults, load_results
-from .profiles import PROFILES, AnalysisProfile, get_profile
 
 __all__ = ["Context", "Prepared", "ANALYSES", "check_pipeline_profiles", "resolve_profile", "exclude", "prepare", "isolated", "run_analyses"]
 

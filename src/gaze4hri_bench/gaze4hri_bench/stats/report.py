@@ -27,7 +27,7 @@ from . import analyses as A
 from . import figures as F
 from . import layouts as L
 from . import plan as P
-from .profiles import get_profile
+from .analysis_profiles import get_profile
 from .status import build_status
 from .tables import to_html, to_latex, to_markdown
 
@@ -618,7 +618,7 @@ def analyze(inputs: list[Path], out: Path, alpha: float = 0.05, *, figures: bool
         summary.json.
     alpha : significance level for the Holm-corrected tests (Sezer et al.: 0.05).
     figures : write figures (PNG and SVG).
-    profile : analysis profile (stats/profiles.py: ``reference``, ``study``), or ``auto``:
+    profile : analysis profile (stats/analysis_profiles.py: ``reference``, ``study``), or ``auto``:
         the results' pipeline profile when it names one, else ``reference``.
     exclusions : exclusion list name or YAML path (default: the profile's).
     min_subjects : fewest subjects for an inferential analysis (fewer: skipped, descriptives stay).
