@@ -192,6 +192,20 @@ def test_run_with_fp16_passes_through_and_stays_close(tmp_path, tiny_models, stu
     assert any("FP16 vs FP32" in s for s in said)
 
 
+def test_batch_auto_records_the_batch_it_chose(tmp_path, tiny_models, stub_faces):  # noqa: F811
+    """--batch auto (0) is provenance only as the size the runner chose, never 0."""
+    from gaze4hri_bench.pipeline import results
+    from gaze4hri_bench.pipeline.run import RunConfig, plan_jobs, run_benchmark
+    from gaze4hri_bench.pipeline.runtime import AUTO, CPU_AUTO_BATCH
+
+    from ._synth import SynthDataset
+
+    cfg = RunConfig(methods=("tiny_test",), data=Path("/synthetic"), out=tmp_path / "out", models_dir=tiny_models,
+                    progress=False, blinks="off", batch=AUTO, detector="stub", input="rectified")
+    (path,) = run_benchmark(cfg, log=lambda *_: None, jobs=plan_jobs(cfg), dataset=SynthDataset(subjects=("S01",)))
+    assert results.read_metadata(path)["timing"]["batch"] == CPU_AUTO_BATCH != AUTO
+
+
 @pytest.mark.skipif(not HAS_CUDA, reason="onnxruntime-gpu with a visible GPU needed (CPU-only onnxruntime here)")
 def test_cuda_bound_runner_matches_cpu(tiny_models):
     x = np.random.default_rng(4).random((11, 3, 32, 32), dtype=np.float32)

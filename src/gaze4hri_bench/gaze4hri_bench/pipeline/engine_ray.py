@@ -116,8 +116,7 @@ class _TrialWorker:
 
         setup(native_filter=False)  # as the CLI does: quiet native loggers, MediaPipe's protobuf shim
         from .face_pass import FaceModels
-        from .run import open_dataset
-        from .runtime import Runner
+        from .run import make_runner, open_dataset
 
         self.cfg, self.jobs = cfg, jobs
         self.init_error: Gaze4HRIError | None = None
@@ -125,7 +124,7 @@ class _TrialWorker:
         try:  # bad input here (a model or the data missing on this node) is the run's one-line error
             for job in jobs:
                 if job.method.kind == "onnx" and job.runner is None:
-                    job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, threads)
+                    job.runner = make_runner(job, cfg, threads)
             self.ds = dataset if dataset is not None else open_dataset(cfg)
             self.refs = {(t.subject, t.trial): t for t in self.ds.trials()}
         except Gaze4HRIError as e:

@@ -504,7 +504,7 @@ def process_trial(job: Job, ds, tref, cfg: RunConfig, face_models: FaceModels | 
 
     eng = _Engine([job], [{key}], cfg, ds, models, on_part)
     if job.method.kind == "onnx" and job.runner is None:
-        job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads)
+        job.runner = make_runner(job, cfg)
     try:
         eng.run([tref])
     finally:
@@ -675,13 +675,20 @@ def _plan_todo(cfg: RunConfig, jobs: list[Job], trefs: list, prog: RunProgress, 
         todo.append({(t.subject, t.trial) for t in mine})
         label = f"{job.method.name} ({job.input_type})"
         if sessions and mine and job.method.kind == "onnx" and job.runner is None:
-            job.runner = Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads, fp16=cfg.fp16, log=prog.write)
+            job.runner = make_runner(job, cfg, log=prog.write)
         dev = (job.runner.device if job.runner is not None else "cpu") if sessions else f"ray (--device {cfg.device})"
         done = len(trefs) - len(mine)
         prog.write(f"{label}: {len(mine)} trial(s) to run" + (f", {done} already done (resumed)" if done else "")
                    + (f" on {dev}" if mine else ""))
         bars.append(prog.job(label, mine, cfg.stride, position=2 * k))
     return todo, bars
+
+
+def make_runner(job: Job, cfg: RunConfig, threads: int | None = None, log=print) -> Runner:
+    """The ONNX Runtime session of one job as the run's settings ask (device, batch, threads,
+    FP16); the one place the local engine, process_trial and the Ray workers build it."""
+    return Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads if threads is None else threads,
+                  fp16=cfg.fp16, log=log)
 
 
 def write_job_part(cfg: RunConfig, job: Job, t, df: pd.DataFrame, times: StageTimes, wall: float, peak: float) -> Path:
@@ -693,7 +700,8 @@ def write_job_part(cfg: RunConfig, job: Job, t, df: pd.DataFrame, times: StageTi
         "frames": times.frames, "decode_s": times.decode_s, "gt_s": times.gt_s, "detect_s": times.detect_s,
         "preprocess_s": times.preprocess_s, "infer_s": times.infer_s, "write_s": times.write_s, "wall_s": wall,
         "shared_with": times.shared_with,
-        "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev, "batch": cfg.batch,
+        "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev,
+        "batch": job.runner.batch if job.runner is not None else cfg.batch,  # --batch auto: the size it chose
         "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
         "subject_info": dict(getattr(t, "subject_info", None) or {}),
         "data_backend": _data_backend(t),
