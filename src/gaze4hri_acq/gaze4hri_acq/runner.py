@@ -183,6 +183,8 @@ class Stack:
             import time
 
             self._orch = (m.clock.sec * 1_000_000_000 + m.clock.nanosec, time.monotonic())
+            if self.world is not None:
+                self.world.clock.poke()  # the pacer may be waiting for it
 
         node.create_subscription(Clock, SESSION_CLOCK, on_clock, 10)
 
@@ -312,13 +314,29 @@ class _Pacer(threading.Thread):
     never leads the slowest of camera, motion capture and robot by more than
     ``lead_s``, which must exceed the longest sample period, 33 ms at 30 fps) and at most ``max_rate`` simulated seconds per wall second. So no
     simulated device ever falls behind its own clock, and a session runs as fast as
-    this machine renders and records it (docs/acquisition.md, "Simulation time")."""
+    this machine renders and records it (docs/acquisition.md, "Simulation time").
 
-    def __init__(self, clock, stack: Stack, max_rate: float, step_s: float = 0.002, lead_s: float = 0.05):
+    An event clock, not a polling loop: each device sleeps in ``SimClock.sleep_until``
+    on its next sample time; the pacer sleeps until the earliest of those is due at
+    ``max_rate`` (at most ``idle_step_s`` of simulated time per step when no device
+    waits), then advances the clock straight to it, which wakes that device. While the
+    slowest stream holds the clock back it sleeps until a device asks for its next
+    sample or the orchestrator's clock moves (``SimClock.wait_change``; ``recheck_s`` at
+    the latest). The stamps are those of the continuous pacer it replaces (each
+    device's own grid); the clock only stands still between samples, where nothing is
+    due (docs/perf/acq.md, "Simulation pacer")."""
+
+    def __init__(self, clock, stack: Stack, max_rate: float, step_s: float = 0.002, lead_s: float = 0.05,
+                 idle_step_s: float = 0.01, recheck_s: float = 0.05):
         super().__init__(name="sim-pacer", daemon=True)
         self.clock, self.stack, self.max_rate = clock, stack, max_rate
+        # step_s: the most simulated time a late wake-up catches up at once (the old
+        # loop's per-iteration step); idle_step_s: the longest jump with no device due
         self.step_ns, self.lead_ns = int(step_s * 1e9), int(lead_s * 1e9)
+        self.idle_step_ns, self.recheck_s = int(idle_step_s * 1e9), recheck_s
         self._halt = threading.Event()
+        self.wakeups = 0  # loop iterations (benchmarks/acq_idle_cpu.py, tests)
+        self.advances = 0
 
     def _slowest(self) -> tuple[int | None, bool]:
         """(latest stamp of the slowest streaming device, whether a configured device
@@ -335,30 +353,51 @@ class _Pacer(threading.Thread):
                 waiting = True
         return (min(stamps) if stamps else None), waiting
 
+    def start(self) -> None:
+        self.clock.attach_pacer()  # before any device sleeps on it
+        super().start()
+
     def run(self) -> None:
         import time
 
-        wall_prev = time.monotonic()
-        while not self._halt.is_set():
-            now = self.clock.now_ns()
-            wall = time.monotonic()
-            dt_wall, wall_prev = wall - wall_prev, wall
-            slow, waiting = self._slowest()
-            # while a configured device has not streamed yet (bring-up), run at real
-            # time: running ahead would leave it a backlog of samples in the past
-            rate = 1.0 if waiting else self.max_rate
-            target = now + min(self.step_ns, int(dt_wall * rate * 1e9) + 1)
-            if slow is not None:
-                target = min(target, slow + self.lead_ns)
-            ext = self.stack.external_clock_ns()
-            if ext is not None:  # an orchestrator in another process: never far ahead of what it has seen
-                target = min(target, ext + int(self.stack.EXTERNAL_LEAD_S * 1e9))
-            if target > now:
-                self.clock.advance_to(target)
-            else:
-                time.sleep(0.0005)
+        clock = self.clock
+        try:
+            anchor_ns, anchor_wall = clock.now_ns(), time.monotonic()  # the clock ran at `rate` from here
+            while not self._halt.is_set():
+                self.wakeups += 1
+                seen = clock.changes()  # before reading anything the plan depends on: no lost wake-up
+                now, wall = clock.now_ns(), time.monotonic()
+                if now != anchor_ns:  # moved by someone else (a test stepping it)
+                    anchor_ns, anchor_wall = now, wall
+                slow, waiting = self._slowest()
+                # while a configured device has not streamed yet (bring-up), run at real
+                # time: running ahead would leave it a backlog of samples in the past
+                rate = 1.0 if waiting else self.max_rate
+                due = clock.next_due_ns()
+                target = now + self.idle_step_ns if due is None else min(due, now + self.idle_step_ns)
+                if slow is not None:
+                    target = min(target, slow + self.lead_ns)
+                ext = self.stack.external_clock_ns()
+                if ext is not None:  # an orchestrator in another process: never far ahead of what it has seen
+                    target = min(target, ext + int(self.stack.EXTERNAL_LEAD_S * 1e9))
+                if target <= now:  # held back: until a device asks for more or the orchestrator moves on
+                    clock.wait_change(seen, self.recheck_s)
+                    anchor_ns, anchor_wall = clock.now_ns(), time.monotonic()  # resumes at `rate` from here
+                    continue
+                at = anchor_wall + (target - anchor_ns) / (rate * 1e9)
+                if wall < at:  # not due yet: sleep; an earlier request or a stop wakes it
+                    clock.wait_change(seen, at - wall)
+                    continue
+                clock.advance_to(target)
+                self.advances += 1
+                anchor_ns, anchor_wall = target, max(at, wall - self.step_ns / (rate * 1e9))
+        finally:
+            clock.detach_pacer()  # sleepers return (not reached); sleep_until no longer blocks
 
     def stop(self) -> None:
         self._halt.set()
+        self.clock.poke()
         if self.is_alive():
             self.join(timeout=2.0)
+        else:
+            self.clock.detach_pacer()

@@ -50,6 +50,7 @@ class DeviceNode(ControlMixin, LifecycleNode):
         self._stop = threading.Event()
         self.streaming = False  # the worker thread runs
         self.stream_ns = 0  # stamp of the latest sample published (the sim pacer reads it)
+        self.idle_steps = 0  # steps that found no sample (tests/acq/test_pacer_idle.py)
         self._thread: threading.Thread | None = None
         self._diag_pub = FastPublisher(self, DiagnosticArray, Topics.DIAGNOSTICS, QOS_RELIABLE, bus)
         self._init_control(bus)
@@ -81,8 +82,8 @@ class DeviceNode(ControlMixin, LifecycleNode):
             if dt > 0:
                 time.sleep(dt)
             return True
-        if getattr(clock, "manual", False):
-            return clock.now_ns() >= t_ns
+        # a manual clock: at once whether t_ns is reached, or (a pacer drives it) asleep
+        # until the pacer advances the clock there (gaze4hri_sim/clock.py SimClock.sleep_until)
         return clock.sleep_until(t_ns, timeout_wall_s=0.5)
 
     # ------------------------------------------------------------- lifecycle
@@ -140,12 +141,28 @@ class DeviceNode(ControlMixin, LifecycleNode):
             self._thread.join(timeout=5.0)
             self._thread = None
 
+    IDLE_WAIT_S = (0.0005, 0.005)  # first and longest wait after a step that found nothing at once
+
     def _run(self) -> None:
+        """Step until stopped. ``step`` waits for the sample itself (the driver's blocking
+        read, the host clock, or a paced simulation clock's ``sleep_until``); after one that
+        found nothing it waits 0.5 ms, doubling to 5 ms while steps keep returning at once
+        with nothing (a stopped or finished driver, a manual clock nobody advances), so
+        such a device does not poll 2,000 times a second; a step that blocked for its
+        sample and timed out retries after 0.5 ms, as before."""
         self.streaming = True
+        first, longest = self.IDLE_WAIT_S
+        idle = first
         try:
             while not self._stop.is_set():
-                if not self.step():
-                    time.sleep(0.0005)  # nothing new (a manual simulation clock has not moved yet)
+                t0 = time.monotonic()
+                if self.step():
+                    idle = first
+                    continue
+                self.idle_steps += 1
+                quick = time.monotonic() - t0 < 0.001  # the driver did not block for it
+                self._stop.wait(idle)  # nothing new: a stop ends the wait at once
+                idle = min(idle * 2, longest) if quick else first
         except Gaze4HRIError as e:
             self.last_error = e.line()
             self.get_logger().error(self.last_error)
