@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 """The benchmark pipeline against ONNX Runtime alone, side by side (issue 22, item 2).
 
-Per method: `gaze4hri-bench run`'s pipeline (decode, ground truth, faces, pre-process,
-inference, writing) in frames per second, and a plain ONNX Runtime session of the same
-ONNX file (default session options, CPU) running as many samples at the same batch size
-on a pre-built input; the ratio pipeline / ORT is the pipeline's share of the network's
-speed (goal >= 0.9 for single-frame methods). The two alternate (pipeline, ORT,
-pipeline, ORT, ...) so that a change in the machine's load hits both; the load average is
-printed with each pair.
+Per method: `gaze4hri-bench run`'s pipeline (listing with the bags' CRC check, decode,
+ground truth, faces, pre-process, inference, writing) in frames per second, and a plain
+ONNX Runtime session of the same ONNX file (the pipeline's session options, CPU, the same
+intra-op threads: `--threads`, default ONNX Runtime's one per core) running as many
+samples at the same batch size on a pre-built input; the ratio pipeline / ORT is the
+pipeline's share of the network's speed (goal >= 0.9 for single-frame methods), by wall
+time and by CPU time of the process (all threads). Order per method: the data side alone
+(producer_alone: where the CPU gap goes), then ORT, pipeline, ORT, pipeline, ORT, ...;
+each pipeline run is compared with the mean of the ORT runs just before and after it,
+so that a load that drifts during a pair hits both sides alike (the machine is shared);
+the 1-minute load average is printed with each pair. Under heavy load ONNX Runtime's
+spinning worker threads burn CPU while they wait for a core, so neither ratio is clean
+then: rerun, and read the load column.
 
 Data: the demo sessions (out/demo/sessions, `gaze4hri-bench demo`), one subject; when
 they are missing a small session is simulated (gaze4hri_acq.simulate.run_sim_session).
@@ -112,6 +118,45 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
                                  "lines": [ln for ln in said if ln.startswith("timing:")]}
 
 
+def producer_alone(args, m: str, data: Path, models: Path, out: Path, face_cache: Path | None) -> dict:
+    """The pipeline's data side without inference, for where the gap goes: CPU seconds of
+    listing the trials (manifests, every bag's CRC check: data.backends.session.bag_damage)
+    and of the producer (run._Engine's prefetch-thread generator: bag reads, ground truth,
+    faces, pre-processing of every sample) run alone in this thread, with its stage times
+    (wall; alone, so close to CPU on an idle machine)."""
+    from gaze4hri_bench.data.reader import Dataset
+    from gaze4hri_bench.faces.blinks import blink_source
+    from gaze4hri_bench.pipeline.face_pass import FaceModels
+    from gaze4hri_bench.pipeline.run import RunConfig, _Engine, plan_jobs
+
+    shutil.rmtree(out, ignore_errors=True)
+    if face_cache is not None:
+        shutil.copytree(face_cache, out / ".cache")
+    cfg = RunConfig(methods=(m,), data=data, out=out, input=args.input, blinks=args.blinks, batch=args.batch, device="cpu",
+                    models_dir=models, progress=False, subjects=(args.subject,), trials=tuple(args.trials) if args.trials else None)
+    src = blink_source(cfg.blinks)
+    c0 = time.thread_time()
+    ds = Dataset(cfg.data, subjects=[args.subject], trials=list(cfg.trials) if cfg.trials else None,
+                 blink_annotations=src.annotations, sim_blinks=src.sim)
+    trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
+    c1 = time.thread_time()
+    models_ = FaceModels(cfg.detector)
+    try:
+        eng = _Engine(plan_jobs(cfg), [{(t.subject, t.trial) for t in trefs}], cfg, ds, models_, lambda *a: None)
+        stages = {"decode_s": 0.0, "gt_s": 0.0, "detect_s": 0.0, "preprocess_s": 0.0}
+        frames = 0
+        for kind, _ji, tr, _item in eng._produce(trefs):
+            if kind == "end":
+                frames += tr.times.frames
+                for k in ("decode_s", "gt_s", "detect_s"):
+                    stages[k] += getattr(tr.times, k)
+                stages["preprocess_s"] += sum(j.preprocess_s for j in tr.jobs.values())
+    finally:
+        models_.close()
+    c2 = time.thread_time()
+    return {"list_cpu_s": c1 - c0, "producer_cpu_s": c2 - c1, **{k: round(v, 2) for k, v in stages.items()}, "frames": frames}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--methods", nargs="+", default=["gazetr_eth", "puregaze_eth"])
@@ -125,6 +170,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2, help="ORT/pipeline pairs per method (median reported)")
     ap.add_argument("--models-dir", type=Path, default=None, help="default: fresh random-init zoo exports")
     ap.add_argument("--md", type=Path, default=None, help="also write the Markdown table here")
+    ap.add_argument("--no-breakdown", dest="breakdown", action="store_false",
+                    help="skip the data side alone (producer_alone: where the CPU gap goes)")
     args = ap.parse_args()
     import onnxruntime
     from gaze4hri_bench.methods import get_method
@@ -140,12 +187,23 @@ def main() -> int:
             cache = tmp / "warm" / ".cache"
         for m in args.methods:
             spec = get_method(m).spec
+            side = producer_alone(args, m, data, models, tmp / f"alone_{m}", cache) if args.breakdown else None
+            if side is not None:
+                print(json.dumps({"method": m, "data side alone": {k: round(v, 2) for k, v in side.items()},
+                                  "load1": round(os.getloadavg()[0], 2)}), file=sys.stderr)
             pairs = []
+            path = models / spec.weights_file
+            before = ort_alone(path, spec, args.batch, side["frames"], args.threads) if side is not None else None
             for r in range(args.repeats):
                 fps_p, t = pipeline(args, m, data, models, tmp / f"out_{m}_{r}", cache)
-                fps_o, cpu_o = ort_alone(models / spec.weights_file, spec, args.batch, t["frames"], args.threads)
+                after = ort_alone(path, spec, args.batch, t["frames"], args.threads)
+                # bracketed: the pipeline against the mean of the ORT runs just before and after it
+                # (a load that drifts during the pair then hits both sides alike)
+                fps_o, cpu_o = [statistics.mean(v) for v in zip(before, after, strict=True)] if before else after
+                before = after
                 load = os.getloadavg()[0]
                 t["cpu_ratio"] = t["cpu_fps"] / cpu_o
+                t["cpu"] = {"pipeline": t["frames"] / t["cpu_fps"], "ort": t["frames"] / cpu_o}
                 pairs.append((fps_p, fps_o, load, t))
                 print(json.dumps({"method": m, "repeat": r, "pipeline_fps": round(fps_p, 2), "ort_fps": round(fps_o, 2),
                                   "ratio": round(fps_p / fps_o, 3), "cpu_ratio": round(t["cpu_ratio"], 3), "load1": round(load, 2),
@@ -158,9 +216,11 @@ def main() -> int:
                          "ort": statistics.median(o for _, o, _, _ in pairs), "ratio": statistics.median(ratios),
                          "ratios": ratios, "load": [round(x[2], 1) for x in pairs],
                          "cpu_ratio": statistics.median(x[3]["cpu_ratio"] for x in pairs),
-                         "stages": {k: round(v, 1) for k, v in t.items() if k.endswith("_s") and k != "wall_s"}})
+                         "stages": {k: round(v, 1) for k, v in t.items() if k.endswith("_s") and k != "wall_s"},
+                         "cpu": t["cpu"], "side": side})
         head = (f"{cpu_name()}, {os.cpu_count()} cores; onnxruntime {onnxruntime.__version__} (CPU); {args.input} input, "
-                f"batch {args.batch}, blinks {args.blinks}, subject {args.subject} of {data}")
+                f"batch {args.batch}, ONNX Runtime intra-op threads {args.threads or 'default (one per core)'} in both, "
+                f"blinks {args.blinks}, subject {args.subject} of {data}")
         cols = ("| method | frames | pipeline frames/s | ORT alone frames/s | ratio (median; each pair) | CPU-time ratio "
                 "| load avg (1 min) | last pipeline's stages (s) |")
         md = [head, "", cols, "|---|---:|---:|---:|---|---:|---|---|"]
@@ -168,6 +228,20 @@ def main() -> int:
             md.append(f"| {r['method']} | {r['frames']} | {r['pipeline']:.1f} | {r['ort']:.1f} | {r['ratio']:.2f} "
                       f"({', '.join(f'{x:.2f}' for x in r['ratios'])}) | {r['cpu_ratio']:.2f} | {', '.join(map(str, r['load']))} | "
                       + ", ".join(f"{k[:-2]} {v}" for k, v in r["stages"].items()) + " |")
+        if any(r["side"] for r in rows):
+            md += ["", "Where the CPU goes (seconds of CPU time of this process, all threads; last pair; the data side "
+                   "measured alone, without inference):", "",
+                   "| method | pipeline | ORT alone | gap | listing (manifests, bag CRC check) | data side alone "
+                   "(decode, ground truth, faces, pre-process: wall when alone) | rest (main thread: batching, rows, "
+                   "part files; contention) |", "|---|---:|---:|---:|---:|---|---:|"]
+            for r in rows:
+                if not r["side"]:
+                    continue
+                sd, c = r["side"], r["cpu"]
+                gap = c["pipeline"] - c["ort"]
+                md.append(f"| {r['method']} | {c['pipeline']:.1f} | {c['ort']:.1f} | {gap:.1f} | {sd['list_cpu_s']:.2f} | "
+                          f"{sd['producer_cpu_s']:.2f} ({sd['decode_s']:.2f}, {sd['gt_s']:.2f}, {sd['detect_s']:.2f}, "
+                          f"{sd['preprocess_s']:.2f}) | {gap - sd['list_cpu_s'] - sd['producer_cpu_s']:.1f} |")
         text = "\n".join(md) + "\n"
         print(text)
         if args.md:
