@@ -157,3 +157,50 @@ def test_nothing_queued_behind_a_stop_barrier_is_written(recorder, tmp_path):
     assert not bag.closed and bag.counts.get(Topics.IMAGE, 0) == 1
     node.handle_stop({"end_ns": T0 + 10 * DT})
     assert _counts(bag_dir)[Topics.IMAGE] == 1
+
+
+def _tcp(t: int) -> bytes:
+    from geometry_msgs.msg import PoseStamped
+
+    p = PoseStamped()
+    stamp_msg(p.header, t, "base")
+    p.pose.orientation.w = 1.0
+    return serialize_message(p)
+
+
+def _tcp_stamps(bag_dir) -> list[int]:
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    out = []
+    with Reader(bag_dir) as r:
+        for c, _t, raw in r.messages(connections=[c for c in r.connections if c.topic == Topics.TCP_POSE]):
+            s = ts.deserialize_cdr(raw, c.msgtype).header.stamp
+            out.append(s.sec * 10**9 + s.nanosec)
+    return out
+
+
+def test_a_stop_waits_for_the_pose_after_the_last_frame(recorder, tmp_path):
+    """The orchestrator stops once the robot stream passed the trial's end in its own
+    subscription; the recorder's copy of that pose can still be in flight. The stop waits
+    for it (bounded), so the last frame has a pose on both sides (a flaky
+    test_moving_camera_trial_streams_at_device_rates: last image after the last robot pose)."""
+    node, bus = recorder
+    bag_dir = _start(node, tmp_path)
+    period = 8_000_000  # the robot's 125 Hz
+    last_img = T0 + 3 * DT
+    k = 0
+    while T0 + k * period < last_img:  # poses up to just before the last frame
+        bus.deliver(Topics.TCP_POSE, _tcp(T0 + k * period))
+        k += 1
+    _whole_frames(bus, range(4))
+    after = T0 + k * period  # the pose that brackets the last frame, delivered after the stop
+    acks: list[dict] = []
+    stopper = threading.Thread(target=lambda: acks.append(node.handle_stop({"end_ns": last_img})))
+    stopper.start()
+    time.sleep(0.2)
+    bus.deliver(Topics.TCP_POSE, _tcp(after))
+    stopper.join(10)
+    assert acks and not acks[0].get("fault")
+    stamps = _tcp_stamps(bag_dir)
+    assert max(stamps) == after >= last_img

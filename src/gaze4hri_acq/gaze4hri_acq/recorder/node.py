@@ -123,6 +123,7 @@ class RecorderNode(ControlMixin, Node):
         self._last_by_topic: dict[str, int] = {}
         self._frame_stamps: dict[str, deque] = {}  # frame-bound topic -> stamps accepted into this trial
         self._frames_cv = threading.Condition()
+        self._pose_latest: dict[str, int] = {}  # newest stamp seen per pose stream (_await_pose_tails)
         self._start_ns = 0
         self._end_ns: int | None = None
         self._q: queue.Queue = queue.Queue()
@@ -169,6 +170,10 @@ class RecorderNode(ControlMixin, Node):
             if pose:
                 self._recent.setdefault(topic, deque(maxlen=16)).append((t, data))
             bag = self.bag
+        if pose:
+            with self._frames_cv:  # handle_stop waits for each pose stream to pass the last frame
+                self._pose_latest[topic] = max(t, self._pose_latest.get(topic, t))
+                self._frames_cv.notify_all()
         if bag is None:
             return
         # the trial is the time window [start_ns, end_ns] of the session clock: a stream
@@ -216,6 +221,24 @@ class RecorderNode(ControlMixin, Node):
                 return []
             last = imgs[-1]
             return [c for c in _FRAME_COMPANIONS if c in self._frame_stamps and self._frame_stamps[c][-1] < last]
+
+        with self._frames_cv:
+            self._frames_cv.wait_for(lambda: not behind(), timeout=timeout_s)
+            return behind()
+
+    def _await_pose_tails(self, timeout_s: float = _COMPANION_WAIT_S) -> list[str]:
+        """Wait until each streaming pose topic has delivered a pose stamped at or after the
+        last image queued: the orchestrator stops once the streams reached the trial's end in
+        its own subscription, and the recorder's copy of the newest poses can still be in
+        flight; the ground truth needs a pose on both sides of every frame (the 20 ms pose
+        tail, _POSE_TAIL_NS). A stream already more than 0.1 s behind that frame (tracking
+        lost, a stalled device) is not waited for; returns the streams still behind."""
+        def behind() -> list[str]:
+            imgs = self._frame_stamps.get(Topics.IMAGE)
+            if not imgs:
+                return []
+            last = imgs[-1]
+            return [p for p, t in self._pose_latest.items() if last - 100_000_000 <= t < last]
 
         with self._frames_cv:
             self._frames_cv.wait_for(lambda: not behind(), timeout=timeout_s)
@@ -393,6 +416,9 @@ class RecorderNode(ControlMixin, Node):
         late = self._await_frame_companions()
         if late:
             self.get_logger().warning(f"{self.trial}: stopped without the last frame's {', '.join(late)} (not delivered within {_COMPANION_WAIT_S:g} s)")
+        late = self._await_pose_tails()
+        if late:
+            self.get_logger().warning(f"{self.trial}: stopped before {', '.join(late)} passed the last frame (not delivered within {_COMPANION_WAIT_S:g} s)")
         barrier = _Barrier(threading.Event(), bag)
         with self._put_lock:
             self._q.put(barrier)
