@@ -200,12 +200,15 @@ def main() -> int:
                 # bracketed: the pipeline against the mean of the ORT runs just before and after it
                 # (a load that drifts during the pair then hits both sides alike)
                 fps_o, cpu_o = [statistics.mean(v) for v in zip(before, after, strict=True)] if before else after
+                t["ort_fps_each"] = [round(before[0], 2)] if before else []
+                t["ort_fps_each"].append(round(after[0], 2))
                 before = after
                 load = os.getloadavg()[0]
                 t["cpu_ratio"] = t["cpu_fps"] / cpu_o
                 t["cpu"] = {"pipeline": t["frames"] / t["cpu_fps"], "ort": t["frames"] / cpu_o}
                 pairs.append((fps_p, fps_o, load, t))
                 print(json.dumps({"method": m, "repeat": r, "pipeline_fps": round(fps_p, 2), "ort_fps": round(fps_o, 2),
+                                  "ort_fps_before_after": t["ort_fps_each"],
                                   "ratio": round(fps_p / fps_o, 3), "cpu_ratio": round(t["cpu_ratio"], 3), "load1": round(load, 2),
                                   **{k: round(v, 2) for k, v in t.items() if k.endswith("_s")}}), file=sys.stderr)
                 for ln in t["lines"]:
