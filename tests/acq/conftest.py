@@ -10,7 +10,7 @@ import pytest
 # Keep every test's DDS graph inside its own process (other agents share the machine).
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")
 
-SHORT_TRIALS = ["illum010_P1", "conflict_left_H1", "mutual_h_fast"]
+SHORT_TRIALS = ["illum010_P1", "conflict_left_H1", "mutual_v_fast"]  # the shortest raster scan (12 s)
 
 
 @pytest.fixture(scope="session")

@@ -185,7 +185,7 @@ def test_bench_run_names_the_damaged_trial_and_writes_the_others(damaged_session
     assert lines and all(bad in ln and str(sd / "bags" / bad) in ln and f"--redo {bad}" in ln for ln in lines)
     assert text.rstrip().splitlines()[-2].strip().startswith(f"skipped S01/{bad}")  # listed again at the end
     df = pd.read_parquet(next(out.glob("*.parquet")))
-    assert set(df["trial"]) == {"illum010_P1", "mutual_h_fast"}
+    assert set(df["trial"]) == {"illum010_P1", "mutual_v_fast"}
 
 
 @pytest.mark.replay

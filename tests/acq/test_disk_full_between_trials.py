@@ -29,7 +29,9 @@ def full_disk(short_session, tmp_path):
     """The short session on a tmpfs whose free space is below one trial's need."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mnt)], capture_output=True).returncode != 0:
+    used = sum(f.stat().st_size for f in short_session.rglob("*") if f.is_file())
+    size_mb = used // 2**20 + 16  # the session's copy, then room for the filler below
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(mnt)], capture_output=True).returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         shutil.copytree(short_session, mnt / "S01")

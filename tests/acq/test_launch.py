@@ -29,7 +29,7 @@ CONFIG = PKG / "config"
 COLCON = Path(sys.executable).with_name("colcon")
 # CI checks the repository out next to shared/ (a fresh clone: <root>/main and <root>/shared)
 VENDOR = Path(os.environ.get("GAZE4HRI_ROS2_LAUNCH", REPO.parent / "shared" / "vendor" / "ros2-launch"))
-TRIALS = "illum100_P5 mutual_h_fast"  # a fixed camera and a line scan (motion capture checked by the robot across processes)
+TRIALS = "illum100_P5 mutual_v_fast"  # a fixed camera and a line scan (motion capture checked by the robot across processes)
 COMMON = {"resolution": "320x180", "trial_seconds": "1.0", "fps": "30"}
 
 

@@ -116,12 +116,12 @@ def test_conflict_trial_head_yaw_held(short_session):
 @pytest.mark.replay
 def test_mutual_trial_camera_moves(short_session):
     tcps = []
-    for topic, ty, _t, raw in _msgs(bag_dir(short_session, "mutual_h_fast")):
+    for topic, ty, _t, raw in _msgs(bag_dir(short_session, "mutual_v_fast")):
         if topic == Topics.TCP_POSE:
             m = deserialize_message(raw, _cls(ty))
             tcps.append([m.pose.position.x, m.pose.position.y, m.pose.position.z])
     tcps = np.array(tcps)
-    assert np.linalg.norm(tcps[-1] - tcps[0]) > 0.15  # a 0.2 m line scan
+    assert np.linalg.norm(tcps[-1] - tcps[0]) > 0.15  # the raster ends at the opposite corner (0.5 m across, 0.2 m along)
 
 
 def test_existing_session_needs_resume(short_session):
