@@ -1,6 +1,6 @@
 """Issue 23: the results carry the camera's optical centre in the world per frame
 (schema ``cam_world_x/y/z``), copied from the ground truth's camera pose (registration x
-tool0 x hand-eye, data/groundtruth.py) on every frame, valid or not. Checked on a short
+tool0 x hand-eye, data/frame_truth.py) on every frame, valid or not. Checked on a short
 simulated session (tests/bench/data/_session.py: a 0.5 s horizontal line scan) against the
 camera pose the simulator moved (``camera_pose``), which the run never sees."""
 from __future__ import annotations

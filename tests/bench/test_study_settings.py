@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pandas as pd
 import pytest
-from gaze4hri_bench.data.groundtruth import (
+from gaze4hri_bench.data.frame_truth import (
     FrameTable,
     GTOptions,
     PoseStream,

@@ -5,7 +5,7 @@ line_movement_analysis.py:44-98, 233-351; line_movement_analysis_paper.py:318-35
 
 The scan is run by the simulated robot (the sim backend's driver, manual clock), its joint
 states sampled at the robot's 125 Hz as the robot node records them; the benchmark's own ground
-truth (data.groundtruth: forward kinematics, registration, hand-eye, interpolation at 30 fps
+truth (data.frame_truth: forward kinematics, registration, hand-eye, interpolation at 30 fps
 frame stamps) gives the camera positions that stats.study_tables cuts.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from gaze4hri_acq.drivers.registry import make_robot, make_world, robot_monitor
-from gaze4hri_bench.data.groundtruth import FrameTable, PoseStream, compute_ground_truth, fk_stream
+from gaze4hri_bench.data.frame_truth import FrameTable, PoseStream, compute_ground_truth, fk_stream
 from gaze4hri_bench.stats.study_tables import label_segments, path_corners
 from gaze4hri_core.device_config import RobotConfig, SimConfig
 from gaze4hri_core.trajectories import front_camera_pose, plan_trial, stop_profile

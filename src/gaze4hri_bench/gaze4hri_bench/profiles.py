@@ -80,7 +80,7 @@ class MethodProfile:
     rectified input's geometry (eye midpoint, face centre, head rotation, camera) is the
     motion capture interpolated at the frame stamp, as the ground truth; ``nearest_20ms``:
     the sample nearest to the stamp, and a frame without one within 20 ms is not scored;
-    data.groundtruth.pose_match_options)."""
+    data.frame_truth.pose_match_options)."""
 
     crop_rule: str
     box_margin: float
@@ -293,7 +293,7 @@ def not_scored_mask(frames, record: MethodProfile | None, input_type: str = "cro
     of ``frames``), as the study's analyser, which loops over ``range(len - 3)`` of GaT's
     aligned estimates (GazeForHRI/Gaze4HRI@main:data_analyer.py:114-121); with
     ``pose_match = nearest_20ms`` on the rectified input, the frames ``pose_gt`` (the
-    ground-truth table of data.groundtruth.pose_match_options) marks ``interp_gap``: no
+    ground-truth table of data.frame_truth.pose_match_options) marks ``interp_gap``: no
     motion-capture sample within 20 ms, so the study's de-normalization skips the row
     (unrectification.py:103-105,118-120)."""
     import numpy as np

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gaze4hri_bench.data.groundtruth import FrameTable, compute_ground_truth
+from gaze4hri_bench.data.frame_truth import FrameTable, compute_ground_truth
 from gaze4hri_bench.data.reader import Dataset
 from gaze4hri_bench.export.study import STUDY_DATES, export_study
 from gaze4hri_core.errors import Gaze4HRIError

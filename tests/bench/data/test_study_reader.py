@@ -170,7 +170,7 @@ def test_broken_metadata_and_blink_file(tmp_path):
 def test_study_time_sync_option(tmp_path):
     """GTOptions(sync="study"): the study's matcher (mean of the bracketing samples, no
     gap limit, frames before the mocap stream's stable start dropped)."""
-    from gaze4hri_bench.data.groundtruth import GTOptions, stable_start_ns, study_query_times
+    from gaze4hri_bench.data.frame_truth import GTOptions, stable_start_ns, study_query_times
 
     t = np.array([0, 10, 20, 40], np.int64) * 1_000_000
     q = np.array([-5, 0, 15, 30, 50], np.int64) * 1_000_000

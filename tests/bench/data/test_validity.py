@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gaze4hri_bench.data import validity
-from gaze4hri_bench.data.groundtruth import GTOptions
+from gaze4hri_bench.data.frame_truth import GTOptions
 from gaze4hri_bench.data.reader import Dataset
 from gaze4hri_core.errors import Gaze4HRIError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from gaze4hri_bench.data.groundtruth import GT_COLUMNS
+from gaze4hri_bench.data.frame_truth import GT_COLUMNS
 from gaze4hri_bench.data.validity import REASONS
 from gaze4hri_bench.faces.crops import CROP_RULES
 from gaze4hri_bench.faces.detectors import detector_names

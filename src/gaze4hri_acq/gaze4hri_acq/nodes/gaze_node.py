@@ -170,7 +170,7 @@ class _Poses:
             return self._d[-1][0] if self._d else None
 
     def stream(self):
-        from gaze4hri_bench.data.groundtruth import PoseStream
+        from gaze4hri_bench.data.frame_truth import PoseStream
 
         with self._lock:
             items = list(self._d)
@@ -287,7 +287,7 @@ class GazeNode(ControlMixin, LifecycleNode):
     def _warm_geometry(self) -> None:
         """One motion-capture head pose on made-up poses: imports and first-call costs
         are paid at configure, not by the first live frame."""
-        from gaze4hri_bench.data.groundtruth import PoseStream
+        from gaze4hri_bench.data.frame_truth import PoseStream
         from gaze4hri_bench.pipeline.single_frame import mocap_geometry
 
         t = np.array([0, 20_000_000], np.int64)

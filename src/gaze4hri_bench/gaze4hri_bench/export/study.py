@@ -35,7 +35,7 @@ from gaze4hri_core.transforms import SE3
 
 from ..data import study_layout as L
 from ..data.backends.session import SessionDataset
-from ..data.groundtruth import PoseStream
+from ..data.frame_truth import PoseStream
 
 __all__ = ["export_study", "export_trial_study", "StudyExportResult"]
 

@@ -12,7 +12,7 @@ Head frame convention (ETH-XGaze / OpenCV head axes): the columns of ``R_head_ca
 are the head's x (towards the subject's left, i.e. image right for a frontal face),
 y (down) and z (from the face to the back of the head) in the camera frame, so a
 frontal, upright face looking into the camera has ``R_head_cam`` ~ identity and gives
-an upright patch. gaze4hri_bench.data.groundtruth produces this convention from
+an upright patch. gaze4hri_bench.data.frame_truth produces this convention from
 motion capture; :func:`head_pose_from_landmarks` from 2D landmarks.
 """
 from __future__ import annotations

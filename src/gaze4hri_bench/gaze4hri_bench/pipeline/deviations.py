@@ -41,7 +41,7 @@ def frame_geometries(ds, tref) -> tuple[list, pd.DataFrame]:
     need = ["gt_x", "gt_y", "gt_z", "eye_cx", "eye_cy", "eye_cz", "face_cx", "face_cy", "face_cz"]
     if any(c not in gt.columns for c in need):
         raise Gaze4HRIError(f"ground truth of {tref.subject}/{tref.trial} lacks {need}", "deviations",
-                            "update the data reader (data.groundtruth.GT_COLUMNS)")
+                            "update the data reader (data.frame_truth.GT_COLUMNS)")
     intr = ds.camera_info(tref) if callable(getattr(ds, "camera_info", None)) else tref.calibration.intrinsics
     K = np.asarray(intr.K, float)
     size = (int(intr.width), int(intr.height))
@@ -61,9 +61,9 @@ _PM = ["eye_cx", "eye_cy", "eye_cz", "face_cx", "face_cy", "face_cz"] + [f"R_hea
 def _with_pose_match(ds, tref, gt: pd.DataFrame) -> pd.DataFrame:
     """The valid rows of ``gt`` with ``trial_last_frame`` (the trial's last frame slot)
     and ``pm_*`` columns: the rectification geometry of the study's nearest-sample
-    matching (data.groundtruth.pose_match_options; NaN where no sample lies within
+    matching (data.frame_truth.pose_match_options; NaN where no sample lies within
     20 ms), for the ``pose_match`` setting."""
-    from ..data.groundtruth import pose_match_options
+    from ..data.frame_truth import pose_match_options
 
     out = gt.copy()
     out["trial_last_frame"] = int(gt["frame"].max()) if len(gt) else -1

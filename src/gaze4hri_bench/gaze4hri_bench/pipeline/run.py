@@ -24,7 +24,7 @@ from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.gaze import angular_error_deg, normalize
 
 from ..data import validity
-from ..data.groundtruth import pose_match_options
+from ..data.frame_truth import pose_match_options
 from ..faces.blinks import blink_source
 from ..methods import get_entry, get_method
 from ..methods.base import GazeMethod

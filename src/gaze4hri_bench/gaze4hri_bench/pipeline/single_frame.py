@@ -12,7 +12,7 @@ from the same ``runtime.Runner`` (ONNX Runtime session, spec-checked), decoding 
 ``gaze4hri-bench run`` writes (tests/acq/test_gaze_node.py checks 1e-5).
 
 Head pose: from motion capture when the head-band and robot poses are given
-(:func:`mocap_geometry`: ``data.groundtruth.compute_ground_truth`` on one frame, the
+(:func:`mocap_geometry`: ``data.frame_truth.compute_ground_truth`` on one frame, the
 benchmark's interpolation), else from face-mesh landmarks by solvePnP against the
 generic face model (``faces.normalization.head_pose_from_landmarks``).
 """
@@ -64,9 +64,9 @@ class Estimate:
 def mocap_geometry(t_ns: int, head, robot, cal, options=None) -> tuple[dict | None, str]:
     """Head geometry at ``t_ns`` from motion capture: (dict with face_center_cam,
     R_head_cam, head_forward, eye_cam, or None; reason). ``head``/``robot`` are
-    data.groundtruth.PoseStream (head band in the world, tool0 in Base) around t_ns;
+    data.frame_truth.PoseStream (head band in the world, tool0 in Base) around t_ns;
     one-row ``compute_ground_truth`` (the benchmark's interpolation and gap rules)."""
-    from ..data.groundtruth import FrameTable, GTOptions, compute_ground_truth
+    from ..data.frame_truth import FrameTable, GTOptions, compute_ground_truth
 
     global LIVE_TRIAL
     if LIVE_TRIAL is None:
@@ -85,7 +85,7 @@ def mocap_geometry(t_ns: int, head, robot, cal, options=None) -> tuple[dict | No
 def _window(stream, t_ns: int, k: int = 2):
     """The samples bracketing ``t_ns`` (``k`` on each side): all that interpolation and
     the gap rules read, so the one-row ground truth costs the same at any history length."""
-    from ..data.groundtruth import PoseStream
+    from ..data.frame_truth import PoseStream
 
     s = stream.sorted_unique()
     i = int(np.searchsorted(s.t_ns, int(t_ns)))

@@ -2,7 +2,7 @@
 the trial's frames and ground truth from the dataset -> MP4 + contact sheet PNG.
 
 Each frame shows the ground-truth arrow (green) and every selected method's arrow from
-the eye midpoint (motion capture, ``data.groundtruth``), a legend with each method's
+the eye midpoint (motion capture, ``data.frame_truth``), a legend with each method's
 angular error or its own validity reason (e.g. ``no_face``), and the frame's data
 validity reason (blink, mocap_lost, dropped_frame, ...) from the results rows."""
 from __future__ import annotations

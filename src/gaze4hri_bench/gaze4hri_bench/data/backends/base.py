@@ -94,7 +94,7 @@ class DatasetBackend(Protocol):
     """The reader interface (data.reader.Dataset returns one of these).
 
     Trials are cheap to list; frames are decoded lazily, one at a time; ground truth
-    is one row per selected frame (data.groundtruth.GT_COLUMNS) with validity reasons.
+    is one row per selected frame (data.frame_truth.GT_COLUMNS) with validity reasons.
     ``skipped`` lists trials left out for bad input (the run goes on without them)."""
 
     name: str
@@ -113,7 +113,7 @@ class DatasetBackend(Protocol):
     def camera_info(self, ref: TrialRef): ...
 
     def trial_ground_truth(self, ref: TrialRef, options=None) -> pd.DataFrame:
-        """Ground-truth table (groundtruth.GT_COLUMNS); ``options`` (a GTOptions) instead
+        """Ground-truth table (frame_truth.GT_COLUMNS); ``options`` (a GTOptions) instead
         of the dataset's own gt_options."""
         ...
 

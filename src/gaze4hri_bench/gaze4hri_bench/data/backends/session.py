@@ -4,7 +4,7 @@ directories -> trials -> frames).
 The layout and topics are the core's contract (gaze4hri_core.session: one directory
 per subject with session.yaml, calibration/ and bags/<trial>/, MCAP rosbag2 bags).
 Frames are decoded one at a time from the bag with ``rosbags`` (never all in memory);
-ground truth comes from the small pose streams of the same bag (groundtruth.py).
+ground truth comes from the small pose streams of the same bag (frame_truth.py).
 Every failure on bad input is a one-line SessionError/CalibrationError
 (what, where, fix). A bag whose MCAP CRCs disagree with its bytes (gaze4hri_core.mcap_crc)
 is never read: ``trials()`` lists it in ``skipped`` with its first damaged offset, and
@@ -29,7 +29,7 @@ from gaze4hri_core.protocol import trial_by_id
 from gaze4hri_core.session import MSG_TYPES, SessionManifest, Topics, bag_dir, load_manifest, manifest_path
 
 from .. import validity
-from ..groundtruth import FrameTable, GTOptions, PoseStream, compute_ground_truth, fk_stream
+from ..frame_truth import FrameTable, GTOptions, PoseStream, compute_ground_truth, fk_stream
 from .base import FrameSample, SkippedTrial, TrialRef
 
 __all__ = ["SessionDataset", "TrialRef", "FrameSample", "open_bag", "decode_image", "TRIAL_STATUSES_READ", "detect"]
@@ -626,10 +626,10 @@ class SessionDataset:
 
     # -- ground truth ---------------------------------------------------------------
     def trial_ground_truth(self, ref: TrialRef, options: GTOptions | None = None) -> pd.DataFrame:
-        """One row per selected frame (groundtruth.GT_COLUMNS) with data-based validity,
+        """One row per selected frame (frame_truth.GT_COLUMNS) with data-based validity,
         plus human blink annotations when the session has them (``blink``). EAR-based
         blinks and ``no_face`` are face-based and added later (validity.apply_face_reasons).
-        ``options``: instead of the dataset's gt_options (e.g. groundtruth.pose_match_options)."""
+        ``options``: instead of the dataset's gt_options (e.g. frame_truth.pose_match_options)."""
         table = self.frame_table(ref)
         opt = options or self.gt_options
         scan = self._scan(ref)

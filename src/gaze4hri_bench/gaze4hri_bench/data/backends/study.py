@@ -12,7 +12,7 @@ annotation files the first by name is used (data_loader.py:362-384;
 ``blink_rule="any"``: the highest code of any annotator).
 
 Ground truth is computed by the same function as for our sessions
-(data.groundtruth.compute_ground_truth, core geometry): the head band stream with the
+(data.frame_truth.compute_ground_truth, core geometry): the head band stream with the
 study's eye offset as the eye-head transform (band axes x forward, y up, z right
 turned into our REP-103 eye axes by a constant rotation), the camera stream
 (camera_poses, rgb_camera_link body axes, turned into the optical frame once) as an
@@ -48,7 +48,7 @@ from gaze4hri_core.transforms import SE3, matrix_to_quat_xyzw
 
 from .. import study_layout as L
 from .. import validity
-from ..groundtruth import FrameTable, GTOptions, PoseStream, compute_ground_truth
+from ..frame_truth import FrameTable, GTOptions, PoseStream, compute_ground_truth
 from .base import FrameSample, SkippedTrial, TrialRef
 from .session import build_frame_table
 
@@ -480,9 +480,9 @@ class StudyDataset:
         return f / n if n > 1e-9 else np.array([1.0, 0.0, 0.0])
 
     def trial_ground_truth(self, ref: TrialRef, options: GTOptions | None = None) -> pd.DataFrame:
-        """One row per selected frame (groundtruth.GT_COLUMNS), data validity as for
+        """One row per selected frame (frame_truth.GT_COLUMNS), data validity as for
         sessions plus the annotated blinks (``blink``, ``blink_uncertain``). ``options``:
-        instead of the dataset's gt_options (e.g. groundtruth.pose_match_options)."""
+        instead of the dataset's gt_options (e.g. frame_truth.pose_match_options)."""
         tr = self._load(ref)
         rows = self._selected_rows(tr.table)
         t = tr.table

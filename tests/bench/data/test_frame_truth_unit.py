@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gaze4hri_bench.data.groundtruth import FrameTable, PoseStream, compute_ground_truth, fk_stream
+from gaze4hri_bench.data.frame_truth import FrameTable, PoseStream, compute_ground_truth, fk_stream
 from gaze4hri_bench.faces.normalization import EYE_TO_FACE_CENTRE_MM
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.kinematics import inverse
