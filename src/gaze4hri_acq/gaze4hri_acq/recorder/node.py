@@ -123,6 +123,7 @@ class RecorderNode(ControlMixin, Node):
         self._last_by_topic: dict[str, int] = {}
         self._frame_stamps: dict[str, deque] = {}  # frame-bound topic -> stamps accepted into this trial
         self._frames_cv = threading.Condition()
+        self._stop_lock = threading.Lock()
         self._pose_latest: dict[str, int] = {}  # newest stamp seen per pose stream (_await_pose_tails)
         self._start_ns = 0
         self._end_ns: int | None = None
@@ -408,6 +409,10 @@ class RecorderNode(ControlMixin, Node):
         return out
 
     def handle_stop(self, req: dict) -> dict:
+        with self._stop_lock:  # the orchestrator's stop and the shutdown's (SIGINT) never close one bag twice
+            return self._handle_stop(req)
+
+    def _handle_stop(self, req: dict) -> dict:
         bag = self.bag
         if bag is None:
             return {"counts": {}, "note": "not recording"}
@@ -416,7 +421,9 @@ class RecorderNode(ControlMixin, Node):
         late = self._await_frame_companions()
         if late:
             self.get_logger().warning(f"{self.trial}: stopped without the last frame's {', '.join(late)} (not delivered within {_COMPANION_WAIT_S:g} s)")
-        late = self._await_pose_tails()
+        # only a trial's regular end (the orchestrator's stop names it) waits for the poses: an
+        # abort or a shutdown stops at once (the devices may already be gone)
+        late = self._await_pose_tails() if req.get("end_ns") is not None else []
         if late:
             self.get_logger().warning(f"{self.trial}: stopped before {', '.join(late)} passed the last frame (not delivered within {_COMPANION_WAIT_S:g} s)")
         barrier = _Barrier(threading.Event(), bag)
