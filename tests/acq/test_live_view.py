@@ -171,7 +171,7 @@ def test_live_view_serves_image_scene_and_state_during_a_session(tmp_path):
     t.start()
     try:
         sdir = run_session_args(SessionArgs(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=(TRIAL,), resolution=(160, 90),
-                                            trial_seconds=1.0, real_time_factor=5.0, quiet=True, yes=True, live_view=f"127.0.0.1:{port}"))
+                                            trial_seconds=1.0, real_time_factor=1.0, quiet=True, yes=True, live_view=f"127.0.0.1:{port}"))  # a second of recording: the recorder's 2 Hz diagnostics say so
     finally:
         t.join(timeout=10)  # the live view sends its last state and closes the connection when the session ends
         stop.set()

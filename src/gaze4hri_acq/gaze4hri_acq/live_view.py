@@ -70,6 +70,8 @@ SUBPROTOCOL_HINT = ("needs a client offering foxglove.sdk.v1: the current Foxglo
 GAZE_TOPIC = "/gaze4hri/gaze"  # the live gaze node's estimate (nodes/gaze_node.GazeTopics.GAZE)
 
 
+_FINAL_STATE_GRACE_S = 0.3  # LiveView.stop: the last state's time to go out before the server closes
+
 class LiveTopics:
     IMAGE = "/gaze4hri/live/image"
     SCENE = "/gaze4hri/live/scene"
@@ -269,6 +271,10 @@ class LiveView:
                 if not str(self.state.get("status", "")).startswith("stopped"):
                     self.state["status"] = "stopped (session ended)"
                 self._send_state()
+                # the server's stop closes every connection at once: give the final state a
+                # moment to reach the clients (a loaded machine lost it: the last state a
+                # client had was a periodic one still saying recording)
+                time.sleep(_FINAL_STATE_GRACE_S)
             except Exception:  # noqa: BLE001 - the view must never fail the session's end
                 pass
             self._server.stop()
