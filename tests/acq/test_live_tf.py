@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from rosbags.typesys import Stores, get_typestore  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+from tests.acq._wait import wait_for  # noqa: E402
 from tests.acq.conftest import SHORT_TRIALS  # noqa: E402
 
 # tf2_ros's listener profiles (geometry2 tf2_ros/include/tf2_ros/qos.hpp:39-60), /tf kept whole
@@ -40,14 +40,6 @@ def shared_graph(monkeypatch):
     the machine stay out."""
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     monkeypatch.setenv("ROS_DOMAIN_ID", str(20 + os.getpid() % 80))
-
-
-def _wait(cond, timeout_s: float, what: str) -> None:
-    end = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
 
 
 def _key(tr) -> tuple:
@@ -165,10 +157,10 @@ def test_a_simulated_session_publishes_the_bags_tf_live(tmp_path, shared_graph):
         assert bag_tf and len(bag_static) == 1
         # every transform the bag holds was heard live, with the same numbers (the same
         # bytes: recorder/tf.py serializes once for both); live /tf also runs between trials
-        _wait(lambda: set(bag_tf) <= set(ls.tf), 60.0, "the bag's /tf transforms on the live /tf")
+        wait_for(lambda: set(bag_tf) <= set(ls.tf), 60.0, "the bag's /tf transforms on the live /tf")
         assert {k: ls.tf[k] for k in bag_tf} == bag_tf
         assert {(k[0], k[1]) for k in bag_tf} >= {("base", "tool0"), ("world", "head_band")}
-        _wait(lambda: ls.static, 60.0, "/tf_static")
+        wait_for(lambda: ls.static, 60.0, "/tf_static")
         assert ls.static == bag_static  # once per trial, the message the bag holds
         assert {k[:2] for k, _v in ls.static[0]} >= {("world", "base"), ("tool0", "camera_color_optical_frame")}
         pub = next(p for p in ls.static_pubs if p.node_name == "recorder")
@@ -197,9 +189,9 @@ def test_replay_publishes_tf_and_a_late_listener_gets_tf_static(short_session, s
         got: list = []
         node.create_subscription(TFMessage, "/tf_static", lambda m: got.append([(_key(tr), _value(tr)) for tr in m.transforms]), QOS_STATIC_LISTEN)
         ls.ex.add_node(node)
-        _wait(lambda: got, 60.0, "/tf_static on a late-joining listener")
+        wait_for(lambda: got, 60.0, "/tf_static on a late-joining listener")
         late["static"] = got[0]
-        _wait(lambda: ls.node.count_publishers("/tf") >= 1, 60.0, "the replay's /tf publisher")
+        wait_for(lambda: ls.node.count_publishers("/tf") >= 1, 60.0, "the replay's /tf publisher")
 
     try:
         ctx = Context()
@@ -210,7 +202,7 @@ def test_replay_publishes_tf_and_a_late_listener_gets_tf_static(short_session, s
             rclpy.shutdown(context=ctx)
         assert late["static"] == bags[first][1][0]  # the first trial's static transforms, as in its bag
         tf2, static2 = bags[second]
-        _wait(lambda: set(tf2) <= set(ls.tf), 60.0, "the second bag's /tf on the live /tf")
+        wait_for(lambda: set(tf2) <= set(ls.tf), 60.0, "the second bag's /tf on the live /tf")
         assert {k: ls.tf[k] for k in tf2} == tf2
         # what was heard of the first trial (its publisher was created with its first
         # message, before discovery: under load the whole short trial can play before the

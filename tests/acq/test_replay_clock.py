@@ -4,7 +4,6 @@ bag's log times, and a plain rclpy node started with ``use_sim_time`` follows it
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -21,18 +20,12 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 
 from gaze4hri_acq import replay as replay_mod  # noqa: E402
 
+from ._wait import wait_for  # noqa: E402
+
 pytestmark = [pytest.mark.replay, pytest.mark.node]
 
 TRIAL = "illum010_P1"
 RATE = 2.0
-
-
-def _wait(cond, timeout_s: float, what: str) -> None:
-    end = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
 
 
 def _bag_log_times(session) -> list[int]:
@@ -53,14 +46,14 @@ def test_use_sim_time_listener_follows_the_replayed_bag_time(short_session):
     th.start()
 
     def ready(_tid):  # before the trial's first message: the listener has discovered /clock's publisher
-        _wait(lambda: node.count_publishers(CLOCK_TOPIC) >= 1, 10.0, "the replay's /clock publisher")
+        wait_for(lambda: node.count_publishers(CLOCK_TOPIC) >= 1, 10.0, "the replay's /clock publisher")
 
     try:
         assert node.get_clock().now().nanoseconds == 0  # use_sim_time: no time before the first /clock
         n = replay_session(short_session, trials=[TRIAL], rate=RATE, quiet=True, context=ctx, on_trial=ready)
         times = _bag_log_times(short_session)
         # the last /clock (the last message's log time) reaches the listener's clock
-        _wait(lambda: node.get_clock().now().nanoseconds >= times[-1] - int(0.05e9), 5.0, "the listener's clock at the bag's end")
+        wait_for(lambda: node.get_clock().now().nanoseconds >= times[-1] - int(0.05e9), 5.0, "the listener's clock at the bag's end")
         now = node.get_clock().now().nanoseconds
     finally:
         ex.shutdown(timeout_sec=1.0)

@@ -14,6 +14,8 @@ import numpy as np
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, monitor_for
 
+from .._wait import wait_for  # noqa: F401 - the testbed's users import it from here
+
 PORTS = (30004, 29999, 30001, 30002, 30003, 30010)
 
 
@@ -74,12 +76,4 @@ def head_in_front(mon: SafetyMonitor, T_base_tool0) -> object:
     return SE3(np.eye(3), eye)
 
 
-def wait_for(predicate, timeout_s: float, what: str, period_s: float = 0.005):
-    """Poll ``predicate`` until true (returns its value) or fail after a generous deadline."""
-    t_end = time.monotonic() + timeout_s
-    while time.monotonic() < t_end:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(period_s)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
