@@ -452,7 +452,10 @@ def _run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, s
         _move(cfg, client, plan.approach, check)
         if trial.head_yaw_deg is not None:
             view.status(f"head-pose check: yaw {trial.head_yaw_deg:+.0f} +/- {cfg.head_yaw_tolerance_deg:.0f} deg")
-            _head_check(cfg, client, calib, trial, check)
+            yaw = _head_check(cfg, client, calib, trial, check)
+            # a line that stays: the check itself can pass between two redraws of the table
+            _say(view, f"{tid}: head-pose check passed: measured yaw {yaw:+.1f} deg, target {trial.head_yaw_deg:+.0f} "
+                       f"+/- {cfg.head_yaw_tolerance_deg:.0f} deg, held {cfg.head_hold_s:g} s")
         # the colour options read back now, recorded with this trial (the study saves rgb_camera_settings.json per trial)
         trial_camera = _camera_settings(client)
         if "error" in trial_camera:
@@ -627,8 +630,9 @@ def _wait_motion(cfg, client: DeviceClient, name: str, check, duration_s: float 
         time.sleep(0.01)
 
 
-def _head_check(cfg, client: DeviceClient, calib, trial: Trial, check) -> None:
-    """Yaw within tolerance for ``head_hold_s`` of device time before recording starts."""
+def _head_check(cfg, client: DeviceClient, calib, trial: Trial, check) -> float:
+    """Yaw within tolerance for ``head_hold_s`` of device time before recording starts;
+    returns the last measured yaw (deg)."""
     deadline = time.monotonic() + cfg.head_check_timeout_s
     ok_since = None
     yaw = float("nan")
@@ -640,7 +644,7 @@ def _head_check(cfg, client: DeviceClient, calib, trial: Trial, check) -> None:
             if abs(yaw - trial.head_yaw_deg) <= cfg.head_yaw_tolerance_deg:
                 ok_since = t if ok_since is None else ok_since
                 if t - ok_since >= cfg.head_hold_s * 1e9:
-                    return
+                    return yaw
             else:
                 ok_since = None
         if time.monotonic() > deadline:
