@@ -94,8 +94,9 @@ def _cpu() -> float:
 def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path | None) -> tuple[float, dict]:
     """Frames/s of `run` (one method, one input) over the selected trials, and its timing."""
     import numpy as np
+    from gaze4hri_bench.pipeline import run as _run
     from gaze4hri_bench.pipeline.results import read_metadata
-    from gaze4hri_bench.pipeline.run import RunConfig, plan_jobs, run_benchmark
+    from gaze4hri_bench.pipeline.run import RunConfig, plan_jobs
     from gaze4hri_bench.pipeline.runtime import Runner
 
     shutil.rmtree(out, ignore_errors=True)
@@ -111,7 +112,7 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
     j.runner.run(np.zeros((args.batch, *[d for d in dims if d != "B"]), np.float32))  # warm-up, as for ORT alone
     said: list[str] = []
     c0, t0 = _cpu(), time.perf_counter()
-    (path,) = run_benchmark(cfg, log=said.append, jobs=jobs)
+    (path,) = _run.run_benchmark(cfg, log=said.append, jobs=jobs)
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     t = read_metadata(path)["timing"]
     return t["frames"] / wall, {"cpu_fps": t["frames"] / cpu, **{k: t[k] for k in t if k.endswith("_s")}, "frames": t["frames"], "wall": wall,

@@ -83,6 +83,24 @@ def test_crcs_are_written_and_64_flipped_bytes_are_caught_by_every_reader(tmp_pa
 
 
 @pytest.mark.unit
+def test_an_intact_bag_is_checked_in_one_pass_and_a_damaged_one_is_walked(tmp_path, monkeypatch):
+    """An intact bag: the data-section and summary CRCs alone (no chunk decompressed); a
+    damaged one: every chunk walked, and the damaged chunk named with its offset."""
+    import gaze4hri_core.mcap_crc as mc
+
+    b = _bag(tmp_path, "zstd")
+    b.close()
+    f = mcap_file(b.bag_dir)
+    calls = []
+    real = mc.decompress
+    monkeypatch.setattr(mc, "decompress", lambda data, comp: calls.append(comp) or real(data, comp))
+    assert mc.check_mcap(f) == [] and calls == []
+    _flip(f, 64, seed=20, lo=0.2, hi=0.8)  # inside the chunks
+    kinds = [d.kind for d in mc.check_mcap(f)]
+    assert "zstd" in calls and kinds[0] == "chunk CRC mismatch"
+
+
+@pytest.mark.unit
 def test_one_flipped_bit_anywhere_is_caught_by_the_check(tmp_path):
     b = _bag(tmp_path, frames=2)
     b.close()

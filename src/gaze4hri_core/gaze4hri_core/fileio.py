@@ -13,6 +13,10 @@ import yaml
 
 from .errors import Gaze4HRIError
 
+#: PyYAML's libyaml-backed safe loader where the wheel has it (10x faster on a manifest;
+#: the same documents), else the pure-Python one
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 __all__ = ["read_yaml", "write_yaml_atomic", "write_bytes_atomic", "sha256_file"]
 
 
@@ -24,7 +28,7 @@ def read_yaml(path: Path | str, kind: str = "file", error: type[Gaze4HRIError] =
         raise error(f"{kind} not found", str(p), fix)
     try:
         with p.open("r", encoding="utf-8") as f:
-            return yaml.safe_load(f)
+            return yaml.load(f, Loader=_SAFE_LOADER)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{p}:{mark.line + 1}" if mark else str(p)

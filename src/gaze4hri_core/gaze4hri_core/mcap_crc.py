@@ -6,7 +6,9 @@ Checked, as the MCAP spec defines them (https://mcap.dev/spec): every Chunk's
 End record's ``data_section_crc`` (every byte from the leading magic up to the Data End
 record, "Data End"; the convention of the mcap writer, mcap/writer.py) and the Footer's
 ``summary_crc`` (summary start through the footer's ``summary_offset_start`` field,
-"Footer"). A CRC of 0 means "not computed" (spec) and is not checked: bags recorded
+"Footer"). An intact file costs one streaming CRC pass (the data-section CRC covers
+every stored byte of every chunk); the chunks are walked, decompressed and checked one
+by one only when that pass fails, to name the damaged places. A CRC of 0 means "not computed" (spec) and is not checked: bags recorded
 before the recorder wrote CRCs read as before. Not the mcap package's
 ``StreamReader(validate_crcs=True)``: that one stops at the first mismatch and does not
 check the summary CRC, while the operator's line names every damaged place with its
@@ -65,14 +67,22 @@ def decompress(data: bytes, compression: str) -> bytes | None:
 
 def data_crc_of(f, end: int) -> int:
     """CRC-32 of the first ``end`` bytes of the open binary file ``f`` (leaves f at ``end``)."""
-    f.seek(0)
-    crc, left = 0, end
+    return _crc_range(f, 0, end)
+
+
+def _crc_range(f, start: int, end: int, crc: int = 0) -> int:
+    """CRC-32 of bytes ``[start, end)`` of the open binary file ``f``, continued from ``crc``
+    (one reused buffer: no copy per block; leaves f at ``end`` or at its end of file)."""
+    f.seek(start)
+    buf = bytearray(min(_BLOCK * 4, max(end - start, 1)))
+    view = memoryview(buf)
+    left = end - start
     while left > 0:
-        b = f.read(min(_BLOCK, left))
-        if not b:
+        n = f.readinto(view[: min(len(buf), left)])
+        if not n:
             break
-        crc = zlib.crc32(b, crc)
-        left -= len(b)
+        crc = zlib.crc32(view[:n], crc)
+        left -= n
     return crc
 
 
@@ -97,6 +107,8 @@ def check_mcap(path: Path | str) -> list[Damage] | None:
             return [Damage(path, "footer record damaged", size - _FOOTER_LEN - 8)]
         summary_start, _summary_offset_start, summary_crc = struct.unpack_from("<QQI", footer, 9)
         footer_start = size - _FOOTER_LEN - 8
+        if _intact(f, footer, summary_start, summary_crc, footer_start):
+            return damages
         f.seek(0)
         crc = zlib.crc32(f.read(8))
         off = 8
@@ -146,6 +158,29 @@ def check_mcap(path: Path | str) -> list[Damage] | None:
     return damages
 
 
+def _intact(f, footer: bytes, summary_start: int, summary_crc: int, footer_start: int) -> bool:
+    """The fast path: True when the Data End record sits where the footer says the data
+    section ends and both its data-section CRC and the footer's summary CRC are present
+    and match (one streaming CRC over the file, no record walk, no decompression). The
+    data-section CRC covers every byte of every chunk as stored, so the chunks' own CRCs
+    are only needed to say *which* chunk is damaged, which the full walk does when this
+    returns False. (rosbags checks each chunk's CRC again as it reads it.)"""
+    if not summary_crc or not 0 < summary_start <= footer_start:
+        return False
+    end = summary_start - 13  # Data End: opcode, length 4, data_section_crc (MCAP spec "Data End")
+    if end < 8:
+        return False
+    f.seek(end)
+    rec = f.read(13)
+    if len(rec) != 13 or rec[0] != _OP_DATA_END or struct.unpack_from("<Q", rec, 1)[0] != 4:
+        return False
+    (want,) = struct.unpack_from("<I", rec, 9)
+    if not want or _crc_range(f, 0, end) != want:
+        return False
+    s = zlib.crc32(footer[: 1 + 8 + 16], _crc_range(f, summary_start, footer_start))
+    return s == summary_crc
+
+
 def _chunk_bad(body: bytes) -> bool:
     """Whether a Chunk record body's stored CRC disagrees with its records (MCAP spec "Chunk":
     message_start_time, message_end_time, uncompressed_size, uncompressed_crc, compression, records)."""
@@ -159,7 +194,7 @@ def _chunk_bad(body: bytes) -> bool:
         start = 32 + n + 8
         if start + rlen > len(body):
             return True
-        raw = decompress(body[start: start + rlen], comp)
+        raw = decompress(memoryview(body)[start: start + rlen], comp)
     except Exception:  # the header does not parse, or the codec's own error type: damaged either way
         return True
     if raw is None:

@@ -90,3 +90,21 @@ def test_to_tensor_follows_spec():
     mc = crops.to_tensor(patch, get_spec("mcgaze_gaze360"))  # mmdet mean/std on 0-255
     assert np.allclose(mc[:, 0, 0], [(255 - 123.675) / 58.395, (0 - 116.28) / 57.12, (51 - 103.53) / 57.375], atol=1e-5)
     assert mc.flags.c_contiguous
+
+
+@pytest.mark.parametrize("method", ["puregaze_eth", "l2cs_gaze360", "mcgaze_gaze360", "gazetr_eth", "gat_gaze360"])
+def test_to_tensor_table_path_is_the_arithmetic_bit_for_bit(method):
+    """The uint8 table path (cv2.LUT per plane) against the float32 arithmetic it replaces,
+    for every value of every channel, on a contiguous patch and on a strided view."""
+    spec = get_spec(method)
+    rng = np.random.default_rng(7)
+    patch = rng.integers(0, 256, (64, 48, 3), dtype=np.uint8)
+    patch[0, :3] = [[0, 0, 0], [255, 255, 255], [1, 128, 254]]
+    ramp = np.repeat(np.arange(256, dtype=np.uint8).reshape(16, 16, 1), 3, axis=2)
+    for p in (patch, patch[1::2, ::3], ramp):
+        got = crops.to_tensor(p, spec)
+        want = crops._to_tensor_arith(p, getattr(spec, "colour", "rgb") == "bgr", spec.mean, spec.std)
+        assert got.dtype == np.float32 and got.flags.c_contiguous and got.shape == want.shape
+        assert np.array_equal(got, want)
+    f = crops.to_tensor(patch.astype(np.float32), spec)  # not uint8: the arithmetic itself
+    assert np.array_equal(f, crops.to_tensor(patch, spec))

@@ -525,13 +525,7 @@ def camera_source_summary(tref, gt: pd.DataFrame) -> dict | None:
     ok = np.isfinite(mm) & np.isfinite(deg)
     if not ok.any():
         return None
-    source = "fk"
-    try:
-        from gaze4hri_core.session import load_manifest
-
-        source = str(load_manifest(tref.session_dir).settings.get("camera_pose_source", "fk"))
-    except (Gaze4HRIError, OSError, AttributeError):
-        pass
+    source = str(getattr(tref, "camera_pose_source", "fk"))  # read from the manifest once, at listing
     q = lambda v, x: round(float(np.percentile(v[ok], x)), 4)  # noqa: E731
     return {"source": source, "frames": int(ok.sum()), "median_mm": q(mm, 50), "p95_mm": q(mm, 95), "max_mm": round(float(mm[ok].max()), 4),
             "median_deg": q(deg, 50), "p95_deg": q(deg, 95), "max_deg": round(float(deg[ok].max()), 4)}
@@ -753,15 +747,10 @@ def timing_lines(jobs: list[Job], engine: _Engine) -> list[str]:
 
 def _data_backend(tref) -> str:
     """Where the trial's data came from, for the report's status box: the session's acquisition
-    backend (session.yaml ``backend``: sim, real, ...) or the reader backend (``study``)."""
+    backend (session.yaml ``backend``: sim, real, ...; read at listing) or the reader backend (``study``)."""
     if getattr(tref, "backend", "session") != "session":
         return str(tref.backend)
-    from gaze4hri_core.session import load_manifest
-
-    try:
-        return str(load_manifest(tref.session_dir).backend)
-    except (Gaze4HRIError, OSError, AttributeError):
-        return "unknown"
+    return str(getattr(tref, "session_backend", "unknown"))
 
 
 def _cal_hashes(tref) -> dict:

@@ -33,7 +33,9 @@ class TrialRef:
     ``bag_dir`` is the folder holding the trial's data (the MCAP bag, or the study's
     stamp folder); ``session_dir`` the subject's folder. ``subject_info``: subject
     metadata (study: subject_info.json, e.g. glasses, gender), empty when unknown;
-    ``rerecordings``: earlier stamp folders of the same trial (study layout), not read."""
+    ``rerecordings``: earlier stamp folders of the same trial (study layout), not read;
+    ``camera_pose_source``, ``session_backend``: the manifest's camera pose source and
+    acquisition backend (read once, at listing)."""
 
     subject: str
     trial: str
@@ -46,6 +48,10 @@ class TrialRef:
     subject_info: dict = field(default_factory=dict, compare=False, repr=False)
     rerecordings: tuple[Path, ...] = field(default=(), compare=False, repr=False)
     backend: str = field(default="session", compare=False)
+    #: where the recording took the camera pose from (session.yaml settings.camera_pose_source)
+    camera_pose_source: str = field(default="fk", compare=False)
+    #: the acquisition backend that recorded it (session.yaml ``backend``: sim, real, ...)
+    session_backend: str = field(default="unknown", compare=False)
 
     @property
     def experiment(self) -> str:

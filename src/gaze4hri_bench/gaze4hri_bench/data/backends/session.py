@@ -468,7 +468,9 @@ class SessionDataset:
                 if damage is not None:  # never read: listed, and the run goes on with the other trials
                     self.skipped.append(SkippedTrial(subject, tid, damage.where or str(bd), damage.line(), damaged=True))
                     continue
-                order.append((tr.index, TrialRef(subject, tid, tr, sd, bd, rec.status, cal, rec, subject_info=info)))
+                order.append((tr.index, TrialRef(subject, tid, tr, sd, bd, rec.status, cal, rec, subject_info=info,
+                                                            camera_pose_source=self._pose_source[sd],
+                                                            session_backend=str(man.backend))))
             refs.extend(r for _i, r in sorted(order, key=lambda x: x[0]))
         self._refs = refs
         return list(refs)
