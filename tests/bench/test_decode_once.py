@@ -181,3 +181,59 @@ def test_the_study_pose_match_feeds_the_rectification_once_per_trial(tmp_path, t
     a, b = preds.values()
     ok = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
     assert ok.sum() > 5 and np.abs(a[ok] - b[ok]).max() > 1e-4  # the nearest-sample geometry reached the network
+
+
+def test_streams_run_batches_at_once_with_rows_equal_to_one_stream(tmp_path, tiny_models, stub_faces, monkeypatch):
+    """--streams (runtime.resolve_streams): up to N batches in ONNX Runtime at once, from
+    as many threads; the rows equal one stream's bit for bit (same intra-op threads), the
+    provenance records the streams and threads, and a stream's error reaches the run."""
+    import threading
+
+    from gaze4hri_bench.pipeline import runtime
+
+    jobs = [("tiny_test", "rectified"), ("gat_gaze360", "rectified")]
+    callers: set[str] = set()
+    real = runtime.Runner.run
+
+    def spying(self, *xs):
+        callers.add(threading.current_thread().name)
+        return real(self, *xs)
+
+    monkeypatch.setattr(runtime.Runner, "run", spying)
+    out = {}
+    for streams in (1, 3):
+        cfg = RunConfig(methods=tuple(m for m, _ in jobs), data=Path("/synthetic"), out=tmp_path / f"s{streams}", models_dir=tiny_models,
+                        progress=False, blinks="off", batch=4, detector="stub", threads=1, streams=streams, command_line="pytest")
+        planned = [j for j in plan_jobs(RunConfig(**{**cfg.__dict__, "input": "both"})) if (j.method.name, j.input_type) in jobs]
+        callers.clear()
+        out[streams] = run_benchmark(cfg, log=lambda *_: None, jobs=planned, dataset=SynthDataset())
+        if streams == 1:
+            assert callers == {threading.main_thread().name}
+        else:
+            assert callers and all(c.startswith("g4h-infer") for c in callers)
+    for a, b in zip(sorted(out[1]), sorted(out[3]), strict=True):
+        pd.testing.assert_frame_equal(pd.read_parquet(a), pd.read_parquet(b), check_exact=True)
+    md = results.read_metadata(sorted(out[3])[0])["timing"]
+    assert md["streams"] == 3 and md["threads"] == 1
+
+    def failing(self, *xs):
+        raise RuntimeError("stream broke")
+
+    monkeypatch.setattr(runtime.Runner, "run", failing)
+    cfg = RunConfig(methods=("tiny_test",), data=Path("/synthetic"), out=tmp_path / "fail", models_dir=tiny_models, progress=False,
+                    blinks="off", batch=4, detector="stub", threads=1, streams=2, command_line="pytest")
+    with pytest.raises(RuntimeError, match="stream broke"):
+        run_benchmark(cfg, log=lambda *_: None, jobs=[j for j in plan_jobs(cfg) if j.input_type == "rectified"] or plan_jobs(cfg),
+                      dataset=SynthDataset())
+    assert not [p for p in (tmp_path / "fail").rglob("*.parquet") if ".cache" not in p.parts]  # no result half-written
+
+
+def test_resolve_streams_shares_the_cores():
+    from gaze4hri_bench.pipeline.runtime import CPU_STREAMS, resolve_streams
+
+    assert resolve_streams(None, True, None, cores=2) == (CPU_STREAMS, 1)
+    assert resolve_streams(None, True, None, cores=16) == (CPU_STREAMS, 8)
+    assert resolve_streams(None, True, None, cores=1) == (1, None)  # one core: as before
+    assert resolve_streams(None, True, 4, cores=16) == (1, 4)  # --threads alone: one stream, as before
+    assert resolve_streams(3, True, None, cores=16) == (3, 5)
+    assert resolve_streams(4, False, None, cores=16) == (1, None)  # a GPU: one stream

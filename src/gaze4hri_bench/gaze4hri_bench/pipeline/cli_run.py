@@ -90,7 +90,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="run each network's FP16 copy (converted once, cached next to the .onnx) after a parity check "
                         "against FP32 that prints the largest gaze difference and refuses above 1 deg "
                         "($GAZE4HRI_FP16_MAX_DEG); meant for --device cuda/tensorrt")
-    p.add_argument("--threads", type=int, default=None, metavar="N", help="ONNX Runtime intra-op threads (default: all cores)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="ONNX Runtime intra-op threads per stream (default: the cores shared out between the streams)")
+    p.add_argument("--streams", type=_streams_arg, default=None, metavar="N",
+                   help="batches of one network in flight at once on the CPU, each on its share of the cores "
+                        "(default auto: 2 when --threads is not given, else 1; a GPU runs 1; docs/pipeline.md, Streams)")
     p.add_argument("--models-dir", type=Path, default=None, metavar="DIR",
                    help="folder of <method>.onnx + manifest.yaml (default: $GAZE4HRI_MODELS, else models/)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"results folder (default: {DEFAULT_OUT})")
@@ -119,6 +123,16 @@ def _batch_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer or 'auto'") from None
 
 
+def _streams_arg(text: str) -> int | None:
+    """``--streams``: N >= 1 or ``auto`` (None: runtime.resolve_streams)."""
+    t = str(text).strip().lower()
+    if t == "auto":
+        return None
+    if not t.isdigit() or int(t) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer or 'auto'")
+    return int(t)
+
+
 def main(args: argparse.Namespace) -> int:
     from gaze4hri_core.errors import Gaze4HRIError
 
@@ -145,7 +159,7 @@ def main(args: argparse.Namespace) -> int:
         methods=methods, data=args.data, out=args.out, input=args.input,
         detector=args.detector or default_detector(), subjects=tuple(args.subjects) if args.subjects else None,
         trials=tuple(args.trials) if args.trials else None, stride=args.stride, device=args.device,
-        batch=args.batch, fp16=args.fp16, models_dir=args.models_dir, threads=args.threads, blinks=args.blinks,
+        batch=args.batch, fp16=args.fp16, models_dir=args.models_dir, threads=args.threads, streams=args.streams, blinks=args.blinks,
         ear_relative=args.ear_relative or None, ear_threshold=args.ear_threshold,
         data_format=args.data_format, profile=args.profile, engine=args.engine, address=args.address, workers=args.workers,
         progress=not args.no_progress and sys.stderr.isatty(),

@@ -124,7 +124,7 @@ class _TrialWorker:
         try:  # bad input here (a model or the data missing on this node) is the run's one-line error
             for job in jobs:
                 if job.method.kind == "onnx" and job.runner is None:
-                    job.runner = make_runner(job, cfg, threads)
+                    job.runner = make_runner(job, cfg, threads, streams=1)  # the actors are the parallelism
             self.ds = dataset if dataset is not None else open_dataset(cfg)
             self.refs = {(t.subject, t.trial): t for t in self.ds.trials()}
         except Gaze4HRIError as e:

@@ -109,7 +109,7 @@ def check_profile(parts: Path, profile: str) -> None:
 def _timing(parts: list[Path]) -> tuple[dict, dict]:
     keys = ("frames", "decode_s", "gt_s", "detect_s", "preprocess_s", "infer_s", "write_s", "wall_s")
     tot = dict.fromkeys(keys, 0.0)
-    peak_rss, peak_vram, device, batch, cal = 0.0, None, None, None, {}
+    peak_rss, peak_vram, device, batch, streams, threads, cal = 0.0, None, None, None, None, None, {}
     subjects: dict[str, dict] = {}
     backends: dict[str, str] = {}  # subject -> acquisition backend (sim, real, study)
     reasons: dict[str, int] = {}
@@ -132,6 +132,7 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
             peak_vram = max(peak_vram or 0.0, float(t["peak_vram_mb"]))
         device = t.get("device", device)
         batch = t.get("batch", batch)
+        streams, threads = t.get("streams", streams), t.get("threads", threads)
         subj = p.name.split("__")[0]
         if t.get("calibration_hashes"):
             cal[subj] = t["calibration_hashes"]
@@ -150,6 +151,7 @@ def _timing(parts: list[Path]) -> tuple[dict, dict]:
         "infer_ms_per_frame": round(1000 * tot["infer_s"] / frames, 4) if frames else None,
         "fps": round(frames / tot["wall_s"], 3) if tot["wall_s"] > 0 else None,
         "peak_rss_mb": round(peak_rss, 1), "peak_vram_mb": peak_vram, "device": device, "batch": batch,
+        "streams": streams, "threads": threads,  # --streams / --threads as chosen (runtime.resolve_streams)
         "reasons": reasons,
         "excluded_trials": excluded,
     }

@@ -13,7 +13,9 @@ batches of frames in memory.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +69,8 @@ class RunConfig:
     batch: int = 8
     fp16: bool = False  # --fp16: each model's FP16 copy after a parity check against FP32 (runtime.Runner)
     models_dir: Path | None = None
-    threads: int | None = None
+    threads: int | None = None  # ONNX Runtime intra-op threads per stream (None: the cores shared out)
+    streams: int | None = None  # batches of one network in flight at once (None: runtime.resolve_streams)
     progress: bool = True
     prefetch: int = 32
     command_line: str = ""
@@ -255,6 +258,12 @@ class _Trial:
     remaining: int = 0  # jobs whose part of this trial is not written yet
 
 
+def _timed_run(run, samples: list[Sample]) -> tuple[list[np.ndarray], float]:
+    """A batch through ``run`` (runtime.Runner.run) and its wall time (in the stream that ran it)."""
+    t0 = time.perf_counter()
+    return run_samples(run, samples), time.perf_counter() - t0
+
+
 class _Engine:
     """Every job over every trial in one pass (docs/pipeline.md, "Run loop"): a producer
     thread decodes each trial once, computes its ground truth and face tables once, and
@@ -277,6 +286,10 @@ class _Engine:
         self.t_start = 0.0
         self.trials_decoded = 0
         self.shared = StageTimes()  # decode, ground truth, faces of the whole run (once per trial)
+        # batches running in ONNX Runtime (Runner.streams > 1: a pool of that many threads),
+        # finished strictly in submission order, so rows and part files come out as before
+        self.running: deque = deque()
+        self.pool: ThreadPoolExecutor | None = None
 
     # -- producer (prefetch thread) ---------------------------------------------------------
     def _produce(self, trefs: list) -> Iterator:
@@ -364,6 +377,14 @@ class _Engine:
 
     # -- consumer (main thread) -------------------------------------------------------------
     def run(self, trefs: list) -> None:
+        try:
+            self._run(trefs)
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
+                self.pool = None
+
+    def _run(self, trefs: list) -> None:
         self.t_start = time.perf_counter()
         self.last_done = [self.t_start] * len(self.jobs)
         width = max(1, len(self.jobs))
@@ -397,6 +418,8 @@ class _Engine:
             if p:
                 self.pending[ji] = []
                 self._infer(ji, p)
+        while self.running:
+            self._complete()
 
     def _bar(self, ji: int, tr: _Trial):
         jt = tr.jobs[ji]
@@ -407,10 +430,30 @@ class _Engine:
         return jt.bar
 
     def _infer(self, ji: int, batch: list[tuple[_Trial, Sample]]) -> None:
+        """Run one batch: at once (one stream), or in the pool with at most
+        ``runner.streams`` batches in flight, the oldest finished first (_complete)."""
+        runner = self.jobs[ji].runner
+        samples = [s for _, s in batch]
+        if runner.streams <= 1:
+            self._finish_batch(ji, batch, *_timed_run(runner.run, samples))
+            return
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(max(j.runner.streams for j in self.jobs if j.runner is not None),
+                                           thread_name_prefix="g4h-infer")
+        while len(self.running) >= runner.streams:
+            self._complete()
+        self.running.append((ji, batch, self.pool.submit(_timed_run, runner.run, samples)))
+
+    def _complete(self) -> None:
+        """Wait for the oldest running batch and take its outputs."""
+        ji, batch, fut = self.running.popleft()
+        self._finish_batch(ji, batch, *fut.result())
+
+    def _finish_batch(self, ji: int, batch: list[tuple[_Trial, Sample]], outs: list, run_s: float) -> None:
+        """Decode a batch's outputs into its trials' accumulators, then write what is done.
+        ``infer_s``: the batch's ONNX Runtime time in its stream plus this decoding."""
         job = self.jobs[ji]
         t0 = time.perf_counter()
-        samples = [s for _, s in batch]
-        outs = run_samples(job.runner.run, samples)
         g = job.method.decode(outs)  # (B,3) or (B,T,3), network frame
         pol = getattr(job.method, "clip_policy", None)
         if g.ndim == 2:  # single-frame networks (per sample, as a one-method run always did: identical bits)
@@ -428,7 +471,7 @@ class _Engine:
                         continue
                     v = job.method.to_camera(g[i, k][None], s.to_cam[k][None])[0]
                     jt.acc_sum[f], jt.acc_n[f] = combine(pol, (jt.acc_sum[f], jt.acc_n[f]) if f in jt.acc_sum else None, v)
-        dt = (time.perf_counter() - t0) / len(batch)
+        dt = (run_s + time.perf_counter() - t0) / len(batch)
         rss = self.proc.memory_info().rss
         for tr in self.inflight:
             tr.peak = max(tr.peak, rss)
@@ -671,6 +714,8 @@ def _plan_todo(cfg: RunConfig, jobs: list[Job], trefs: list, prog: RunProgress, 
         if sessions and mine and job.method.kind == "onnx" and job.runner is None:
             job.runner = make_runner(job, cfg, log=prog.write)
         dev = (job.runner.device if job.runner is not None else "cpu") if sessions else f"ray (--device {cfg.device})"
+        if sessions and job.runner is not None and job.runner.streams > 1:
+            dev += f" ({job.runner.streams} streams x {job.runner.threads} thread{'s' if job.runner.threads != 1 else ''})"
         done = len(trefs) - len(mine)
         prog.write(f"{label}: {len(mine)} trial(s) to run" + (f", {done} already done (resumed)" if done else "")
                    + (f" on {dev}" if mine else ""))
@@ -678,11 +723,11 @@ def _plan_todo(cfg: RunConfig, jobs: list[Job], trefs: list, prog: RunProgress, 
     return todo, bars
 
 
-def make_runner(job: Job, cfg: RunConfig, threads: int | None = None, log=print) -> Runner:
+def make_runner(job: Job, cfg: RunConfig, threads: int | None = None, log=print, streams: int | None = None) -> Runner:
     """The ONNX Runtime session of one job as the run's settings ask (device, batch, threads,
-    FP16); the one place the local engine, process_trial and the Ray workers build it."""
+    streams, FP16); the one place the local engine, process_trial and the Ray workers build it."""
     return Runner(job.model.path, job.method.spec, cfg.device, cfg.batch, cfg.threads if threads is None else threads,
-                  fp16=cfg.fp16, log=log)
+                  fp16=cfg.fp16, log=log, streams=cfg.streams if streams is None else streams)
 
 
 def write_job_part(cfg: RunConfig, job: Job, t, df: pd.DataFrame, times: StageTimes, wall: float, peak: float) -> Path:
@@ -696,6 +741,8 @@ def write_job_part(cfg: RunConfig, job: Job, t, df: pd.DataFrame, times: StageTi
         "shared_with": times.shared_with,
         "peak_rss_mb": peak, "peak_vram_mb": vram, "device": dev,
         "batch": job.runner.batch if job.runner is not None else cfg.batch,  # --batch auto: the size it chose
+        "streams": job.runner.streams if job.runner is not None else 1,  # --streams: batches in flight at once
+        "threads": job.runner.threads if job.runner is not None else cfg.threads,  # intra-op threads per stream (None: ORT's)
         "calibration_hashes": _cal_hashes(t), "reasons": validity.count_reasons(df),
         "subject_info": dict(getattr(t, "subject_info", None) or {}),
         "data_backend": _data_backend(t),

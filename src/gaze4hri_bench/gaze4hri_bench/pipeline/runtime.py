@@ -30,7 +30,8 @@ from ..specs import MethodSpec
 
 __all__ = ["DEVICES", "MissingWeightsError", "ModelFile", "resolve_model", "choose_providers", "Runner",
            "prefetch", "vram_used_mb", "AUTO", "FP16_MAX_DEG", "FP16_ENV", "parse_batch", "probe_inputs", "fp16_model",
-           "max_gaze_difference_deg", "auto_batch", "gpu_memory_mb", "parse_nvidia_smi"]
+           "max_gaze_difference_deg", "auto_batch", "gpu_memory_mb", "parse_nvidia_smi", "CPU_STREAMS", "cpu_cores",
+           "resolve_streams"]
 
 DEVICES = ("auto", "cpu", "cuda", "tensorrt")
 _CUDA = "CUDAExecutionProvider"
@@ -135,6 +136,36 @@ AUTO_BATCH_CAP = {1: 256}  # by clip length: single images; clips use CLIP_AUTO_
 CLIP_AUTO_BATCH_CAP = 32
 AUTO_MEMORY_FRACTION = 0.5  # of the free device memory after the probe runs
 _PROBE_BATCH = 8
+#: ``--streams auto`` on the CPU: batches of one network in flight at once, each on its own
+#: share of the cores (intra-op threads = cores / streams). One session whose intra-op
+#: threads meet at a barrier after every operator stalls whole while the data thread holds
+#: one of its cores; two streams of half the cores lose only that core (docs/pipeline.md,
+#: "Streams"; the side-by-side figures: benchmarks/pipeline_vs_ort.py).
+CPU_STREAMS = 2
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (its affinity mask, e.g. a Slurm or container limit)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_streams(streams: int | None, cpu: bool, threads: int | None, cores: int | None = None) -> tuple[int, int | None]:
+    """(streams, intra-op threads per stream) for a session: ``streams`` None is auto,
+    CPU_STREAMS on a CPU with 2 or more cores when ``threads`` is not given, else 1. A GPU
+    runs one stream (its I/O binding buffers are per session). ``threads`` None with
+    several streams: the cores shared out (at least one each)."""
+    cores = cpu_cores() if cores is None else cores
+    if not cpu:
+        return 1, threads
+    if streams is None:
+        streams = CPU_STREAMS if threads is None and cores >= 2 else 1
+    streams = max(1, int(streams))
+    if threads is None and streams > 1:
+        threads = max(1, cores // streams)
+    return streams, threads
 
 
 def parse_batch(text: str) -> int:
@@ -288,12 +319,14 @@ class Runner:
     :func:`probe_inputs`; above ``fp16_max_deg`` (default :data:`FP16_MAX_DEG`, or
     $GAZE4HRI_FP16_MAX_DEG) it is refused. A warm-up run at creation (``warmup_s``) keeps
     first-run costs (allocations, cuDNN algorithm search, TensorRT engine build) out of
-    the run loop's ``infer_s``.
+    the run loop's ``infer_s``. ``streams`` (None: auto, :func:`resolve_streams`) is how
+    many batches the caller may run at once from as many threads (CPU only; ``streams``
+    and ``threads`` hold what was chosen).
     """
 
     def __init__(self, path: str | Path, spec: MethodSpec, device: str = "auto", batch: int = 8,
                  threads: int | None = None, fp16: bool = False, io_binding: bool | None = None,
-                 warmup: bool = True, fp16_max_deg: float | None = None, log=None):
+                 warmup: bool = True, fp16_max_deg: float | None = None, log=None, streams: int | None = 1):
         import onnxruntime as ort
 
         self._ort = ort
@@ -303,7 +336,10 @@ class Runner:
         self._device_arg = device
         providers = choose_providers(device)
         self._providers = self._provider_options(providers, self.path)
-        self._threads = threads
+        #: batches the engine may run at once (run() is then called from that many threads;
+        #: ONNX Runtime sessions take concurrent runs); threads: intra-op threads of each
+        self.streams, self._threads = resolve_streams(streams, providers[0] == _CPU and not io_binding, threads)
+        self.threads = self._threads
         self.session = self._open(self.path)
         got = self.session.get_providers()
         self.device = "cuda" if got[0] in (_CUDA, _TRT) else "cpu"
