@@ -129,7 +129,7 @@ def test_report_numbering_contents_status_and_text(small_report):
 
 
 @pytest.mark.replay
-def test_any_new_analysis_table_is_rendered_with_its_caption(small_results, tmp_path, monkeypatch):
+def test_any_new_analysis_table_is_rendered_with_its_caption(small_results, tmp_path):
     """An analysis registered later (plan.ANALYSES) shows up in the report, numbered, with the
     caption it recorded (profile, aggregation, family, effect size), without report code."""
     from gaze4hri_bench.stats import analyses as A
@@ -144,8 +144,11 @@ def test_any_new_analysis_table_is_rendered_with_its_caption(small_results, tmp_
         a.n = 3
         return a
 
-    monkeypatch.setitem(plan.ANALYSES, "extra", extra)
-    s = analyze([small_results], tmp_path / "r", figures=False)
+    plan.ANALYSES.add("extra", extra)
+    try:
+        s = analyze([small_results], tmp_path / "r", figures=False)
+    finally:
+        plan.ANALYSES.remove("extra")
     assert s["analyses"]["extra"]["status"] == "ran"
     md = (tmp_path / "r" / "report.md").read_text()
     assert "## An extra analysis (test)" in md

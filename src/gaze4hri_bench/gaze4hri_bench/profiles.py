@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.registry import Registry
 
 from .specs import IMAGENET_MEAN, IMAGENET_STD, SPECS, MethodSpec
 
@@ -364,11 +365,13 @@ def make_profile(name: str, summary: str, settings: tuple[Setting, ...] = ()) ->
     return _validate(Profile(name, summary, MappingProxyType(_apply(ref, settings)), settings))
 
 
-PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in (
-    make_profile("reference", "each method per its official code and Zhang et al. 2018, with the crop ray correction"),
-    make_profile("study", "the study's released code (GazeForHRI/GazeModels, GazeForHRI/Gaze4HRI): reproduces the paper",
-                 STUDY_SETTINGS),
-)})
+#: the pipeline profiles by name (``BASE:SETTING`` names are built on demand: get_profile)
+PROFILES: Registry[Profile] = Registry("profile", where="--profile",
+                                       listing="(or BASE:SETTING for one setting alone, e.g. study:no_ray_correction)")
+PROFILES.add("reference", make_profile(
+    "reference", "each method per its official code and Zhang et al. 2018, with the crop ray correction"))
+PROFILES.add("study", make_profile(
+    "study", "the study's released code (GazeForHRI/GazeModels, GazeForHRI/Gaze4HRI): reproduces the paper", STUDY_SETTINGS))
 
 
 def profile_names() -> list[str]:
@@ -381,15 +384,10 @@ def get_profile(name: str | None) -> Profile:
     what that one difference does; ``gaze4hri-bench deviations`` runs each so).
     Unknown names raise with a did-you-mean."""
     key = (name or DEFAULT_PROFILE).lower()
-    if key in PROFILES:
-        return PROFILES[key]
-    if ":" in key:
+    if ":" in key and key not in PROFILES:
         base, _, setting = key.partition(":")
         return _single_setting(get_profile(base).name, setting)
-    near = difflib.get_close_matches(key, list(PROFILES), n=2, cutoff=0.4)
-    hint = f"did you mean {' or '.join(near)}? " if near else ""
-    raise Gaze4HRIError(f"unknown profile {name!r}", "--profile", f"{hint}known: {', '.join(PROFILES)} "
-                        "(or BASE:SETTING for one setting alone, e.g. study:no_ray_correction)")
+    return PROFILES.get(key)
 
 
 @functools.cache

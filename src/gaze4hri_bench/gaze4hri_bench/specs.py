@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gaze4hri_core.registry import Registry
+
 __all__ = ["MethodSpec", "SPECS", "ALIASES", "get_spec", "IMAGENET_MEAN", "IMAGENET_STD", "FRAME_HW"]
 
 #: second input of a clip network that takes each frame's image size (B, T, 2) =
@@ -65,7 +67,7 @@ class MethodSpec:
 
 _NORM_ETH = {"focal_px": 960.0, "distance_mm": 600.0, "size": 224}
 
-SPECS: dict[str, MethodSpec] = {
+_SPECS: dict[str, MethodSpec] = {
     "puregaze_eth": MethodSpec(
         name="puregaze_eth", family="puregaze", train_set="ETH-XGaze", input_type="rectified", size=224,
         colour="bgr", mean=None, std=None, clip_len=1, clip_stride=1, out_index=None,
@@ -149,15 +151,12 @@ ALIASES: dict[str, str] = {
 }
 
 
+#: every method configuration by name (aliases: ALIASES), one Registry like every named table
+SPECS: Registry[MethodSpec] = Registry("method")
+for _name, _spec in _SPECS.items():
+    SPECS.add(_name, _spec, aliases=tuple(a for a, t in ALIASES.items() if t == _name))
+
+
 def get_spec(name: str) -> MethodSpec:
     """Spec by name or alias; unknown names raise with a did-you-mean list."""
-    from gaze4hri_core.errors import Gaze4HRIError
-
-    key = ALIASES.get(name.lower(), name.lower())
-    if key in SPECS:
-        return SPECS[key]
-    import difflib
-
-    near = difflib.get_close_matches(name.lower(), list(SPECS) + list(ALIASES), n=3)
-    hint = f"did you mean {', '.join(near)}? " if near else ""
-    raise Gaze4HRIError(f"unknown method {name!r}", "method registry", f"{hint}known: {', '.join(SPECS)}")
+    return SPECS.get(name)

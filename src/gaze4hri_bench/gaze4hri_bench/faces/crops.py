@@ -43,6 +43,7 @@ from collections.abc import Callable
 
 import cv2
 import numpy as np
+from gaze4hri_core.registry import Registry
 
 __all__ = ["CROP_RULES", "KEEP_RATIO", "crop", "crop_square", "crop_int_antialiased", "crop_cut_keep_ratio", "keep_ratio_size",
            "resize_antialiased", "GAT_RESIZE", "STUDY_CROP_PAD_PX",
@@ -287,12 +288,11 @@ def _l2cs(image, face_box, size, pad: int = 0):
 
 
 # name -> (needs a head box?, region function or full crop function)
-CROP_RULES: dict[str, tuple[bool, Callable]] = {
-    "l2cs_face_box": (False, _l2cs),
-    "l2cs_face_box_pad20": (False, lambda image, box, size: _l2cs(image, box, size, STUDY_CROP_PAD_PX)),
-    "mcgaze_head_square": (True, _square_mcgaze),
-    "gat_head_box": (True, _square_gat),
-}
+CROP_RULES: Registry[tuple[bool, Callable]] = Registry("crop rule", where="faces.crops")
+CROP_RULES.add("l2cs_face_box", (False, _l2cs))
+CROP_RULES.add("l2cs_face_box_pad20", (False, lambda image, box, size: _l2cs(image, box, size, STUDY_CROP_PAD_PX)))
+CROP_RULES.add("mcgaze_head_square", (True, _square_mcgaze))
+CROP_RULES.add("gat_head_box", (True, _square_gat))
 
 #: how a head rule's region becomes its patch (default: crop_square, black outside)
 _SAMPLERS: dict[str, Callable] = {"gat_head_box": crop_int_antialiased, "mcgaze_head_square": crop_cut_keep_ratio}
@@ -313,16 +313,7 @@ def rule_square(box, rule: str, box_kind: str = "face") -> np.ndarray:
 
 
 def _rule(rule: str):
-    try:
-        return CROP_RULES[rule]
-    except KeyError:
-        import difflib
-
-        from gaze4hri_core.errors import Gaze4HRIError
-
-        near = difflib.get_close_matches(str(rule), list(CROP_RULES), n=2)
-        hint = f"did you mean {' or '.join(near)}? " if near else ""
-        raise Gaze4HRIError(f"unknown crop rule {rule!r}", "faces.crops", f"{hint}known: {', '.join(CROP_RULES)}") from None
+    return CROP_RULES.get(rule)
 
 
 def crop(image: np.ndarray, box, rule: str, size: int, box_kind: str = "face") -> np.ndarray:

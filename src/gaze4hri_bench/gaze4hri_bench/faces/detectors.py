@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from gaze4hri_core.errors import Gaze4HRIError
-
-from ..methods._registry import Registry
+from gaze4hri_core.registry import Registry
 
 __all__ = ["FaceDetection", "Detector", "DETECTORS", "get_detector", "available", "detector_names", "nms",
            "letterbox", "decode_yolov8_face", "YOLO_FACE_FILE", "find_yolo_weights"]
@@ -317,7 +316,7 @@ def _auto(name: str = "auto", **kw) -> Detector:
     return d
 
 
-DETECTORS = Registry("face detector")
+DETECTORS = Registry("face detector", where="--detector")
 _M = "gaze4hri_bench.faces.detectors"
 DETECTORS.register("yolov8_face_onnx", f"{_M}:YoloV8FaceOnnx", "detector", "YOLOv8n-face (the study's) via ONNX Runtime",
                    aliases=("yolo", "yolov8"))

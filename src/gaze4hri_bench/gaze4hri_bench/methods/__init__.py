@@ -12,12 +12,13 @@ as a unit vector in the OpenCV camera frame.
 """
 from __future__ import annotations
 
+from gaze4hri_core.registry import Entry, Registry
+
 from ..specs import ALIASES, SPECS
-from ._registry import Entry, Registry
 
 __all__ = ["METHODS", "get_method", "get_entry", "method_names", "Entry", "Registry"]
 
-METHODS = Registry("method")
+METHODS: Registry[Entry] = Registry("method", listing="(list them with `gaze4hri-bench methods`)")
 
 for _name, _spec in SPECS.items():
     METHODS.register(

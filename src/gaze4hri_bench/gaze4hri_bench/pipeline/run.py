@@ -797,7 +797,15 @@ def _data_backend(tref) -> str:
     backend (session.yaml ``backend``: sim, real, ...; read at listing) or the reader backend (``study``)."""
     if getattr(tref, "backend", "session") != "session":
         return str(tref.backend)
-    return str(getattr(tref, "session_backend", "unknown"))
+    known = str(getattr(tref, "session_backend", "unknown"))
+    if known != "unknown":
+        return known
+    from gaze4hri_core.session import load_manifest  # a reference built without the listing's field
+
+    try:
+        return str(load_manifest(tref.session_dir).backend)
+    except (Gaze4HRIError, OSError, AttributeError):
+        return "unknown"
 
 
 def _cal_hashes(tref) -> dict:

@@ -108,7 +108,7 @@ class Analysis:
 
 def display_name(method: str) -> str:
     """The study's table name (specs.SPECS[...].table_name, e.g. "PureGaze (E)"); unknown methods keep their name."""
-    spec = SPECS.get(str(method))
+    spec = SPECS.find(str(method))
     return spec.table_name if spec is not None and spec.table_name else str(method)
 
 
@@ -198,7 +198,7 @@ def select_inputs(videos: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, keep = [], []
     for m in _method_order(v["method"].unique()):
         avail = sorted(str(i) for (mm, i) in whole.index if mm == m)
-        spec = SPECS.get(m)
+        spec = SPECS.find(m)
         if len(avail) == 1:
             choice, rule = avail[0], "only input present"
         elif spec is not None and spec.input_type in avail:

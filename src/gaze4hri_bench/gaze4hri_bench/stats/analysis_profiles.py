@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.registry import Registry
 
 __all__ = ["AnalysisProfile", "PROFILES", "get_profile", "register_profile", "profile_names"]
 
@@ -84,15 +84,13 @@ class AnalysisProfile:
         return f"[profile {self.name}] {text}"
 
 
-PROFILES: dict[str, AnalysisProfile] = {}
+#: the analysis profiles by name
+PROFILES: Registry[AnalysisProfile] = Registry("analysis profile", where="analyze --profile")
 
 
 def register_profile(p: AnalysisProfile) -> AnalysisProfile:
     """Add a profile to the registry (names are unique)."""
-    if p.name in PROFILES:
-        raise ValueError(f"analysis profile {p.name!r} is already registered")
-    PROFILES[p.name] = p
-    return p
+    return PROFILES.add(p.name, p)
 
 
 def profile_names() -> list[str]:
@@ -103,14 +101,7 @@ def get_profile(name: str | AnalysisProfile) -> AnalysisProfile:
     """The registered profile called ``name``; unknown names fail with the list of names."""
     if isinstance(name, AnalysisProfile):
         return name
-    p = PROFILES.get(str(name))
-    if p is None:
-        import difflib
-
-        near = difflib.get_close_matches(str(name), PROFILES, n=1)
-        hint = f"did you mean {near[0]!r}? " if near else ""
-        raise Gaze4HRIError(f"unknown analysis profile {name!r}", "analyze --profile", f"{hint}choose one of {', '.join(profile_names())}")
-    return p
+    return PROFILES.get(str(name))
 
 
 REFERENCE = register_profile(AnalysisProfile(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.registry import Registry
 
 from . import analyses as A
 from .analysis_profiles import PROFILES, AnalysisProfile, get_profile
@@ -49,16 +50,16 @@ def _kw(c: Context) -> dict:
 
 
 #: name -> runner; the report renders them in this order.
-ANALYSES: dict[str, Callable[[Context], A.Analysis]] = {
-    "illumination": lambda c: A.illumination(c.main, c.alpha, **_kw(c)),
-    "viewpoint": lambda c: A.viewpoint(c.main, c.alpha, **_kw(c)),
-    "conflict": lambda c: A.conflict(c.main, c.alpha, skip_methods=c.lacking("head_gaze_conflict_deg"), **_kw(c)),
-    "target": lambda c: A.target_position(c.main, c.alpha, **_kw(c)),
-    "mutual": lambda c: A.mutual_gaze(c.main, c.frames, c.alpha, skip_methods={**c.lacking("gt_pitch_deg"), **c.lacking("gt_yaw_deg")}, **_kw(c)),
-    "crop_vs_rectified": lambda c: A.crop_vs_rectified(c.videos, c.alpha, **_kw(c)),
-    "efficiency": _efficiency,
-    "groups": lambda c: A.subject_groups(c.main, c.loaded.subjects, c.alpha, **_kw(c)),
-}
+ANALYSES: Registry[Callable[[Context], A.Analysis]] = Registry("analysis")
+ANALYSES.add("illumination", lambda c: A.illumination(c.main, c.alpha, **_kw(c)))
+ANALYSES.add("viewpoint", lambda c: A.viewpoint(c.main, c.alpha, **_kw(c)))
+ANALYSES.add("conflict", lambda c: A.conflict(c.main, c.alpha, skip_methods=c.lacking("head_gaze_conflict_deg"), **_kw(c)))
+ANALYSES.add("target", lambda c: A.target_position(c.main, c.alpha, **_kw(c)))
+ANALYSES.add("mutual", lambda c: A.mutual_gaze(c.main, c.frames, c.alpha, skip_methods={**c.lacking("gt_pitch_deg"), **c.lacking("gt_yaw_deg")},
+                                               **_kw(c)))
+ANALYSES.add("crop_vs_rectified", lambda c: A.crop_vs_rectified(c.videos, c.alpha, **_kw(c)))
+ANALYSES.add("efficiency", _efficiency)
+ANALYSES.add("groups", lambda c: A.subject_groups(c.main, c.loaded.subjects, c.alpha, **_kw(c)))
 
 
 def check_pipeline_profiles(loaded: LoadedResults, allow_mixed: bool) -> tuple[list[str], list[str]]:
@@ -84,7 +85,7 @@ def resolve_profile(name: str, pipeline_profiles: list[str]) -> tuple[AnalysisPr
     if name != "auto":
         return get_profile(name), "--profile"
     if len(pipeline_profiles) == 1 and pipeline_profiles[0] in PROFILES:
-        return PROFILES[pipeline_profiles[0]], f"auto: the results' pipeline profile {pipeline_profiles[0]!r}"
+        return PROFILES.get(pipeline_profiles[0]), f"auto: the results' pipeline profile {pipeline_profiles[0]!r}"
     return PROFILES["reference"], "auto: default (no single pipeline profile with an analysis profile of its name)"
 
 

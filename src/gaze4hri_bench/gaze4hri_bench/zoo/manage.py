@@ -199,7 +199,7 @@ def verify(methods: list[str] | None = None, models_dir: str | Path | None = Non
         set(records) | {s for s in SPECS if store.onnx_path(s, directory).is_file()})
     out = []
     for name in names:
-        spec = SPECS.get(name)
+        spec = SPECS.find(name)
         if spec is None:
             out.append(VerifyResult(name, False, "recorded in manifest.yaml but unknown to this build"))
             continue
