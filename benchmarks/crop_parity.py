@@ -255,7 +255,7 @@ def network(img: np.ndarray, n_clips: int, seeds: int) -> None:
     from gaze4hri_bench.faces.crops import crop
     from gaze4hri_bench.methods import get_method
     from gaze4hri_bench.specs import SPECS
-    from gaze4hri_bench.zoo import registry
+    from gaze4hri_bench.zoo import families
     from gaze4hri_bench.zoo.export import random_model
 
     cl = clips(img, n_clips)
@@ -272,7 +272,7 @@ def network(img: np.ndarray, n_clips: int, seeds: int) -> None:
     t0 = time.perf_counter()
     k = len(cl)
     for seed in range(seeds):
-        model = random_model(registry.load_family("gat"), SPECS["gat_gaze360"], seed=seed)
+        model = random_model(families.load_family("gat"), SPECS["gat_gaze360"], seed=seed)
         with torch.no_grad():
             g = model(torch.from_numpy(np.concatenate([off_f, off_u8, ours["torch_float"], ours["pil"]]).astype(np.float32))).numpy()
         g_off = {"torch float path": g[:k], "torch uint8 kernel": g[k:2 * k]}
@@ -287,7 +287,7 @@ def network(img: np.ndarray, n_clips: int, seeds: int) -> None:
     # MCGaze: (1, 7, 3, ph, pw) + frame_hw
     t0 = time.perf_counter()
     res_mc = []
-    models = [random_model(registry.load_family("mcgaze"), SPECS["mcgaze_gaze360"], seed=seed) for seed in range(seeds)]
+    models = [random_model(families.load_family("mcgaze"), SPECS["mcgaze_gaze360"], seed=seed) for seed in range(seeds)]
     for label, boxes in cl:
         off, off_hw = mcgaze_official_clip([mcgaze_official_crop(img, b) for b in boxes[:7]])
         prep = [mc._prepared(crop(img, b, mc.crop_rule, 448, box_kind="head"), np.eye(3), None) for b in boxes[:7]]

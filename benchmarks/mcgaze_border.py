@@ -50,14 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     from gaze4hri_bench.faces.crops import crop_cut_keep_ratio, crop_square, pad_tensor, rule_square, to_tensor
     from gaze4hri_bench.methods import get_method
     from gaze4hri_bench.specs import SPECS
-    from gaze4hri_bench.zoo import registry
+    from gaze4hri_bench.zoo import families
     from gaze4hri_bench.zoo.export import random_model
 
     spec = SPECS["mcgaze_gaze360"]
     method = get_method("mcgaze_gaze360")
     img = _image()
     clips = {"moving out of the top": np.linspace(60, 5, 7), "cut in every frame": np.linspace(10, -20, 7)}
-    models = [random_model(registry.load_family("mcgaze"), spec, seed=seed) for seed in range(args.seeds)]
+    models = [random_model(families.load_family("mcgaze"), spec, seed=seed) for seed in range(args.seeds)]
     for label, ys in clips.items():
         heads = [np.array([280.0, y, 360.0, y + 100.0]) for y in ys]  # 80 x 100 head boxes
         regions = [rule_square(h, "mcgaze_head_square", "head") for h in heads]

@@ -125,10 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     import onnxruntime
     import torch
     from gaze4hri_bench.specs import SPECS
-    from gaze4hri_bench.zoo import registry
+    from gaze4hri_bench.zoo import families
 
     methods = list(SPECS) if args.methods == ["all"] else args.methods
-    methods = [m for m in methods if registry.family_status(SPECS[m].family) == "ok"]
+    methods = [m for m in methods if families.family_status(SPECS[m].family) == "ok"]
     env = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "argv": ["benchmarks/zoo_perf.py", *(argv or sys.argv[1:])],
            "cpu": cpu_name(), "cores": os.cpu_count(), "ort": onnxruntime.__version__, "torch": torch.__version__,
            "python": platform.python_version(), "load_before": " ".join(f"{x:.1f}" for x in os.getloadavg())}

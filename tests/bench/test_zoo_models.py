@@ -17,7 +17,7 @@ from gaze4hri_bench.specs import SPECS
 
 pytestmark = [pytest.mark.replay, pytest.mark.slow]
 
-zoo_registry = pytest.importorskip("gaze4hri_bench.zoo.registry", reason="model zoo not in this build")
+zoo_families = pytest.importorskip("gaze4hri_bench.zoo.families", reason="model zoo not in this build")
 pytest.importorskip("torch", reason="the zoo needs PyTorch (pip install -e 'src/gaze4hri_bench[zoo]')")
 
 
@@ -48,7 +48,7 @@ def zoo_cache() -> Path:
 @pytest.mark.parametrize("name", list(SPECS))
 def test_zoo_export_decodes_to_unit_camera_vectors(name, zoo_cache):
     spec = SPECS[name]
-    status = zoo_registry.family_status(spec.family)
+    status = zoo_families.family_status(spec.family)
     if status != "ok":
         pytest.skip(f"zoo family {spec.family}: {status}")
     pytest.importorskip("gaze4hri_bench.faces.crops", reason="faces.crops.to_tensor not in this build")
@@ -59,7 +59,7 @@ def test_zoo_export_decodes_to_unit_camera_vectors(name, zoo_cache):
         pytest.skip(f"tracing {spec.family} takes ~4 min on 2 cores: run once with GAZE4HRI_TEST_HEAVY=1 "
                     "(the export is then cached)")
     if not path.is_file():
-        model = ex.random_model(zoo_registry.load_family(spec.family), spec, seed=0)
+        model = ex.random_model(zoo_families.load_family(spec.family), spec, seed=0)
         tmp = ex.export_onnx(model, spec, path.with_name(f".{path.name}.{os.getpid()}.tmp"))
         tmp.replace(path)
     m = get_method(name)

@@ -21,11 +21,11 @@ pytest.importorskip("onnxruntime")
 
 from gaze4hri_bench.cli import main as cli_main  # noqa: E402
 from gaze4hri_bench.specs import SPECS, MethodSpec  # noqa: E402
-from gaze4hri_bench.zoo import registry  # noqa: E402
+from gaze4hri_bench.zoo import families  # noqa: E402
 from gaze4hri_bench.zoo.export import random_model  # noqa: E402
 
 #: first method of each family (the one whose import is exercised end to end)
-FAMILY_METHOD = {fam: methods[0] for fam, methods in registry.FAMILIES.items()}
+FAMILY_METHOD = {fam: methods[0] for fam, methods in families.FAMILIES.items()}
 
 
 #: families whose ONNX export and parity run take minutes on 2 cores (MCGaze: a 7 x 448 x
@@ -39,8 +39,8 @@ def family_params(heavy: bool = False) -> list:
     ``heavy``: the test exports the family's ONNX model, so HEAVY_EXPORT families go to
     the ``long`` tier."""
     out = []
-    for fam in registry.FAMILIES:
-        status = registry.family_status(fam)
+    for fam in families.FAMILIES:
+        status = families.family_status(fam)
         marks = [] if status == "ok" else [pytest.mark.skip(reason=f"{fam}: {status}")]
         if heavy and fam in HEAVY_EXPORT:
             marks.append(pytest.mark.long)
@@ -96,7 +96,7 @@ def zoo_model(_zoo_cache):
         cache = _zoo_cache["model"]
         if family not in cache:
             spec = SPECS[FAMILY_METHOD[family]]
-            mod = registry.load_family(family)
+            mod = families.load_family(family)
             cache[family] = (spec, mod, random_model(mod, spec, seed=0))
         return cache[family]
 

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gaze4hri_bench.specs import SPECS  # noqa: E402
-from gaze4hri_bench.zoo import registry, store  # noqa: E402
+from gaze4hri_bench.zoo import families, store  # noqa: E402
 from gaze4hri_bench.zoo.nets import gazetr, l2cs  # noqa: E402
 
 from .conftest import run_cli  # noqa: E402
@@ -104,9 +104,9 @@ def test_verify_on_empty_folder_fails(tmp_path):
 
 @pytest.mark.unit
 def test_list_covers_every_spec_and_survives_a_missing_family(tmp_path, monkeypatch):
-    monkeypatch.setattr(registry, "family_module_name", lambda fam: "gaze4hri_bench.zoo.nets._absent_" + fam
-                        if fam == "l2cs" else registry.NETS_PACKAGE + "." + fam)
-    registry._import.cache_clear()
+    monkeypatch.setattr(families, "family_module_name", lambda fam: "gaze4hri_bench.zoo.nets._absent_" + fam
+                        if fam == "l2cs" else families.NETS_PACKAGE + "." + fam)
+    families._import.cache_clear()
     try:
         res = run_cli("models", "list", "--json", "--models-dir", tmp_path)
         assert res.rc == 0, res.err
@@ -124,7 +124,7 @@ def test_list_covers_every_spec_and_survives_a_missing_family(tmp_path, monkeypa
         assert table.rc == 0 and "not implemented in this build" in table.out
     finally:
         monkeypatch.undo()
-        registry._import.cache_clear()
+        families._import.cache_clear()
 
 
 @pytest.mark.unit
@@ -133,7 +133,7 @@ def test_models_dir_resolution(tmp_path, monkeypatch):
     assert store.models_dir() == tmp_path / "env"
     assert store.models_dir(tmp_path / "flag") == tmp_path / "flag"
     monkeypatch.delenv(store.ENV_VAR)
-    root = registry.repo_root()
+    root = families.repo_root()
     assert root is not None and store.models_dir() == root / "models"
 
 
@@ -155,5 +155,5 @@ def test_docs_cover_every_method_and_family(repo_root):
     for name, spec in SPECS.items():
         assert f"`{name}`" in text, f"docs/models.md does not document {name}"
         assert spec.source_url in text
-    for fam in registry.FAMILIES:
+    for fam in families.FAMILIES:
         assert "docs/models/" in text and fam in text

@@ -12,7 +12,7 @@ import yaml
 
 torch = pytest.importorskip("torch")
 
-from gaze4hri_bench.zoo import registry  # noqa: E402
+from gaze4hri_bench.zoo import families  # noqa: E402
 from gaze4hri_bench.zoo._manifest import load_manifest, shapes_of
 from gaze4hri_bench.zoo.export import PARITY_ATOL, TRACE_BATCH, example_inputs, ort_session
 from gaze4hri_bench.zoo.manifests import official_layout
@@ -35,12 +35,12 @@ def _outputs(model, xs):
 @CHEAP
 def test_state_dict_equals_recorded_manifest(family, zoo_model):
     spec, mod, model = zoo_model(family)
-    path = registry.manifest_path(spec, mod)
+    path = families.manifest_path(spec, mod)
     assert path is not None and path.is_file(), f"no manifest for {family} at {path}"
     manifest = load_manifest(path)
     # names, order and shapes, exactly
     assert shapes_of(mod.build().state_dict()) == [(n, tuple(s)) for n, s in manifest.tensors]
-    assert set(registry.FAMILIES[family]) <= set(manifest.meta.get("methods", registry.FAMILIES[family]))
+    assert set(families.FAMILIES[family]) <= set(manifest.meta.get("methods", families.FAMILIES[family]))
 
 
 @pytest.mark.unit
@@ -48,7 +48,7 @@ def test_state_dict_equals_recorded_manifest(family, zoo_model):
 def test_official_layout_is_manifest_plus_dropped(family, zoo_model):
     """What the official container holds = inference tensors + the documented dropped ones."""
     spec, mod, _ = zoo_model(family)
-    manifest = load_manifest(registry.manifest_path(spec, mod))
+    manifest = load_manifest(families.manifest_path(spec, mod))
     official = {k: tuple(v.shape) for k, v in official_layout(mod).items()}
     expected = dict(manifest.tensors)
     for name, shape in manifest.dropped:

@@ -8,12 +8,12 @@ simulator. Unknown names fail with "did you mean" and the list of choices.
 """
 from __future__ import annotations
 
-import difflib
 import importlib
 
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, SimConfig
 from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.registry import Registry
 
 __all__ = ["DRIVERS", "BACKENDS", "driver_class", "make_robot", "robot_monitor", "make_camera", "make_mocap", "make_world", "backends_for"]
 
@@ -29,23 +29,23 @@ DRIVERS: dict[tuple[str, str], str] = {
 BACKENDS = ("real", "sim", "replay")
 
 
+#: DRIVERS as registries (gaze4hri_core.registry: the project's one type for named
+#: tables): device -> its backends -> "module:Class"
+_BY_DEVICE: Registry[Registry[str]] = Registry("device", where="drivers registry")
+for (_device, _backend), _target in DRIVERS.items():
+    if _device not in _BY_DEVICE:
+        _BY_DEVICE.add(_device, Registry(f"{_device} backend", where="backend parameter"))
+    _BY_DEVICE.get(_device).add(_backend, _target)
+
+
 def backends_for(device: str) -> list[str]:
-    return sorted(b for d, b in DRIVERS if d == device)
+    return sorted(_BY_DEVICE.get(device).names())
 
 
 def driver_class(device: str, backend: str):
-    """The class registered for (device, backend), imported on first use."""
-    devices = sorted({d for d, _ in DRIVERS})
-    if device not in devices:
-        near = difflib.get_close_matches(device, devices, n=1)
-        raise Gaze4HRIError(f"unknown device {device!r}", "drivers registry",
-                            (f"did you mean {near[0]!r}? " if near else "") + f"choose one of {devices}")
-    if (device, backend) not in DRIVERS:
-        choices = backends_for(device)
-        near = difflib.get_close_matches(backend, choices, n=1)
-        raise Gaze4HRIError(f"no {backend!r} backend for the {device}", "backend parameter",
-                            (f"did you mean {near[0]!r}? " if near else "") + f"choose one of {choices}")
-    module, cls = DRIVERS[(device, backend)].split(":")
+    """The class registered for (device, backend), imported on first use; unknown names
+    fail in one line with did-you-mean."""
+    module, cls = _BY_DEVICE.get(device).get(backend).split(":")
     return getattr(importlib.import_module(module), cls)
 
 

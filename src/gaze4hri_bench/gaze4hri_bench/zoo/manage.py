@@ -19,7 +19,7 @@ from gaze4hri_core.errors import Gaze4HRIError
 
 from ..specs import SPECS, MethodSpec, get_spec
 from . import export as ex
-from . import registry, store
+from . import families, store
 from ._checkpoint import load_checkpoint, unwrap_state_dict
 from ._manifest import check as check_manifest
 
@@ -49,10 +49,10 @@ def _guess_methods(obj: Any, exclude: str) -> list[str]:
         return []
     hits = []
     for name, spec in SPECS.items():
-        if name == exclude or registry.family_status(spec.family) != "ok":
+        if name == exclude or families.family_status(spec.family) != "ok":
             continue
         try:
-            man = registry.load_method_manifest(spec, registry.load_family(spec.family))
+            man = families.load_method_manifest(spec, families.load_family(spec.family))
         except Gaze4HRIError:
             continue
         if man is not None and man.names and all(n in keys for n in man.names if not n.endswith("num_batches_tracked")):
@@ -102,9 +102,9 @@ def _export_and_record(model, spec: MethodSpec, directory: Path, record: dict[st
 def import_checkpoint(method: str, checkpoint: str | Path, models_dir: str | Path | None = None,
                       trust_pickle: bool = False, quiet: bool = False) -> dict[str, Any]:
     """Official (or same-architecture) checkpoint -> verified ``<models>/<method>.onnx``."""
-    res = registry.resolve(method)
+    res = families.resolve(method)
     spec, mod = res.spec, res.module
-    manifest = registry.load_method_manifest(spec, mod)
+    manifest = families.load_method_manifest(spec, mod)
     ckpt = Path(checkpoint)
     obj = load_checkpoint(ckpt, trust_pickle=trust_pickle)
     check = getattr(mod, "check_checkpoint", None)  # optional family hook: a same-architecture file for another setting
@@ -137,7 +137,7 @@ def import_checkpoint(method: str, checkpoint: str | Path, models_dir: str | Pat
         "checkpoint": ckpt.name, "checkpoint_sha256": digest,
         "official_checkpoint": bool(spec.weights_sha256 and digest == spec.weights_sha256),
         "source": spec.source_url, "licence": spec.licence, "imported_utc": _now(),
-        "state_dict_manifest": str(registry.manifest_path(spec, mod).relative_to(registry.repo_root()))
+        "state_dict_manifest": str(families.manifest_path(spec, mod).relative_to(families.repo_root()))
         if manifest is not None else "not available (installed package)",
     }
     return _export_and_record(model, spec, directory, record, quiet)
@@ -145,7 +145,7 @@ def import_checkpoint(method: str, checkpoint: str | Path, models_dir: str | Pat
 
 def export_random(method: str, models_dir: str | Path | None = None, seed: int = 0, quiet: bool = False) -> dict[str, Any]:
     """Random-weight model (tests, timing): same graph and contract as an imported one."""
-    res = registry.resolve(method)
+    res = families.resolve(method)
     model = ex.random_model(res.module, res.spec, seed=seed)
     record = {
         "method": res.spec.name, "family": res.spec.family, "train_set": res.spec.train_set, "random_init": True,
@@ -244,7 +244,7 @@ def listing(models_dir: str | Path | None = None) -> list[Row]:
     records = store.read_records(directory)
     rows = []
     for spec in SPECS.values():
-        status = registry.family_status(spec.family)
+        status = families.family_status(spec.family)
         expected = spec.weights_sha256 or ("none released (own training)" if "own" in spec.notes or "No released" in spec.notes
                                            else "unknown")
         rows.append(Row(spec.name, spec.family, spec.train_set, spec.licence, spec.source_url, expected,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gaze4hri_core.errors import Gaze4HRIError
 
-from . import registry
+from . import families
 from ._checkpoint import _strip, unwrap_state_dict
 from ._manifest import Manifest, shapes_of
 
@@ -43,7 +43,7 @@ def official_layout(module) -> dict:
 
 def build_manifest(method: str) -> Manifest:
     """Manifest of ``method``'s family derived from our network and its official layout."""
-    res = registry.resolve(method)
+    res = families.resolve(method)
     mod, spec = res.module, res.spec
     ours = mod.build().state_dict()
     official = official_layout(mod)
@@ -54,7 +54,7 @@ def build_manifest(method: str) -> Manifest:
     dropped = [(k, tuple(v.shape)) for k, v in official.items() if k not in ours]
     meta = {
         "family": spec.family,
-        "methods": list(registry.FAMILIES[spec.family]),
+        "methods": list(families.FAMILIES[spec.family]),
         "source": spec.source_url,
         "derived_from": getattr(mod, "SOURCE_FILES", ""),
         "container": getattr(mod, "CONTAINER", ""),
@@ -67,8 +67,8 @@ def build_manifest(method: str) -> Manifest:
 
 def write_manifest(method: str) -> list[Path]:
     """Rewrite the committed manifest file of ``method``'s family."""
-    res = registry.resolve(method)
-    path = registry.manifest_path(res.spec, res.module)
+    res = families.resolve(method)
+    path = families.manifest_path(res.spec, res.module)
     if path is None:
         raise Gaze4HRIError("docs/models/ not found", "models manifest --write", "run this from a source checkout")
     man = build_manifest(method)

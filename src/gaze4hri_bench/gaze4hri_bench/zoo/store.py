@@ -35,7 +35,7 @@ def models_dir(override: str | Path | None = None) -> Path:
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env).expanduser()
-    from .registry import repo_root
+    from .families import repo_root
 
     root = repo_root()
     if root is not None and (root / "models").is_dir():

@@ -1,5 +1,5 @@
 """Plain-PyTorch inference networks of the benchmarked gaze methods, one module per
-family, imported lazily through :mod:`gaze4hri_bench.zoo.registry`.
+family, imported lazily through :mod:`gaze4hri_bench.zoo.families`.
 
 Every family module (``puregaze``, ``gazetr``, ``l2cs``, ``mcgaze``, ``gat``) exposes:
 
