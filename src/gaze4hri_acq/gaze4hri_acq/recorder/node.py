@@ -79,6 +79,10 @@ _POSE_TAIL_NS = 20_000_000
 # queued (_await_frame_companions, _in_window)
 _FRAME_COMPANIONS = (Topics.FRAME_META, Topics.SIM_GAZE_TRUTH, Topics.SIM_BLINK_TRUTH)
 _COMPANION_WAIT_S = 1.0
+#: a pose stream this far behind the last frame at a stop is stalled (tracking lost, a
+#: device gone) and not waited for; a loaded machine delays a live stream's delivery to
+#: the recorder by well over 0.1 s of stamps, which must still be waited for
+_POSE_STALLED_NS = 1_000_000_000
 
 PARAMS = (
     Param("compression", "none", "MCAP chunk compression (lossless either way)", COMPRESSIONS),
@@ -171,10 +175,16 @@ class RecorderNode(ControlMixin, Node):
             if pose:
                 self._recent.setdefault(topic, deque(maxlen=16)).append((t, data))
             bag = self.bag
-        if pose:
-            with self._frames_cv:  # handle_stop waits for each pose stream to pass the last frame
-                self._pose_latest[topic] = max(t, self._pose_latest.get(topic, t))
-                self._frames_cv.notify_all()
+        try:
+            self._to_bag(bag, topic, t, data, tf, stamped, pose)
+        finally:
+            if pose:  # after the pose is queued (or dropped): a stop that saw it puts its barrier behind it
+                with self._frames_cv:  # handle_stop waits for each pose stream to pass the last frame
+                    self._pose_latest[topic] = max(t, self._pose_latest.get(topic, t))
+                    self._frames_cv.notify_all()
+
+    def _to_bag(self, bag, topic: str, t: int, data: bytes, tf: bytes | None, stamped: bool, pose: bool) -> None:
+        """One message into the open trial's queue, cut to the trial window."""
         if bag is None:
             return
         # the trial is the time window [start_ns, end_ns] of the session clock: a stream
@@ -228,18 +238,20 @@ class RecorderNode(ControlMixin, Node):
             return behind()
 
     def _await_pose_tails(self, timeout_s: float = _COMPANION_WAIT_S) -> list[str]:
-        """Wait until each streaming pose topic has delivered a pose stamped at or after the
-        last image queued: the orchestrator stops once the streams reached the trial's end in
+        """Wait until each streaming pose topic has queued a pose stamped at or after the
+        last image queued and the window's end: the orchestrator stops once the streams reached the trial's end in
         its own subscription, and the recorder's copy of the newest poses can still be in
         flight; the ground truth needs a pose on both sides of every frame (the 20 ms pose
-        tail, _POSE_TAIL_NS). A stream already more than 0.1 s behind that frame (tracking
+        tail, _POSE_TAIL_NS). A stream already more than 1 s behind that frame (tracking
         lost, a stalled device) is not waited for; returns the streams still behind."""
         def behind() -> list[str]:
             imgs = self._frame_stamps.get(Topics.IMAGE)
             if not imgs:
                 return []
-            last = imgs[-1]
-            return [p for p, t in self._pose_latest.items() if last - 100_000_000 <= t < last]
+            # an image stamped up to the window's end can still be on its way: the poses must
+            # pass the end too (images never pass it: frame-bound streams end with the window)
+            last = max(imgs[-1], self._end_ns) if self._end_ns is not None else imgs[-1]
+            return [p for p, t in self._pose_latest.items() if last - _POSE_STALLED_NS <= t < last]
 
         with self._frames_cv:
             self._frames_cv.wait_for(lambda: not behind(), timeout=timeout_s)

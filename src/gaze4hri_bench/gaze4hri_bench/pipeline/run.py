@@ -786,7 +786,9 @@ def timing_lines(jobs: list[Job], engine: _Engine) -> list[str]:
         if not t.frames:
             continue
         wall = engine.last_done[ji] - engine.t_start
-        own = ", ".join(f"{_STAGE_NAMES[k]} {getattr(t, k):.1f} s" for k in ("preprocess_s", "infer_s", "write_s"))
+        streams = job.runner.streams if job.runner is not None else 1
+        own = ", ".join(f"{_STAGE_NAMES[k]} {getattr(t, k):.1f} s" + (f" (summed over {streams} streams)" if k == "infer_s" and streams > 1 else "")
+                        for k in ("preprocess_s", "infer_s", "write_s"))
         lines.append(f"timing: {job.method.name} ({job.input_type}): {t.frames} frames in {wall:.1f} s "
                      f"({t.frames / wall if wall > 0 else 0:.1f} frames/s); {own}")
     return lines
