@@ -132,12 +132,8 @@ def check_mcap(path: Path | str) -> list[Damage] | None:
                 crc = zlib.crc32(body, crc)
                 if _chunk_bad(body):
                     damages.append(Damage(path, "chunk CRC mismatch", off))
-            else:  # other records: only their bytes count, read in blocks
-                left = ln
-                while left > 0:
-                    b = f.read(min(_BLOCK, left))
-                    crc = zlib.crc32(b, crc)
-                    left -= len(b)
+            else:  # other records: only their bytes count
+                crc = _crc_range(f, off + 9, off + 9 + ln, crc)
             off += 9 + ln
         if not data_end_seen:
             damages.append(Damage(path, "no Data End record before the summary", off))
@@ -145,14 +141,7 @@ def check_mcap(path: Path | str) -> list[Damage] | None:
             if not 0 < summary_start <= footer_start:
                 damages.append(Damage(path, "footer summary offset out of range", footer_start))
             else:
-                f.seek(summary_start)
-                s = 0
-                left = footer_start - summary_start
-                while left > 0:
-                    b = f.read(min(_BLOCK, left))
-                    s = zlib.crc32(b, s)
-                    left -= len(b)
-                s = zlib.crc32(footer[: 1 + 8 + 16], s)
+                s = zlib.crc32(footer[: 1 + 8 + 16], _crc_range(f, summary_start, footer_start))
                 if s != summary_crc:
                     damages.append(Damage(path, "summary CRC mismatch", summary_start))
     return damages

@@ -332,14 +332,7 @@ def detector_names() -> list[str]:
 
 
 def get_detector(name: str, **kwargs) -> Detector:
-    """Build a detector by name or alias (unknown names: did-you-mean error)."""
-    if name not in DETECTORS:
-        import difflib
-
-        known = DETECTORS.names()
-        near = difflib.get_close_matches(str(name).lower(), known + ["yolo", "yolov8", "haar", "blazeface"], n=3, cutoff=0.5)
-        hint = f"did you mean {' or '.join(dict.fromkeys(near))}? " if near else ""
-        raise Gaze4HRIError(f"unknown face detector {name!r}", "--detector", f"{hint}known: {', '.join(known)}")
+    """Build a detector by name or alias (unknown names: the registry's did-you-mean error)."""
     return DETECTORS.create(name, **kwargs)
 
 

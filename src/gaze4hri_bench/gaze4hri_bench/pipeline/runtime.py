@@ -338,8 +338,7 @@ class Runner:
         self._providers = self._provider_options(providers, self.path)
         #: batches the engine may run at once (run() is then called from that many threads;
         #: ONNX Runtime sessions take concurrent runs); threads: intra-op threads of each
-        self.streams, self._threads = resolve_streams(streams, providers[0] == _CPU and not io_binding, threads)
-        self.threads = self._threads
+        self.streams, self.threads = resolve_streams(streams, providers[0] == _CPU and not io_binding, threads)
         self.session = self._open(self.path)
         got = self.session.get_providers()
         self.device = "cuda" if got[0] in (_CUDA, _TRT) else "cpu"
@@ -386,8 +385,8 @@ class Runner:
         so = ort.SessionOptions()
         so.log_severity_level = 3
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if self._threads:
-            so.intra_op_num_threads = self._threads
+        if self.threads:
+            so.intra_op_num_threads = self.threads
         try:
             sess = ort.InferenceSession(str(path), so, providers=self._providers)
         except Exception as e:  # noqa: BLE001 - onnxruntime raises its own types
