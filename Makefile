@@ -52,11 +52,11 @@ JAZZY_QUICK := -m "(node or launch or replay) and not slow and not live and not 
 
 test-jazzy:
 	@GAZE4HRI_JAZZY_VENV="$(abspath $(JAZZY_VENV))" bash scripts/bootstrap_jazzy.sh
-	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/acq $(JAZZY_NEEDS_BENCH) $(PYTEST_ARGS)
+	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/sim tests/acq $(JAZZY_NEEDS_BENCH) $(PYTEST_ARGS)
 
 test-jazzy-quick:
 	@GAZE4HRI_JAZZY_VENV="$(abspath $(JAZZY_VENV))" bash scripts/bootstrap_jazzy.sh
-	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/acq $(JAZZY_NEEDS_BENCH) $(JAZZY_QUICK) $(PYTEST_ARGS)
+	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/sim tests/acq $(JAZZY_NEEDS_BENCH) $(JAZZY_QUICK) $(PYTEST_ARGS)
 
 lint: bootstrap
 	$(VENV)/bin/ruff check src tests benchmarks

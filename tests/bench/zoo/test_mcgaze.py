@@ -363,10 +363,10 @@ def test_bad_checkpoints_name_the_keys(official_file):
 # --- ONNX export and ONNX Runtime parity ----------------------------------------------------
 
 @pytest.mark.replay
-@pytest.mark.long  # the MCGaze export (tests/zoo/conftest.py HEAVY_EXPORT)
+@pytest.mark.long  # the MCGaze export (tests/bench/zoo/conftest.py HEAVY_EXPORT)
 def test_onnx_contract_and_runtime_parity(zoo_imported):
     """The ONNX model `models import` exported (the session's one MCGaze export,
-    tests/zoo/conftest.py) against the network written into the checkpoint."""
+    tests/bench/zoo/conftest.py) against the network written into the checkpoint."""
     imp = zoo_imported("mcgaze")
     model, onnx_file = imp.model, imp.onnx
     import onnx

@@ -73,7 +73,7 @@ def test_path_corners_at_the_planted_stops(axis, v, noise):
 
 def test_path_corners_none_on_a_single_line_or_a_still_camera():
     """One straight move has no corner (one segment; our scans are rasters with four,
-    tests/stats/test_line_scan_corners.py); a still camera has none either."""
+    tests/bench/stats/test_line_scan_corners.py); a still camera has none either."""
     t = T0 + np.round(np.arange(0, 4, 1 / FPS) * 1e9).astype(np.int64)
     s = np.clip((t - T0) / 1e9 - 0.5, 0, 3) / 3  # still, 3 s move, still
     p = np.column_stack([np.full(t.size, 0.5), 0.25 - 0.5 * s, np.full(t.size, 1.2)])
