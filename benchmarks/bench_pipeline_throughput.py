@@ -5,7 +5,7 @@ decode, detect (face detection + tracking), pre-process and infer, plus peak RSS
 Data: one real MCAP session written like the data tests (tests/bench/data/_session.py:
 a face photograph moving across a 640x360 frame, 30 fps). Models: the zoo's
 random-init ONNX exports (same graphs as imported checkpoints; `gaze4hri-bench models
-export METHOD --random-init`, or the test cache ~/.cache/gaze4hri/tests/zoo_onnx),
+export METHOD --random-init`, or the test cache ~/.cache/gaze4hri/tests/bench/zoo_onnx),
 else the tiny gradient models (gaze4hri_bench.methods.testing): the table says which.
 Each (method, input) runs alone with a cold face cache, so detection is counted for
 every crop row. Writes docs/perf/bench.md's table to stdout and --md.

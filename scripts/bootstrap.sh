@@ -27,7 +27,7 @@ fi
 # 1. System libraries -------------------------------------------------------------
 missing=()
 ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing+=(libusb-1.0-0)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # headless browser test of report.html (tests/stats/test_report_browser.py)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # headless browser test of report.html (tests/bench/stats/test_report_browser.py)
 if [[ -z "${ROS_DISTRO:-}" ]]; then  # building tf2_msgs (scripts/build_tf2_msgs.sh)
   command -v cmake >/dev/null 2>&1 || missing+=(cmake)
   command -v g++ >/dev/null 2>&1 || missing+=(g++)

@@ -50,7 +50,7 @@ class DeviceNode(ControlMixin, LifecycleNode):
         self._stop = threading.Event()
         self.streaming = False  # the worker thread runs
         self.stream_ns = 0  # stamp of the latest sample published (the sim pacer reads it)
-        self.idle_steps = 0  # steps that found no sample (tests/acq/test_pacer_idle.py)
+        self.idle_steps = 0  # steps that found no sample (tests/sim/test_pacer_idle.py)
         self._thread: threading.Thread | None = None
         self._diag_pub = FastPublisher(self, DiagnosticArray, Topics.DIAGNOSTICS, QOS_RELIABLE, bus)
         self._init_control(bus)

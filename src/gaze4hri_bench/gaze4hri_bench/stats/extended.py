@@ -2,7 +2,7 @@
 functions of subject-level wide tables (index subject, columns cells) or video tables.
 
 Each restates a script of GazeForHRI/Gaze4HRI@main (cited per function); tests in
-tests/stats/test_extended.py check every statistic against an independent computation
+tests/bench/stats/test_extended.py check every statistic against an independent computation
 (scipy, statsmodels, pingouin).
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Subject-level paired and one-sample t-tests, Holm's step-down correction, Cohen's
 d in its two paired forms, the coefficient of variation and per-group least squares.
-Each is checked in tests/stats against R (values quoted there) and scipy/statsmodels.
+Each is checked in tests/bench/stats against R (values quoted there) and scipy/statsmodels.
 
 References
 ----------
@@ -125,7 +125,7 @@ def cv_percent(level_means, ddof: int = 1) -> float:
 
     ``ddof=1`` (sample SD) reproduces the study's CV column from its own level means
     to two decimals (e.g. PureGaze (E): 11.73, 11.52, 12.18, 10.19 -> 7.50; with
-    ddof 0 it would be 6.50); tests/stats/test_inference.py checks all seven rows.
+    ddof 0 it would be 6.50); tests/bench/stats/test_inference.py checks all seven rows.
     """
     x = np.asarray(level_means, float)
     x = x[np.isfinite(x)]

@@ -1,7 +1,7 @@
 """Tables only the study's released analyser writes (GazeForHRI/Gaze4HRI@main), as pure
 functions of subject-level wide tables or of the analyses' own tables. Each restates
 one output file of a script (cited per function; no code copied); the analyses in
-:mod:`.analyses` add them to their tables, and tests/stats/test_study_tables.py
+:mod:`.analyses` add them to their tables, and tests/bench/stats/test_study_tables.py
 checks each against its definition recomputed by hand.
 """
 from __future__ import annotations
