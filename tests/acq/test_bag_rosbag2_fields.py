@@ -125,7 +125,8 @@ def test_type_hash_is_what_rclpy_reports_for_a_publisher(short_session):
     """Each recorded type's channel hash equals TopicEndpointInfo.topic_type_hash of a live
     publisher of that type (rosbag2's source), where the type is installed (tf2_msgs may not be
     here: then rosbags' own RIHS01 of the Kilted definition, the same algorithm)."""
-    from gaze4hri_acq.recorder.bag import _typestore, mcap_file, type_hash
+    from gaze4hri_acq.recorder.bag import mcap_file, type_hash
+    from gaze4hri_acq.recorder.rosbag2_fields import typestore
     from gaze4hri_core.session import bag_dir
 
     _h, summary, _m, _msgs = _read(mcap_file(bag_dir(short_session, SHORT_TRIALS[0])))
@@ -134,7 +135,7 @@ def test_type_hash_is_what_rclpy_reports_for_a_publisher(short_session):
     for ty, h in sorted(types.items()):
         live = _endpoint_hash(ty)
         if live is None:
-            assert h == _typestore().hash_rihs01(ty)
+            assert h == typestore().hash_rihs01(ty)
             continue
         assert h == live == type_hash(ty), ty
         checked += 1
