@@ -53,11 +53,14 @@ from collections import deque
 from pathlib import Path
 
 import numpy as np
+from gaze4hri_core.commands import pip_install
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.session import FRAMES, Topics
 
-__all__ = ["LiveView", "start_live_view", "LiveTopics", "MSG_TYPES", "STATE_SCHEMA", "parse_address", "DEFAULT_ADDRESS", "SUBPROTOCOL",
-           "SUBPROTOCOL_HINT"]
+from .live_scene import scene_entities
+
+__all__ = ["LiveView", "start_live_view", "LiveTopics", "MSG_TYPES", "STATE_SCHEMA", "parse_address", "DEFAULT_ADDRESS",
+           "SUBPROTOCOL", "SUBPROTOCOL_HINT"]
 
 DEFAULT_ADDRESS = "127.0.0.1:8765"
 #: the one WebSocket subprotocol foxglove-sdk's server accepts (rust/foxglove/src/websocket/
@@ -66,7 +69,8 @@ DEFAULT_ADDRESS = "127.0.0.1:8765"
 #: foxglove.websocket.v1); docs/visualisation.md, "Which Foxglove clients connect"
 SUBPROTOCOL = "foxglove.sdk.v1"
 SUBPROTOCOL_HINT = ("needs a client offering foxglove.sdk.v1: the current Foxglove app, Lichtblick >= 1.22.1; "
-                    "the open-source Foxglove Studio 1.x and Lichtblick < 1.22.1 offer only foxglove.websocket.v1: refused")
+                    "the open-source Foxglove Studio 1.x and Lichtblick < 1.22.1 offer only foxglove.websocket.v1: "
+                    "refused")
 GAZE_TOPIC = "/gaze4hri/gaze"  # the live gaze node's estimate (nodes/gaze_node.GazeTopics.GAZE)
 
 
@@ -96,7 +100,8 @@ STATE_SCHEMA = {
         "last_event": {"type": "string"},
         "frames": {"type": "integer", "description": "camera frames seen by the live view"},
         "wall_time": {"type": "number"},
-        "last_error": {"type": "string", "description": "the live view's own last error ('' when none): it never stops the session"},
+        "last_error": {"type": "string",
+                       "description": "the live view's own last error ('' when none): it never stops the session"},
     },
 }
 
@@ -113,7 +118,8 @@ def parse_address(value: str | None) -> tuple[str, int] | None:
     except ValueError:
         p = -1
     if not 0 <= p <= 65535 or not host:
-        raise Gaze4HRIError(f"invalid live view address {value!r}", "--live-view", "use HOST:PORT (e.g. 127.0.0.1:8765), PORT, or off")
+        raise Gaze4HRIError(f"invalid live view address {value!r}", "--live-view",
+                            "use HOST:PORT (e.g. 127.0.0.1:8765), PORT, or off")
     return host, p
 
 
@@ -121,12 +127,6 @@ def _q_to_R(q) -> np.ndarray:
     from gaze4hri_core.transforms import quat_xyzw_to_matrix
 
     return np.asarray(quat_xyzw_to_matrix(np.asarray(q, float)), float)
-
-
-def _R_to_q(R) -> tuple[float, float, float, float]:
-    from gaze4hri_core.transforms import matrix_to_quat_xyzw
-
-    return tuple(float(v) for v in matrix_to_quat_xyzw(np.asarray(R, float)))
 
 
 class LiveView:
@@ -164,7 +164,8 @@ class LiveView:
         self.frames = 0
         self.sent = {LiveTopics.IMAGE: 0, LiveTopics.SCENE: 0, LiveTopics.STATE: 0}
         self.state = {"subject": subject, "trial": "", "target": "", "status": "starting", "recording": False,
-                      "recorder_trial": "", "fault": "", "last_event": "", "frames": 0, "wall_time": 0.0, "last_error": ""}
+                      "recorder_trial": "", "fault": "", "last_event": "", "frames": 0, "wall_time": 0.0,
+                      "last_error": ""}
         self._state_dirty = True
 
     # -- feeding ------------------------------------------------------------------
@@ -189,7 +190,8 @@ class LiveView:
     DDS_TOPICS = (GAZE_TOPIC,)
 
     def _subscribe(self) -> None:
-        routes = [(t, self._keep) for t in self.TOPICS] + [(Topics.EVENTS, self._on_event), (Topics.DIAGNOSTICS, self._on_diag)]
+        routes = [(t, self._keep) for t in self.TOPICS]
+        routes += [(Topics.EVENTS, self._on_event), (Topics.DIAGNOSTICS, self._on_diag)]
         if self.bus is not None:
             for topic, cb in routes:
                 if self.node is None or topic not in self.DDS_TOPICS:
@@ -207,11 +209,12 @@ class LiveView:
         from sensor_msgs.msg import CameraInfo, Image
         from std_msgs.msg import String
 
-        types = {Topics.IMAGE: Image, Topics.CAMERA_INFO: CameraInfo, Topics.TCP_POSE: PoseStamped, Topics.HEAD_POSE: PoseStamped,
-                 GAZE_TOPIC: Vector3Stamped, Topics.EVENTS: String, Topics.DIAGNOSTICS: DiagnosticArray}
+        types = {Topics.IMAGE: Image, Topics.CAMERA_INFO: CameraInfo, Topics.TCP_POSE: PoseStamped,
+                 Topics.HEAD_POSE: PoseStamped, GAZE_TOPIC: Vector3Stamped, Topics.EVENTS: String,
+                 Topics.DIAGNOSTICS: DiagnosticArray}
         for topic, cb in routes:
-            self._subs.append(self.node.create_subscription(types[topic], topic, (lambda m, t=topic, c=cb: c(t, m)), qos_profile_sensor_data,
-                                                            raw=True))
+            self._subs.append(self.node.create_subscription(types[topic], topic, (lambda m, t=topic, c=cb: c(t, m)),
+                                                            qos_profile_sensor_data, raw=True))
 
     # -- lifecycle ----------------------------------------------------------------
     def start(self) -> LiveView:
@@ -220,14 +223,16 @@ class LiveView:
             from foxglove.channels import RawImageChannel, SceneUpdateChannel
         except ImportError:
             raise Gaze4HRIError("the live view needs the foxglove-sdk package", "--live-view",
-                                "pip install 'foxglove-sdk==0.30.3' (requirements/base.txt), or --live-view off") from None
+                                f"{pip_install('foxglove-sdk==0.30.3')} (requirements/base.txt), "
+                                "or --live-view off") from None
 
         self._ctx = foxglove.Context()
         self._ch_image = RawImageChannel(LiveTopics.IMAGE, context=self._ctx)
         self._ch_scene = SceneUpdateChannel(LiveTopics.SCENE, context=self._ctx)
         self._ch_state = foxglove.Channel(LiveTopics.STATE, schema=STATE_SCHEMA, context=self._ctx)
         try:
-            self._server = foxglove.start_server(name="gaze4hri live view", host=self.host, port=self.port, context=self._ctx)
+            self._server = foxglove.start_server(name="gaze4hri live view", host=self.host, port=self.port,
+                                                 context=self._ctx)
         except Exception as e:  # noqa: BLE001 - the SDK raises its own error types
             raise Gaze4HRIError(f"live view cannot listen on {self.host}:{self.port} ({e})", "--live-view",
                                 "pass another port (--live-view 127.0.0.1:8766) or --live-view off") from None
@@ -459,8 +464,9 @@ class LiveView:
         if k > 1:
             img = img[::k, ::k]
         img = np.ascontiguousarray(img)
-        self._ch_image.log(RawImage(timestamp=self._stamp(), frame_id=FRAMES["camera"], width=img.shape[1], height=img.shape[0],
-                                    encoding=m.encoding, step=img.shape[1] * ch, data=img.tobytes()))
+        self._ch_image.log(RawImage(timestamp=self._stamp(), frame_id=FRAMES["camera"], width=img.shape[1],
+                                    height=img.shape[0], encoding=m.encoding, step=img.shape[1] * ch,
+                                    data=img.tobytes()))
         self.sent[LiveTopics.IMAGE] += 1
 
     def _send_state(self) -> None:
@@ -482,110 +488,21 @@ class LiveView:
         return g if np.isfinite(g).all() and np.linalg.norm(g) > 0 else None
 
     def _send_scene(self) -> None:
-        from foxglove.messages import (
-            ArrowPrimitive,
-            Color,
-            CubePrimitive,
-            LinePrimitive,
-            LinePrimitiveLineType,
-            Point3,
-            Pose,
-            Quaternion,
-            SceneEntity,
-            SceneUpdate,
-            SpherePrimitive,
-            TextPrimitive,
-            Vector3,
-        )
-
         geo = self.geometry()
         if not geo:
             return
-        ts = self._stamp()
-        world = FRAMES["world"]
-
-        def pose(t, R=None):
-            q = _R_to_q(R) if R is not None else (0.0, 0.0, 0.0, 1.0)
-            return Pose(position=Vector3(x=float(t[0]), y=float(t[1]), z=float(t[2])),
-                        orientation=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))
-
-        def col(r, g, b, a=1.0):
-            return Color(r=r, g=g, b=b, a=a)
-
-        def pt(p):
-            return Point3(x=float(p[0]), y=float(p[1]), z=float(p[2]))
-
-        def entity(id_, **kw):
-            return SceneEntity(timestamp=ts, frame_id=world, id=id_, frame_locked=False, **kw)
-
-        def text(t, s, size=0.03):
-            return TextPrimitive(pose=pose(np.asarray(t) + [0, 0, 0.04]), billboard=True, font_size=size, scale_invariant=False,
-                                 color=col(1, 1, 1), text=s)
-
-        def axes(R, t, length=0.08):
-            pts, cols = [], []
-            for i, c in enumerate(((1, 0, 0), (0, 1, 0), (0, 0.4, 1))):
-                pts += [pt(t), pt(t + length * R[:, i])]
-                cols += [col(*c), col(*c)]
-            return LinePrimitive(type=LinePrimitiveLineType.LineList, thickness=0.006, points=pts, colors=cols)
-
-        ents = []
-        cur = self.state.get("target", "")
-        spheres, texts = [], []
-        for name, p in sorted(geo["targets"].items()):
-            on = name == cur
-            s = 0.05 if on else 0.03
-            spheres.append(SpherePrimitive(pose=pose(p), size=Vector3(x=s, y=s, z=s), color=col(1.0, 0.55, 0.0) if on else col(0.9, 0.9, 0.2, 0.8)))
-            texts.append(text(p, name))
-        ents.append(entity("targets", spheres=spheres, texts=texts))
-        if "tool0" in geo:
-            R, t = geo["tool0"]
-            ents.append(entity("robot_tool", lines=[axes(R, t)], cubes=[CubePrimitive(pose=pose(t, R), size=Vector3(x=0.05, y=0.05, z=0.03),
-                                                                                     color=col(0.6, 0.6, 0.65, 0.9))],
-                               texts=[text(t, "tool0")]))
         K, wh = self._intrinsics()
-        if "camera" in geo and K is not None:
-            R, t = geo["camera"]
-            d = 0.15
-            w, h = wh
-            corners = [t + R @ (d * np.array([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], 1.0]))
-                       for u, v in ((0, 0), (w, 0), (w, h), (0, h))]
-            pts = []
-            for i, c in enumerate(corners):
-                pts += [pt(t), pt(c), pt(c), pt(corners[(i + 1) % 4])]
-            ents.append(entity("camera_frustum", lines=[LinePrimitive(type=LinePrimitiveLineType.LineList, thickness=0.004, points=pts,
-                                                                      color=col(0.2, 0.8, 1.0))], texts=[text(t, "camera")]))
-        if "head" in geo:
-            R, t = geo["head"]
-            ents.append(entity("head_band", cubes=[CubePrimitive(pose=pose(t, R), size=Vector3(x=0.18, y=0.16, z=0.03), color=col(0.55, 0.35, 0.9, 0.7))],
-                               lines=[axes(R, t, 0.1)], texts=[text(t, "head_band")]))
-        if "eye" in geo:
-            e = geo["eye"]
-            ents.append(entity("eye_midpoint", spheres=[SpherePrimitive(pose=pose(e), size=Vector3(x=0.025, y=0.025, z=0.025), color=col(1, 1, 1))]))
-            if "target" in geo:
-                ents.append(entity("gaze_truth", lines=[LinePrimitive(type=LinePrimitiveLineType.LineStrip, thickness=0.008,
-                                                                      points=[pt(e), pt(geo["target"])], color=col(0.0, 0.8, 0.0))]))
-            g = self._gaze_estimate()
-            if g is not None and "camera" in geo:
-                gw = geo["camera"][0] @ (g / np.linalg.norm(g))
-                q = _arrow_orientation(gw)
-                ents.append(entity("gaze_estimate", arrows=[ArrowPrimitive(pose=pose(e, q), shaft_length=0.4, shaft_diameter=0.01, head_length=0.06,
-                                                                          head_diameter=0.03, color=col(1.0, 0.2, 0.6))]))
+        gaze = self._gaze_estimate() if "eye" in geo and "camera" in geo else None
+        ents = scene_entities(geo, ts=self._stamp(), frame=FRAMES["world"], current_target=self.state.get("target", ""),
+                              K=K, wh=wh, gaze=gaze)
+        from foxglove.messages import SceneUpdate
+
         self._ch_scene.log(SceneUpdate(entities=ents))
         self.sent[LiveTopics.SCENE] += 1
 
 
-def _arrow_orientation(direction) -> np.ndarray:
-    """A rotation whose x axis is ``direction`` (Foxglove arrows point along +x)."""
-    x = np.asarray(direction, float) / np.linalg.norm(direction)
-    a = np.array([0.0, 0.0, 1.0]) if abs(x[2]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    y = np.cross(a, x)
-    y /= np.linalg.norm(y)
-    return np.column_stack([x, y, np.cross(x, y)])
-
-
-def start_live_view(address: str, *, subject: str = "", session_dir: Path | None = None, calibration_dir: Path | None = None,
-                    default: bool = False, log=None) -> LiveView | None:
+def start_live_view(address: str, *, subject: str = "", session_dir: Path | None = None,
+                    calibration_dir: Path | None = None, default: bool = False, log=None) -> LiveView | None:
     """Bind the live view at ``address`` (``HOST:PORT``, ``PORT`` or ``off`` -> None).
     A taken port is one line (Gaze4HRIError) when the address was asked for; for the
     default address the OS picks a free port instead (two sessions on one machine), and
@@ -608,6 +525,6 @@ def start_live_view(address: str, *, subject: str = "", session_dir: Path | None
         if log is not None:
             log(f"live view: port {port} is taken, using {view.port}")
     if log is not None:
-        log(f"live view: {view.url} (Foxglove: Open connection -> Foxglove WebSocket; layout src/gaze4hri_acq/config/foxglove_layout.json; "
-            f"{SUBPROTOCOL_HINT})")
+        log(f"live view: {view.url} (Foxglove: Open connection -> Foxglove WebSocket; "
+            f"layout src/gaze4hri_acq/config/foxglove_layout.json; {SUBPROTOCOL_HINT})")
     return view

@@ -1,387 +1,28 @@
-"""Live terminal view for the operator (rich) and the session's final summary.
-
-What the operator sees, in one table redrawn at 4 Hz and at once when a key is read;
-on a terminal by a process of its own fed state snapshots (RenderProcess), so it keeps
-moving while the orchestrator blocks in bring-up, the eye-head calibration or a device
-request and while the session's other threads keep this process's GIL busy
-(docs/perf/operator_view.md); otherwise by a thread of this process:
-
-- the phase in words: WAITING FOR OPERATOR (with the prompt and "press Enter"),
-  bringing up devices, moving to the start pose, HEAD-POSE CHECK, RECORDING; RECORDING
-  only while the recorder's own diagnostics say its bag is open (not while the
-  orchestrator merely means to record: before the bag opens and after it closes the
-  row says so);
-- during the head-pose check a gauge with the measured head yaw next to the target
-  band, and which way the subject should turn, so the operator can coach;
-- the trial timer and the session's estimated time left (mean wall time of this run's
-  finished trials x trials left);
-- camera, motion capture, robot, safety, recorder and disk; a lost head band, a
-  protective stop, a safety stop, a recorder fault and failed trials in red;
-- the keys: Enter confirms a prompt, ``s`` stops the robot through the ``/robot/stop``
-  service (the same path as ``ros2 service call /robot/stop std_srvs/srv/Trigger``;
-  the running trial fails with the robot's fault reason and the session goes on to
-  the next prompt), Ctrl-C ends the session (the running trial is marked incomplete).
-  The stop key is acknowledged on screen when it is read ("STOP sent"); the service
-  call runs in its own thread and the robot's answer replaces it when it comes.
-
-Device state comes from the topics the orchestrator node receives (diagnostics,
-head pose), so the view shows the same under ``ros2 launch``. The final summary lists
-every trial with its status and reason and prints the ``--redo`` command for failed
-or incomplete ones.
-"""
+"""The orchestrator's operator view: the hooks it calls (trial, status, result,
+message), the prompts (confirm, ask), the stop key and the final summary; device state
+collected from the orchestrator node's topics and drawn by a RenderProcess on a
+terminal, else by a thread of this process (rich's Live)."""
 from __future__ import annotations
 
-import json
-import math
 import os
-import shlex
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gaze4hri_core.commands import print_command
 from gaze4hri_core.errors import Gaze4HRIError
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
-# gaze4hri_core.session (calibration, scipy: ~1 s) and .nodes.common (rclpy) are imported
-# where used: the renderer process (``python -m gaze4hri_acq.operator_view``) needs rich only
+from .keys import KeyReader
+from .render import ALARM, RECORDER_SILENT_S, fmt_bytes, fmt_s, render_status, timer_text
+from .renderer import RenderProcess, StreamToRenderer, printable
+from .summary import redo_command, summary_table
 
-__all__ = ["OperatorView", "render_status", "summary_table", "redo_command", "yaw_gauge", "KeyReader", "PHASES", "timer_text"]
-
-#: phase -> (label, style)
-PHASES = {
-    "idle": ("-", ""),
-    "bringing_up": ("bringing up devices", "cyan"),
-    "waiting": ("WAITING FOR OPERATOR", "bold black on yellow"),
-    "moving": ("moving to the start pose", "cyan"),
-    "head_check": ("HEAD-POSE CHECK", "bold magenta"),
-    "recording": ("RECORDING", "bold white on red"),
-    "stopping": ("stopping", "yellow"),
-}
-#: the orchestrator's "recording" phase while the recorder has no bag open
-NOT_OPEN = {None: ("starting the recording (bag not open yet)", "yellow"),
-            "closed": ("bag closed, finishing the trial", "cyan"),
-            "silent": ("recording? (no recorder diagnostics)", "bold red")}
-#: no recorder diagnostics for this long: its last word is not trusted (it publishes at 2 Hz)
-RECORDER_SILENT_S = 3.0
-KEYS_HELP = "Enter: confirm prompt   s: stop robot (/robot/stop)   Ctrl-C: end session (resume later)"
-ALARM = "bold red"
-
-
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} PB"
-
-
-def _fmt_s(s: float | None) -> str:
-    if s is None or not math.isfinite(s):
-        return "-"
-    s = int(round(s))
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
-
-
-def timer_text(now: float, trial_t0: float | None, rec_t0: float | None) -> str:
-    """The time row's trial timer: since the operator confirmed (or the trial began),
-    and since the bag opened while it is open."""
-    if trial_t0 is None:
-        return "-"
-    return _fmt_s(now - trial_t0) + (f" (recording {_fmt_s(now - rec_t0)})" if rec_t0 is not None else "")
-
-
-def yaw_gauge(measured: float | None, target: float, tol: float, span: float = 45.0, width: int = 31) -> Text:
-    """A one-line gauge of head yaw (+left): the target band ``target +/- tol`` as ``=``,
-    the measured yaw as ``|``, left at the left; then the numbers and what to say."""
-    def col(v: float) -> int:
-        return int(round((max(-span, min(span, -v)) + span) / (2 * span) * (width - 1)))  # +yaw (left) drawn left
-
-    cells = ["-"] * width
-    lo, hi = sorted((col(target - tol), col(target + tol)))
-    for c in range(lo, hi + 1):
-        cells[c] = "="
-    ok = measured is not None and math.isfinite(measured) and abs(measured - target) <= tol
-    t = Text("L [")
-    if measured is not None and math.isfinite(measured):
-        m = col(measured)
-        t.append("".join(cells[:m]))
-        t.append("|", style="bold green" if ok else ALARM)
-        t.append("".join(cells[m + 1:]))
-    else:
-        t.append("".join(cells))
-    t.append("] R  ")
-    if measured is None or not math.isfinite(measured):
-        t.append(f"measured -, target {target:+.0f} +/- {tol:.0f} deg (no head pose)", style=ALARM)
-        return t
-    t.append(f"measured {measured:+.1f} deg, target {target:+.0f} +/- {tol:.0f}  ")
-    if ok:
-        t.append("OK, hold still", style="bold green")
-    else:
-        side = "left" if measured < target else "right"
-        t.append(f"turn {abs(measured - target):.0f} deg more to the {side}", style="bold yellow")
-    return t
-
-
-def phase_label(state: dict) -> tuple[str, str]:
-    """(label, style) of the state row. RECORDING exactly when the recorder's own
-    diagnostics say its bag is open (``state["bag"] == "open"``); the orchestrator's
-    "recording" phase without an open bag says whether the bag is yet to open, has
-    closed, or the recorder went silent."""
-    bag = state.get("bag")
-    if bag == "open":
-        return PHASES["recording"]
-    phase = state.get("phase", "idle")
-    if phase == "recording":
-        return NOT_OPEN[bag if bag in ("closed", "silent") else None]
-    return PHASES.get(phase, (phase or "-", ""))
-
-
-def render_status(state: dict):
-    """The live view from a plain state dict (tested without a terminal)."""
-    phase, style = phase_label(state)
-    t = Table(title="Gaze4HRI acquisition" + (f" - subject {state['subject']}" if state.get("subject") else ""),
-              show_header=False, expand=False)
-    t.add_column("what", style="bold", no_wrap=True)
-    t.add_column("value")
-    t.add_row("trial", state.get("trial", "-"))
-    t.add_row("state", Text(phase, style=style) + (Text(f"  {state['status']}") if state.get("status") else Text("")))
-    waiting = state.get("phase") == "waiting"
-    prompt = Text(state.get("prompt", "-"), style="bold" if waiting else "")
-    if waiting:
-        prompt.append("  -> press Enter when ready", style="bold yellow")
-    t.add_row("prompt", prompt)
-    if state.get("stop"):
-        t.add_row("operator stop", Text(state["stop"], style="bold white on red" if state.get("stop_pending") else ALARM))
-    if state.get("phase") == "head_check" and state.get("head"):
-        h = state["head"]
-        t.add_row("head yaw", yaw_gauge(h.get("measured"), h["target"], h["tol"]))
-    t.add_row("time", f"trial {state.get('timer', '-')}   session left {state.get('eta', '-')}")
-    t.add_row("camera", state.get("camera", "-"))
-    t.add_row("motion capture", Text(state.get("mocap", "-"), style=ALARM if state.get("mocap_lost") else ""))
-    t.add_row("robot", Text(state.get("robot", "-"), style=ALARM if state.get("robot_alarm") else ""))
-    safety = state.get("safety", "-")
-    if state.get("stop_pending"):  # the robot's last word predates the operator's stop
-        t.add_row("safety", Text(f"{safety} (before the STOP; the robot has not answered yet)", style="bold yellow"))
-    else:
-        t.add_row("safety", Text(safety, style=ALARM if safety not in ("ok", "-", "?") else "green" if safety == "ok" else ""))
-    t.add_row("recorder", Text(state.get("recorder", "-"), style=ALARM if state.get("recorder_fault") else ""))
-    t.add_row("disk left", state.get("disk", "-"))
-    if state.get("last"):
-        t.add_row("last trial", Text(state["last"], style=ALARM if state.get("last_failed") else "green"))
-    if state.get("counts"):
-        t.add_row("this run", state["counts"])
-    return Group(t, Text(state.get("keys", KEYS_HELP), style="dim"))
-
-
-class KeyReader(threading.Thread):
-    """Operator keys from ``stream``: on a terminal one key at a time (cbreak mode, no
-    echo; Ctrl-C still signals), otherwise one line at a time (an empty line is Enter,
-    else its first character), so tests and scripts drive it through a pipe.
-    ``on_key("\\n" | "s" | ...)``; ``on_eof()`` when the stream ends."""
-
-    def __init__(self, stream, on_key: Callable[[str], None], on_eof: Callable[[], None]):
-        super().__init__(name="operator-keys", daemon=True)
-        self.stream, self.on_key, self.on_eof = stream, on_key, on_eof
-        self._halt = threading.Event()
-        self._saved = None
-
-    def run(self) -> None:
-        try:
-            if self._tty():
-                self._run_tty()
-            else:
-                self._run_lines()
-        except (OSError, ValueError):
-            if not self._halt.is_set():
-                self.on_eof()
-
-    def _tty(self) -> bool:
-        try:
-            return os.isatty(self.stream.fileno())
-        except (AttributeError, OSError, ValueError):
-            return False
-
-    def _run_tty(self) -> None:
-        import select
-        import termios
-        import tty
-
-        fd = self.stream.fileno()
-        self._saved = termios.tcgetattr(fd)
-        tty.setcbreak(fd)
-        try:
-            while not self._halt.is_set():
-                r, _, _ = select.select([fd], [], [], 0.1)
-                if not r:
-                    continue
-                ch = os.read(fd, 1).decode(errors="ignore")
-                if not ch:
-                    self.on_eof()
-                    return
-                self.on_key("\n" if ch in "\r\n" else ch.lower())
-        finally:
-            self.restore()
-
-    def _run_lines(self) -> None:
-        while not self._halt.is_set():
-            line = self.stream.readline()
-            if not line:
-                self.on_eof()
-                return
-            s = line.strip()
-            self.on_key("\n" if not s else s[0].lower())
-
-    def restore(self) -> None:
-        if self._saved is not None:
-            import termios
-
-            try:
-                termios.tcsetattr(self.stream.fileno(), termios.TCSADRAIN, self._saved)
-            except (OSError, ValueError):
-                pass
-            self._saved = None
-
-    def stop(self) -> None:
-        self._halt.set()
-        if self._tty():
-            self.join(timeout=1.0)
-        self.restore()
-
-
-class RenderProcess:
-    """The table drawn by a process of its own (``python -m gaze4hri_acq.operator_view``):
-    the session process only sends snapshots of the state (one JSON line each) and the
-    lines to print above the table; the renderer redraws at ``refresh_hz`` from the
-    newest snapshot and ticks the trial timer itself, so the screen keeps moving while
-    the session process's threads (simulated devices, recorder, executor) hold its GIL
-    or the machine is loaded (benchmarks/operator_view.py, docs/perf/operator_view.md:
-    drawn in the session process, redraws stalled up to 0.9 s at load ~15 on 2 cores).
-    Writes are serialized by a lock; a dead renderer makes ``send`` return False."""
-
-    def __init__(self, out_fd: int, refresh_hz: float = 4.0):
-        self._lock = threading.Lock()
-        self.proc = subprocess.Popen([sys.executable, "-m", "gaze4hri_acq.operator_view", "--render", f"{refresh_hz:g}"],
-                                     stdin=subprocess.PIPE, stdout=out_fd, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-
-    def send(self, obj: dict) -> bool:
-        line = json.dumps(obj, default=str) + "\n"
-        with self._lock:
-            try:
-                self.proc.stdin.write(line)
-                self.proc.stdin.flush()
-                return True
-            except (OSError, ValueError):  # the renderer ended (BrokenPipe) or was closed
-                return False
-
-    def close(self, timeout_s: float = 5.0) -> int | None:
-        """End of input: the renderer draws the last snapshot, leaves the table and exits."""
-        with self._lock:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
-        try:
-            return self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
-
-
-def _printable(obj) -> dict:
-    """A line for the renderer to print, as rich markup: a Text keeps its styles, a
-    string is taken literally (a path with brackets is not markup)."""
-    return {"print": (obj if isinstance(obj, Text) else Text(str(obj))).markup}
-
-
-class _StreamToRenderer:
-    """sys.stdout/sys.stderr of the session process while the renderer owns the
-    terminal: whole lines go above the table (as rich's Live redirects them in one process)."""
-
-    def __init__(self, view: OperatorView, stream):
-        self._view, self._stream, self._buf = view, stream, ""
-        self._lock = threading.Lock()  # several threads may print
-
-    def write(self, text: str) -> int:
-        with self._lock:
-            self._buf += text
-            lines = []
-            if "\n" in self._buf:
-                *lines, self._buf = self._buf.split("\n")
-        for line in lines:
-            self._view._print(Text(line))
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
-
-    def fileno(self) -> int:
-        return self._stream.fileno()
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
-
-
-def render_main(refresh_hz: float = 4.0, stream_in=None, console: Console | None = None) -> int:
-    """The renderer process: JSON lines on stdin (``{"state": ...}`` a snapshot,
-    ``{"print": markup}`` a line above the table), the table redrawn on stdout every
-    ``1/refresh_hz`` s and at once on a new snapshot; exits at the end of input (the
-    session's ``stop``, or its death). SIGINT and SIGTERM are the session process's to
-    handle (Ctrl-C and a group's SIGTERM reach this process too): the table stays until
-    the session has said its last word, and the cursor is restored at the end."""
-    import signal
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
-    stream_in = stream_in or sys.stdin
-    console = console or Console()
-    state: dict = {"phase": "idle"}
-    wake, done = threading.Event(), threading.Event()
-    live = Live(render_status(state), console=console, auto_refresh=False, transient=False, redirect_stdout=False, redirect_stderr=False)
-
-    def reader() -> None:
-        try:
-            for line in stream_in:
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                if "state" in msg:
-                    state.clear()
-                    state.update(msg["state"])
-                    wake.set()
-                elif "print" in msg:
-                    console.print(Text.from_markup(msg["print"]))
-        finally:
-            done.set()
-            wake.set()
-
-    def draw() -> None:
-        snap = dict(state)
-        clk = snap.get("clock")
-        if clk and clk.get("trial_t0") is not None:  # the timer ticks here between snapshots
-            snap["timer"] = timer_text(time.monotonic(), clk["trial_t0"], clk.get("rec_t0"))
-        live.update(render_status(snap), refresh=True)
-
-    live.start()
-    threading.Thread(target=reader, name="operator-view-input", daemon=True).start()
-    try:
-        while not done.is_set():
-            if wake.wait(1.0 / refresh_hz):
-                wake.clear()
-            draw()
-        draw()
-    finally:
-        live.stop()
-    return 0
+__all__ = ["OperatorView"]
 
 
 class OperatorView:
@@ -459,7 +100,8 @@ class OperatorView:
             self._bag_was_open = False
             if not self.state.get("stop_pending"):
                 self.state.pop("stop", None)
-            self.state["trial"] = f"{i}/{n}  {trial.trial_id}  ({trial.experiment}, {trial.condition}, target {trial.target})"
+            self.state["trial"] = (f"{i}/{n}  {trial.trial_id}  "
+                                   f"({trial.experiment}, {trial.condition}, target {trial.target})")
             self.state["prompt"] = prompt
             self.state["phase"], self.state["status"] = "moving", ""
             self.state.pop("head", None)
@@ -503,19 +145,20 @@ class OperatorView:
     def message(self, text: str) -> None:
         self._print(text)
 
-    def _print(self, obj) -> None:
-        """A line above the table: through the renderer process when it draws, else here."""
+    def _print(self, obj, soft: bool = False) -> None:
+        """A line above the table: through the renderer process when it draws, else here;
+        ``soft``: without line breaks at the terminal's width."""
         r = self._renderer
         if r is not None:
-            if r.send(_printable(obj)):
+            if r.send(printable(obj, soft)):
                 return
             self._renderer_gone()
-        self.console.print(obj)
+        self.console.print(obj, soft_wrap=soft)
 
     def confirm(self, prompt: str) -> None:
         """Show WAITING FOR OPERATOR with ``prompt`` and block until Enter (the key
         reader), the session's stop flag (raises Interrupted) or the end of input."""
-        from .orchestrator.client import Interrupted
+        from ..orchestrator.client import Interrupted
 
         self._ensure_live()
         self._start_keys()
@@ -643,7 +286,7 @@ class OperatorView:
                 cal = self.out_dir / self.subject / "calibration"
                 subj = self.subject if (cal / "subjects" / f"{self.subject}.yaml").is_file() else None
                 self._calib = load_calibration(cal, subj)
-            from .orchestrator.session import _eye_head, head_yaw_deg  # the check's own measurement
+            from ..orchestrator.session import _eye_head, head_yaw_deg  # the check's own measurement
 
             return head_yaw_deg(head[1], self._calib.subject_forward_world, _eye_head(self._calib))
         except Gaze4HRIError:
@@ -653,11 +296,12 @@ class OperatorView:
         d = self.client.diag
         cam = d.get("gaze4hri/camera", {})
         s = self.state
-        s["camera"] = (f"{cam.get('fps_wall', '?')} fps (wall), {cam.get('frames', 0)} frames, {cam.get('dropped_frames', 0)} dropped"
-                       if cam else "no diagnostics")
+        s["camera"] = (f"{cam.get('fps_wall', '?')} fps (wall), {cam.get('frames', 0)} frames, "
+                       f"{cam.get('dropped_frames', 0)} dropped" if cam else "no diagnostics")
         mc = d.get("gaze4hri/mocap", {})
         tracked = {k.split(".", 1)[1]: v for k, v in mc.items() if k.startswith("tracked.")}
-        s["mocap"] = ", ".join(f"{k} {'tracked' if v == 'True' else 'LOST'}" for k, v in tracked.items()) or "no diagnostics"
+        s["mocap"] = (", ".join(f"{k} {'tracked' if v == 'True' else 'LOST'}" for k, v in tracked.items())
+                      or "no diagnostics")
         s["mocap_lost"] = any(v != "True" for v in tracked.values())
         rb = d.get("gaze4hri/robot", {})
         pstop = rb.get("protective_stop") == "True"
@@ -669,17 +313,18 @@ class OperatorView:
         self._note_bag(rec or None)
         fault = rec.get("fault") not in (None, "None", "")
         s["recorder"] = (f"{'recording ' + str(rec.get('trial')) if rec.get('recording') == 'True' else 'idle'}, "
-                         f"{_fmt_bytes(float(rec.get('bytes', 0)))}, queue {_fmt_bytes(float(rec.get('queue_bytes', 0)))}"
+                         f"{fmt_bytes(float(rec.get('bytes', 0)))}, queue {fmt_bytes(float(rec.get('queue_bytes', 0)))}"
                          + (f", FAULT: {rec.get('fault')}" if fault else "")) if rec else "no diagnostics"
         s["recorder_fault"] = fault
-        from .nodes.common import disk_free_bytes
+        from ..nodes.common import disk_free_bytes
 
         try:
-            s["disk"] = _fmt_bytes(disk_free_bytes(self.out_dir))
+            s["disk"] = fmt_bytes(disk_free_bytes(self.out_dir))
         except OSError:
             s["disk"] = "?"
         now = self._clock()
-        measured = self._measured_yaw() if s.get("phase") == "head_check" and s.get("head") else None  # may load files: not under the lock
+        # the measurement may load files: not under the lock
+        measured = self._measured_yaw() if s.get("phase") == "head_check" and s.get("head") else None
         with self._lock:
             rec_t0 = self._rec_t0 if s.get("bag") == "open" else None
             s["timer"] = timer_text(now, self._trial_t0, rec_t0)
@@ -688,7 +333,7 @@ class OperatorView:
                           if self._clock is time.monotonic and self._trial_t0 is not None else None)
             if self._todo is not None:
                 left = max(0, self._todo - len(self.results))
-                s["eta"] = (_fmt_s(left * sum(self._durations) / len(self._durations)) if self._durations
+                s["eta"] = (fmt_s(left * sum(self._durations) / len(self._durations)) if self._durations
                             else "after the first trial") + f" ({left} trial{'s' if left != 1 else ''})"
             if s.get("phase") == "head_check" and s.get("head"):
                 s["head"]["measured"] = measured
@@ -784,7 +429,8 @@ class OperatorView:
             if self._renderer is not None:
                 # the session process's own prints go above the table too (rich's Live does this in one process)
                 self._saved_streams = (sys.stdout, sys.stderr)
-                sys.stdout, sys.stderr = _StreamToRenderer(self, sys.stdout), _StreamToRenderer(self, sys.stderr)
+                sys.stdout = StreamToRenderer(self._print, sys.stdout)
+                sys.stderr = StreamToRenderer(self._print, sys.stderr)
                 self._renderer.send({"state": dict(self.state)})
             else:
                 self._start_live()
@@ -812,7 +458,8 @@ class OperatorView:
             if not self._halt.is_set():
                 self._start_live()
                 with self._lock:
-                    self.state["status"] = f"view: its renderer process ended (exit {code}); drawn by the session process"
+                    self.state["status"] = (f"view: its renderer process ended (exit {code}); "
+                                            "drawn by the session process")
 
     def stop(self) -> None:
         self._halt.set()
@@ -847,50 +494,11 @@ class OperatorView:
             self._live = None
 
     def summary(self, session: Path, command: str | None = None) -> None:
+        """The final summary (summary_table) and, when some trial failed, the command that records it again."""
         self.console.line()
         self.console.print(summary_table(session))
         redo = redo_command(session, command)
-        if redo:
-            self.console.print(Text("record the failed trials again:  ", style="bold") + Text(redo, style="bold yellow"))
+        if redo:  # on a line of its own, never broken at the terminal's width: it is copied to run
+            print_command(redo, "record the failed trials again:", console=self.console, style="bold yellow")
 
 
-def summary_table(session: Path) -> Table:
-    """Final summary from session.yaml: counts per status, then every trial not done
-    with its status, frames and the reason."""
-    from gaze4hri_core.session import load_manifest
-
-    m = load_manifest(session)
-    by: dict[str, list] = {}
-    for tid, r in m.trials.items():
-        by.setdefault(r.status, []).append((tid, r))
-    counts = ", ".join(f"{len(by[s])} {s}" for s in ("done", "failed", "incomplete", "recording", "pending") if by.get(s))
-    t = Table(title=f"Session {m.subject}: {counts}", caption=str(session))
-    t.add_column("trial")
-    t.add_column("status")
-    t.add_column("frames", justify="right")
-    t.add_column("dropped", justify="right")
-    t.add_column("reason")
-    style = {"done": "green", "failed": ALARM, "incomplete": "yellow", "recording": "yellow", "pending": "dim"}
-    for tid, r in m.trials.items():
-        t.add_row(tid, Text(r.status, style=style.get(r.status, "")), "" if r.frames is None else str(r.frames),
-                  "" if r.dropped_frames is None else str(r.dropped_frames), Text(r.reason or "", style=ALARM if r.status == "failed" else ""))
-    return t
-
-
-def redo_command(session: Path, command: str | None = None) -> str | None:
-    """The command that records the failed and incomplete trials again, or None.
-    ``command``: the session command as run (default ``gaze4hri-acq session --subject
-    S --backend B --out-dir ROOT``)."""
-    from gaze4hri_core.session import load_manifest
-
-    m = load_manifest(session)
-    bad = [tid for tid, r in m.trials.items() if r.status in ("failed", "incomplete")]
-    if not bad:
-        return None
-    base = command or (f"gaze4hri-acq session --subject {shlex.quote(m.subject)} --backend {m.backend} "
-                       f"--out-dir {shlex.quote(str(Path(session).parent))}")
-    return f"{base} --redo {' '.join(bad)}"
-
-
-if __name__ == "__main__" and sys.argv[1:2] == ["--render"]:
-    sys.exit(render_main(float(sys.argv[2]) if len(sys.argv) > 2 else 4.0))
