@@ -92,6 +92,10 @@ def test_ik_unreachable_returns_empty():
     assert kinematics.inverse(T) == []
 
 
-def test_unknown_model():
-    with pytest.raises(ValueError, match="ur5"):
-        kinematics.forward(np.zeros(6), "ur10x")
+def test_unknown_model_is_the_registry_line():
+    from gaze4hri_core.registry import UnknownName
+
+    with pytest.raises(UnknownName) as e:
+        kinematics.forward(np.zeros(6), "ur5x")
+    assert str(e.value) == "unknown robot model 'ur5x' (model parameter): did you mean ur5 or ur5e? known: ur5, ur5e"
+    assert kinematics.forward(np.zeros(6), "UR5E").shape == (4, 4)  # case-insensitive (registry.py)

@@ -43,6 +43,20 @@ def test_select_and_errors():
         protocol.trial_by_id("illum25_P3")
 
 
+def test_unknown_trial_id_is_the_registry_line_with_its_place():
+    from gaze4hri_core.registry import UnknownName
+
+    with pytest.raises(UnknownName) as e:
+        protocol.trial_by_id("illum25_P3")
+    assert e.value.line().startswith("unknown trial id 'illum25_P3' (--trials): did you mean illum025_P3")
+    assert "known: illum010_P1, illum010_P2" in e.value.line() and "\n" not in e.value.line()
+    with pytest.raises(UnknownName, match=r"^unknown trial id 'arc_p1' \(--redo\): did you mean arc_P1"):
+        protocol.trial_by_id("arc_p1", where="--redo")  # ids are case-sensitive: the right case is suggested
+    with pytest.raises(UnknownName, match=r"\(manifest\)"):
+        protocol.select(trial_ids=["zzz"], where="manifest")
+    assert [t.trial_id for t in protocol.TRIALS.values()] == [t.trial_id for t in protocol.trials()]
+
+
 def test_grid_layout_rows_from_subject_columns_from_camera():
     assert protocol.P_GRID["closest"] == {"left": "P9", "middle": "P8", "right": "P7"}
     assert protocol.P_GRID["farthest"]["right"] == "P1"

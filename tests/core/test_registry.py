@@ -32,3 +32,14 @@ def test_lazy_entries_build_on_create():
     e = r.register("joiner", "os.path:join", "function", summary="joins", aliases=("j",))
     assert r.get("j") is e and e.kind == "function"
     assert r.create("joiner") == "joiner"  # os.path.join("joiner")
+
+
+def test_case_sensitive_table_answers_the_right_case_and_the_caller_place():
+    r: Registry[int] = Registry("trial id", where="--trials", case_sensitive=True)
+    r.add("illum010_P1", 1)
+    r.add("arc_P1", 2)
+    assert r.get("illum010_P1") == 1 and "illum010_p1" not in r and r.find("ARC_P1") is None
+    with pytest.raises(UnknownName) as e:
+        r.get("ILLUM010_P1", where="--redo")
+    assert str(e.value) == "unknown trial id 'ILLUM010_P1' (--redo): did you mean illum010_P1? known: illum010_P1, arc_P1"
+    assert r.unknown("x").line() == "unknown trial id 'x' (--trials): known: illum010_P1, arc_P1"

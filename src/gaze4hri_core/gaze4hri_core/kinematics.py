@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .registry import Registry
+
 __all__ = ["DH", "MODELS", "forward", "inverse", "T_BASE_LINK_BASE", "joint_frames"]
 
 
@@ -26,7 +28,9 @@ class DH:
 
 
 _HALF_PI = np.pi / 2
-MODELS: dict[str, DH] = {
+#: robot model -> DH table (RobotConfig.model, SimConfig.robot_model, the UR emulator's --model)
+MODELS: Registry[DH] = Registry("robot model", where="model parameter")
+for _name, _dh_table in {
     "ur5": DH(
         d=(0.089159, 0.0, 0.0, 0.10915, 0.09465, 0.0823),
         a=(0.0, -0.425, -0.39225, 0.0, 0.0, 0.0),
@@ -37,7 +41,8 @@ MODELS: dict[str, DH] = {
         a=(0.0, -0.425, -0.3922, 0.0, 0.0, 0.0),
         alpha=(_HALF_PI, 0.0, 0.0, _HALF_PI, -_HALF_PI, 0.0),
     ),
-}
+}.items():
+    MODELS.add(_name, _dh_table)
 
 # base_link -> base: rotation of pi about z (ur_description urdf, "base" joint).
 T_BASE_LINK_BASE = np.array(
@@ -46,10 +51,7 @@ T_BASE_LINK_BASE = np.array(
 
 
 def _model(model: str) -> DH:
-    try:
-        return MODELS[model]
-    except KeyError:
-        raise ValueError(f"unknown robot model {model!r}; expected one of {sorted(MODELS)}") from None
+    return MODELS.get(model)
 
 
 def _dh(theta: float, d: float, a: float, alpha: float) -> np.ndarray:
@@ -91,6 +93,36 @@ def _wrap(a):
     return (np.asarray(a) + np.pi) % (2 * np.pi) - np.pi
 
 
+def _solve_3r(T: np.ndarray, p: DH, model: str, t1: float, t5: float, t6: float) -> list[np.ndarray]:
+    """theta2..4 for fixed theta1, theta5, theta6 (the planar 3R part of Hawkins 2013,
+    Sec. 2), each solution verified by forward kinematics."""
+    d1, _, _, d4, d5, d6 = p.d
+    a2, a3 = p.a[1], p.a[2]
+    out = []
+    T01 = _dh(t1, d1, 0.0, p.alpha[0])
+    T45 = _dh(t5, d5, 0.0, p.alpha[4])
+    T56 = _dh(t6, d6, 0.0, p.alpha[5])
+    T14 = np.linalg.inv(T01) @ T @ np.linalg.inv(T45 @ T56)
+    p13 = T14 @ np.array([0.0, -d4, 0.0, 1.0]) - np.array([0, 0, 0, 1.0])
+    n13 = np.linalg.norm(p13[:3])
+    c3 = (n13**2 - a2**2 - a3**2) / (2 * a2 * a3)
+    if abs(c3) > 1 + 1e-9:
+        return out
+    a3ang = np.arccos(np.clip(c3, -1.0, 1.0))
+    for s3 in (1.0, -1.0):
+        t3 = s3 * a3ang
+        t2 = -np.arctan2(p13[1], -p13[0]) + np.arcsin(np.clip(a3 * np.sin(t3) / n13, -1.0, 1.0))
+        T12 = _dh(t2, 0.0, a2, p.alpha[1])
+        T23 = _dh(t3, 0.0, a3, p.alpha[2])
+        T34 = np.linalg.inv(T12 @ T23) @ T14
+        t4 = np.arctan2(T34[1, 0], T34[0, 0])
+        q = _wrap(np.array([t1, t2, t3, t4, t5, t6]))
+        Tf = forward(q, model)
+        if np.linalg.norm(Tf[:3, 3] - T[:3, 3]) < 1e-6 and np.allclose(Tf[:3, :3], T[:3, :3], atol=1e-6):
+            out.append(q)
+    return out
+
+
 def inverse(T, model: str = "ur5", q_near=None, frame: str = "base", tol: float = 1e-6) -> list[np.ndarray]:
     """All analytic IK solutions (up to 8) for a 4x4 tool0 pose, angles in (-pi, pi].
 
@@ -104,40 +136,13 @@ def inverse(T, model: str = "ur5", q_near=None, frame: str = "base", tol: float 
         T = np.linalg.inv(T_BASE_LINK_BASE) @ T
     elif frame != "base":
         raise ValueError(f"frame must be 'base' or 'base_link', got {frame!r}")
-    d1, _, _, d4, d5, d6 = p.d
-    a2, a3 = p.a[1], p.a[2]
+    d4, d6 = p.d[3], p.d[5]
     sols: list[np.ndarray] = []
     # theta1 from the wrist-centre (frame 5 origin) position
     p05 = T @ np.array([0.0, 0.0, -d6, 1.0])
     r = np.hypot(p05[0], p05[1])
     if r < abs(d4) - 1e-12:
         return []
-    def self_solve(t1: float, t5: float, t6: float) -> list[np.ndarray]:
-        """theta2..4 for fixed theta1, theta5, theta6 (planar 3R part), FK-verified."""
-        out = []
-        T01 = _dh(t1, d1, 0.0, p.alpha[0])
-        T45 = _dh(t5, d5, 0.0, p.alpha[4])
-        T56 = _dh(t6, d6, 0.0, p.alpha[5])
-        T14 = np.linalg.inv(T01) @ T @ np.linalg.inv(T45 @ T56)
-        p13 = T14 @ np.array([0.0, -d4, 0.0, 1.0]) - np.array([0, 0, 0, 1.0])
-        n13 = np.linalg.norm(p13[:3])
-        c3 = (n13**2 - a2**2 - a3**2) / (2 * a2 * a3)
-        if abs(c3) > 1 + 1e-9:
-            return out
-        a3ang = np.arccos(np.clip(c3, -1.0, 1.0))
-        for s3 in (1.0, -1.0):
-            t3 = s3 * a3ang
-            t2 = -np.arctan2(p13[1], -p13[0]) + np.arcsin(np.clip(a3 * np.sin(t3) / n13, -1.0, 1.0))
-            T12 = _dh(t2, 0.0, a2, p.alpha[1])
-            T23 = _dh(t3, 0.0, a3, p.alpha[2])
-            T34 = np.linalg.inv(T12 @ T23) @ T14
-            t4 = np.arctan2(T34[1, 0], T34[0, 0])
-            q = _wrap(np.array([t1, t2, t3, t4, t5, t6]))
-            Tf = forward(q, model)
-            if np.linalg.norm(Tf[:3, 3] - T[:3, 3]) < 1e-6 and np.allclose(Tf[:3, :3], T[:3, :3], atol=1e-6):
-                out.append(q)
-        return out
-
     psi = np.arctan2(p05[1], p05[0])
     phi = np.arccos(np.clip(d4 / r, -1.0, 1.0))
     for s1 in (1.0, -1.0):
@@ -161,7 +166,7 @@ def inverse(T, model: str = "ur5", q_near=None, frame: str = "base", tol: float 
                 s5v = np.sin(t5)
                 t6_candidates = [np.arctan2((-Ti[1, 0] * sn1 + Ti[1, 1] * c1) / s5v, (Ti[0, 0] * sn1 - Ti[0, 1] * c1) / s5v)]
             for t6 in t6_candidates:
-                found = self_solve(t1, t5, t6)
+                found = _solve_3r(T, p, model, t1, t5, t6)
                 if found:
                     for q in found:
                         if not any(np.allclose(q, s, atol=tol) for s in sols):

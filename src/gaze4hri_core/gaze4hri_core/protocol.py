@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .registry import Registry
+
 __all__ = [
     "PROTOCOL_VERSION",
     "EXPERIMENTS",
@@ -17,6 +19,7 @@ __all__ = [
     "trials",
     "select",
     "trial_by_id",
+    "TRIALS",
     "P_TARGETS",
     "H_TARGETS",
     "ILLUMINATION_LEVELS",
@@ -142,7 +145,10 @@ def _build() -> tuple[Trial, ...]:
 
 
 _TRIALS = _build()
-_BY_ID = {t.trial_id: t for t in _TRIALS}
+#: trial id -> Trial, in recording order; ids are case-sensitive (their case is part of the id)
+TRIALS: Registry[Trial] = Registry("trial id", where="--trials", case_sensitive=True)
+for _t in _TRIALS:
+    TRIALS.add(_t.trial_id, _t)
 
 
 def trials() -> tuple[Trial, ...]:
@@ -150,15 +156,10 @@ def trials() -> tuple[Trial, ...]:
     return _TRIALS
 
 
-def trial_by_id(trial_id: str) -> Trial:
-    try:
-        return _BY_ID[trial_id]
-    except KeyError:
-        import difflib
-
-        near = difflib.get_close_matches(trial_id, list(_BY_ID), n=3)
-        hint = f"; did you mean {', '.join(near)}?" if near else ""
-        raise KeyError(f"unknown trial id {trial_id!r}{hint}") from None
+def trial_by_id(trial_id: str, where: str | None = None) -> Trial:
+    """The trial of an id; an unknown id raises the registry's one-line UnknownName
+    placed at ``where`` (the option or file it came from; default ``--trials``)."""
+    return TRIALS.get(trial_id, where)
 
 
 def select(
@@ -166,8 +167,10 @@ def select(
     conditions: Iterable[str] | None = None,
     trial_ids: Iterable[str] | None = None,
     targets: Iterable[str] | None = None,
+    where: str | None = None,
 ) -> tuple[Trial, ...]:
-    """Subset of the protocol; each filter is optional and they combine with AND."""
+    """Subset of the protocol; each filter is optional and they combine with AND.
+    ``where``: the place an unknown trial id is reported at (trial_by_id)."""
     exps = set(experiments) if experiments else None
     if exps:
         unknown = exps - set(EXPERIMENTS)
@@ -177,7 +180,7 @@ def select(
     ids = set(trial_ids) if trial_ids else None
     if ids:
         for i in ids:
-            trial_by_id(i)
+            trial_by_id(i, where)
     tg = set(targets) if targets else None
     return tuple(
         t

@@ -1,9 +1,19 @@
 """One registry type for every named table (the benchmark's methods, face detectors,
-method specs, pipeline profiles, analysis profiles, analyses): names -> values in
-registration order, case-insensitive, with aliases, hidden entries and one-line
-did-you-mean errors (after lm-evaluation-harness ``Registry`` and timm
-``register_model``). A value may be a lazy :class:`Entry` ("module:attribute"), so that
-nothing heavy is imported until it is built (:meth:`Registry.create`)."""
+method specs, pipeline profiles, analysis profiles, analyses, data formats, exporters,
+model families; the protocol's trial ids, robot models, UR controller series, the
+acquisition drivers): names -> values in registration order, with aliases, hidden
+entries and one error for an unknown name (after lm-evaluation-harness ``Registry`` and
+timm ``register_model``). A value may be a lazy :class:`Entry` ("module:attribute"), so
+that nothing heavy is imported until it is built (:meth:`Registry.create`).
+
+The one error, :class:`UnknownName` (a Gaze4HRIError and a KeyError), reads
+``unknown <what> 'x' (<where>): did you mean y? known: a, b, c <listing>``.
+
+Case rule, for every table: names and aliases are case-insensitive, stored and listed
+lower-case, unless the table is built with ``case_sensitive=True`` (only where the case
+is part of the name: the protocol's trial ids, ``illum025_P3``); there a name must be
+given in its own case, and a wrong case is answered with the right one as the
+did-you-mean."""
 from __future__ import annotations
 
 import difflib
@@ -51,24 +61,29 @@ class Registry(Generic[T]):
     (``in``, ``[name]``, iteration over the visible names, ``items()``); :meth:`get`
     also takes aliases and raises the one-line error for an unknown name."""
 
-    def __init__(self, what: str, where: str | None = None, listing: str = ""):
+    def __init__(self, what: str, where: str | None = None, listing: str = "", case_sensitive: bool = False):
         self.what = what
         self.where = where or f"{what} registry"
         self.listing = listing
+        self.case_sensitive = case_sensitive
         self._values: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
         self._hidden: set[str] = set()
 
+    def _key(self, name: object) -> str:
+        """The stored form of a name (the module docstring's case rule)."""
+        return str(name) if self.case_sensitive else str(name).lower()
+
     # -- filling ------------------------------------------------------------------
     def add(self, name: str, value: T, aliases: tuple[str, ...] = (), hidden: bool = False) -> T:
         """Register ``value`` under ``name`` (and ``aliases``); a taken name raises."""
-        key = str(name).lower()
-        for k in (key, *(a.lower() for a in aliases)):
+        key = self._key(name)
+        for k in (key, *(self._key(a) for a in aliases)):
             if k in self._values or k in self._aliases:
                 raise ValueError(f"{self.what}: {k!r} is already registered")
         self._values[key] = value
         for a in aliases:
-            self._aliases[a.lower()] = key
+            self._aliases[self._key(a)] = key
         if hidden:
             self._hidden.add(key)
         return value
@@ -76,12 +91,12 @@ class Registry(Generic[T]):
     def register(self, name: str, target: str, kind: str, summary: str = "", aliases: tuple[str, ...] = (),
                  hidden: bool = False, **kwargs) -> Entry:
         """Register a lazy :class:`Entry` (``target`` "module:factory")."""
-        entry = Entry(str(name).lower(), target, kind, summary, tuple(a.lower() for a in aliases), hidden, dict(kwargs))
+        entry = Entry(self._key(name), target, kind, summary, tuple(self._key(a) for a in aliases), hidden, dict(kwargs))
         return self.add(name, entry, aliases, hidden)  # type: ignore[arg-type]
 
     def remove(self, name: str) -> T:
         """Take a name (and its aliases) out again (tests, plugins)."""
-        key = self._aliases.get(str(name).lower(), str(name).lower())
+        key = self._aliases.get(self._key(name), self._key(name))
         value = self._values.pop(key)
         self._aliases = {a: n for a, n in self._aliases.items() if n != key}
         self._hidden.discard(key)
@@ -109,28 +124,36 @@ class Registry(Generic[T]):
         return len(self.names())
 
     def __contains__(self, name: object) -> bool:
-        k = str(name).lower()
+        k = self._key(name)
         return k in self._values or k in self._aliases
 
     def __getitem__(self, name: str) -> T:
         return self.get(name)
 
-    def get(self, name: str) -> T:
-        """Value by name or alias; an unknown name raises a one-line did-you-mean error."""
-        k = str(name).lower()
+    def get(self, name: str, where: str | None = None) -> T:
+        """Value by name or alias; an unknown name raises :class:`UnknownName`, placed at
+        ``where`` (e.g. the option or file the name came from) or the table's own place."""
+        k = self._key(name)
         k = self._aliases.get(k, k)
         if k in self._values:
             return self._values[k]
+        raise self.unknown(name, where)
+
+    def unknown(self, name: object, where: str | None = None) -> UnknownName:
+        """The one-line error for ``name`` (for callers that check membership first)."""
         visible = self.names()
-        near = difflib.get_close_matches(k, visible + [a for a, n in self._aliases.items() if n not in self._hidden], n=3, cutoff=0.5)
-        near = list(dict.fromkeys(self._aliases.get(n, n) for n in near))
+        # near matches compare lower-case forms, so that a wrong case finds its name
+        pool = visible + [a for a, n in self._aliases.items() if n not in self._hidden]
+        by_low = {p.lower(): p for p in reversed(pool)}
+        near = difflib.get_close_matches(str(name).lower(), list(by_low), n=3, cutoff=0.5)
+        near = list(dict.fromkeys(self._aliases.get(by_low[n], by_low[n]) for n in near))
         hint = f"did you mean {' or '.join(near)}? " if near else ""
-        raise UnknownName(f"unknown {self.what} {name!r}", self.where,
-                            f"{hint}known: {', '.join(visible)}" + (f" {self.listing}" if self.listing else ""))
+        return UnknownName(f"unknown {self.what} {name!r}", where or self.where,
+                           f"{hint}known: {', '.join(visible)}" + (f" {self.listing}" if self.listing else ""))
 
     def find(self, name: str) -> T | None:
         """Value by name or alias, or None (for callers that keep unknown names as they are)."""
-        k = str(name).lower()
+        k = self._key(name)
         return self._values.get(self._aliases.get(k, k))
 
     def create(self, name: str, **kwargs):

@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 import pytest
+from gaze4hri_bench.data.backends import cdr
 from gaze4hri_bench.data.backends import session as backend
 from gaze4hri_bench.data.reader import Dataset
 
@@ -93,7 +94,7 @@ def test_direct_cdr_reads_what_rosbags_reads(little):
     head = lambda frame, s: g["std_msgs/msg/Header"](g["builtin_interfaces/msg/Time"](s, 123 + s), frame)  # noqa: E731
     img = g["sensor_msgs/msg/Image"](head("cam_optical", 7), 5, 2, "rgb8", 0, 8, pix.reshape(-1))
     raw = bytes(ts.serialize_cdr(img, "sensor_msgs/msg/Image", little_endian=little))
-    mine, theirs = backend.image_cdr(raw), ts.deserialize_cdr(raw, "sensor_msgs/msg/Image")
+    mine, theirs = cdr.image_cdr(raw), ts.deserialize_cdr(raw, "sensor_msgs/msg/Image")
     assert (mine.height, mine.width, mine.encoding, mine.step) == (5, 2, "rgb8", 8)
     assert np.array_equal(backend.decode_image(mine), backend.decode_image(theirs))
     assert np.array_equal(backend.decode_image(mine), pix[:, :6].reshape(5, 2, 3))
@@ -106,7 +107,7 @@ def test_direct_cdr_reads_what_rosbags_reads(little):
         raws.append(bytes(ts.serialize_cdr(g["geometry_msgs/msg/PoseStamped"](head(frame, k), pose), MSG_TYPES[Topics.HEAD_POSE],
                                            little_endian=little)))
     bag = backend.open_bag("/nonexistent")  # only its path is used, for the error's location
-    s = backend._poses(bag, Topics.HEAD_POSE, raws)
+    s = cdr._poses(bag, Topics.HEAD_POSE, raws)
     for k, raw in enumerate(raws):
         m = ts.deserialize_cdr(raw, MSG_TYPES[Topics.HEAD_POSE])
         assert s.t_ns[k] == m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
@@ -114,6 +115,6 @@ def test_direct_cdr_reads_what_rosbags_reads(little):
         assert tuple(s.q[k]) == (m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z, m.pose.orientation.w)
     for bad in (raws[0][:-8], raws[0] + bytes(8)):
         with pytest.raises(SessionError, match="cannot decode a geometry_msgs/msg/PoseStamped message on /mocap"):
-            backend._poses(bag, Topics.HEAD_POSE, [bad])
+            cdr._poses(bag, Topics.HEAD_POSE, [bad])
     with pytest.raises(ValueError):
-        backend.image_cdr(raw[:-3])
+        cdr.image_cdr(raw[:-3])

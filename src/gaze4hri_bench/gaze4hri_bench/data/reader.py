@@ -15,18 +15,12 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.registry import Registry
 
+from .backends.bag import decode_image, open_bag, typestore
 from .backends.base import DatasetBackend, FrameSample, SkippedTrial, TrialRef
-from .backends.session import (
-    TRIAL_STATUSES_READ,
-    SessionDataset,
-    build_frame_table,
-    decode_image,
-    joint_state_cdr,
-    open_bag,
-    typestore,
-)
+from .backends.cdr import joint_state_cdr
+from .backends.session import TRIAL_STATUSES_READ, SessionDataset, build_frame_table
 
 __all__ = ["Dataset", "TrialRef", "FrameSample", "SkippedTrial", "DatasetBackend", "BACKENDS", "FORMATS",
            "detect_format", "SessionDataset", "open_bag", "decode_image", "build_frame_table", "joint_state_cdr",
@@ -51,12 +45,12 @@ class BackendEntry:
         return bool(getattr(importlib.import_module(mod, __package__), attr)(root))
 
 
-BACKENDS: dict[str, BackendEntry] = {
-    "session": BackendEntry("session", ".backends.session:SessionDataset", ".backends.session:detect",
-                            "MCAP sessions written by gaze4hri-acq (<root>/<subject>/session.yaml)"),
-    "study": BackendEntry("study", ".backends.study:StudyDataset", ".backends.study:detect",
-                          "the study's released layout (<date>/<subject>/<exp_type>/<point>/<stamp_ms>/)"),
-}
+#: data format -> reader backend, in detection order (``auto`` is not an entry: it detects)
+BACKENDS: Registry[BackendEntry] = Registry("data format", where="--format", listing="(or auto: detect from the folder)")
+BACKENDS.add("session", BackendEntry("session", ".backends.session:SessionDataset", ".backends.session:detect",
+                                     "MCAP sessions written by gaze4hri-acq (<root>/<subject>/session.yaml)"))
+BACKENDS.add("study", BackendEntry("study", ".backends.study:StudyDataset", ".backends.study:detect",
+                                   "the study's released layout (<date>/<subject>/<exp_type>/<point>/<stamp_ms>/)"))
 FORMATS = ("auto", *BACKENDS)
 
 
@@ -75,11 +69,5 @@ def Dataset(root: Path | str, subjects: list[str] | None = None, trials: list[st
             format: str = "auto", **options) -> DatasetBackend:  # noqa: N802 (kept as the historic class name)
     """Open ``root`` with the backend ``format`` (``auto``: detect_format). Options are the
     backend's own (gt_options, blink_annotations, sim_blinks, ...)."""
-    if format not in FORMATS:
-        from difflib import get_close_matches
-
-        near = get_close_matches(str(format), FORMATS, n=1)
-        raise Gaze4HRIError(f"unknown data format {format!r}", "--format",
-                            (f"did you mean {near[0]}? " if near else "") + f"choose one of {', '.join(FORMATS)}")
-    name = detect_format(root) if format == "auto" else format
-    return BACKENDS[name].load()(root, subjects=subjects, trials=trials, stride=stride, **options)
+    entry = BACKENDS.get(detect_format(root)) if str(format).lower() == "auto" else BACKENDS.get(format)
+    return entry.load()(root, subjects=subjects, trials=trials, stride=stride, **options)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.registry import Registry
 
 __all__ = ["add_arguments", "main", "EXPORTERS"]
 
@@ -58,17 +59,20 @@ def _bars(args) -> bool:
 
 
 #: format -> (function, help)
-EXPORTERS = {
-    "study": (_study, "the study's released per-trial layout (mp4 + npy; lossless FFV1 .mkv beside the mp4)"),
-    "ethxgaze-h5": (_eth, "ETH-XGaze HDF5: 224x224 normalized BGR face_patch, face_gaze, face_head_pose, subject splits"),
-}
+EXPORTERS: Registry[tuple] = Registry("export format", where="--format")
+EXPORTERS.add("study", (_study, "the study's released per-trial layout (mp4 + npy; lossless FFV1 .mkv beside the mp4)"))
+EXPORTERS.add("ethxgaze-h5", (_eth, "ETH-XGaze HDF5: 224x224 normalized BGR face_patch, face_gaze, face_head_pose, "
+                                    "subject splits"))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sessions", type=Path, metavar="SESSIONS", help="folder of recorded sessions (or, for ethxgaze-h5, a study-layout dataset)")
     p.add_argument("out", type=Path, metavar="OUT", help="output folder")
-    p.add_argument("--format", required=True, choices=tuple(EXPORTERS), help="; ".join(f"{k}: {v[1]}" for k, v in EXPORTERS.items()))
-    p.add_argument("--data-format", choices=("auto", "session", "study"), default="auto", help="layout of SESSIONS (default: detect)")
+    # names are checked by the registries in main (one error form for an unknown name)
+    p.add_argument("--format", required=True, metavar="{" + ",".join(EXPORTERS) + "}",
+                   help="; ".join(f"{k}: {v[1]}" for k, v in EXPORTERS.items()))
+    p.add_argument("--data-format", metavar="{auto,session,study}", default="auto",
+                   help="layout of SESSIONS (default: detect)")
     p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects")
     p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids")
     p.add_argument("--no-lossless", action="store_true", help="study: write only the mp4 (no FFV1 rgb_video.mkv)")
@@ -85,6 +89,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
+    from ..data.reader import BACKENDS
+
+    export = EXPORTERS.get(args.format)[0]
+    auto = args.data_format.lower() == "auto"
+    args.data_format = "auto" if auto else BACKENDS.get(args.data_format, "--data-format").name
     if not Path(args.sessions).is_dir():
         raise Gaze4HRIError("data folder not found", str(args.sessions), "pass a folder of recorded sessions")
-    return EXPORTERS[args.format][0](args)
+    return export(args)

@@ -57,7 +57,8 @@ def _camera_stream(ds: SessionDataset, ref, scan: dict) -> PoseStream:
     if use_tcp:
         return scan["tcp"].sorted_unique()
     if len(scan["joints"].t_ns) == 0 and Topics.JOINT_STATES in scan["topics"]:
-        from ..data.backends.session import _joints, open_bag
+        from ..data.backends.bag import open_bag
+        from ..data.backends.cdr import _joints
 
         with open_bag(ref.bag_dir) as bag:
             raws = [raw for _t, raw in bag.messages(Topics.JOINT_STATES)]
@@ -230,7 +231,7 @@ def _study_rows(ds: SessionDataset, ref, scan: dict) -> dict:
     table was not tracked (targets surveyed in the world)."""
     from gaze4hri_core.transforms import interpolate_poses, quat_xyzw_to_matrix
 
-    from ..data.backends.session import tracked_inputs
+    from ..data.backends.tracked import tracked_inputs
 
     cal = ref.calibration
     head = scan["head"].sorted_unique()
@@ -269,7 +270,8 @@ def _study_rows(ds: SessionDataset, ref, scan: dict) -> dict:
 
 def _joint_rows(ref) -> np.ndarray | None:
     """(K, 7) [t_ms, six joint angles] from the bag's joint states, None without them."""
-    from ..data.backends.session import joint_state_cdr, open_bag
+    from ..data.backends.bag import open_bag
+    from ..data.backends.cdr import joint_state_cdr
 
     rows = []
     with open_bag(ref.bag_dir) as bag:

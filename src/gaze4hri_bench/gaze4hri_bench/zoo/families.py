@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.registry import Registry
 
 from ..specs import SPECS, MethodSpec, get_spec
 from ._manifest import Manifest, load_manifest
@@ -24,9 +25,11 @@ __all__ = ["FAMILIES", "family_module_name", "load_family", "family_status", "re
 NETS_PACKAGE = "gaze4hri_bench.zoo.nets"
 
 #: family -> methods using it, in SPECS order
-FAMILIES: dict[str, list[str]] = {}
+FAMILIES: Registry[list[str]] = Registry("model family", where="model zoo")
 for _name, _spec in SPECS.items():
-    FAMILIES.setdefault(_spec.family, []).append(_name)
+    if _spec.family not in FAMILIES:
+        FAMILIES.add(_spec.family, [])
+    FAMILIES[_spec.family].append(_name)
 _REQUIRED = ("build", "convert_checkpoint", "write_official_checkpoint")
 
 
@@ -60,8 +63,8 @@ def family_status(family: str) -> str:
 
 def load_family(family: str) -> ModuleType:
     """Import a family module or raise :class:`Gaze4HRIError` saying why it is unavailable."""
-    if family not in FAMILIES:
-        raise Gaze4HRIError(f"unknown model family {family!r}", "model zoo", f"known: {', '.join(FAMILIES)}")
+    FAMILIES.get(family)  # an unknown family: the registry's one-line error
+    family = family.lower()  # the registry's case rule; module names are lower-case
     got = _import(family)
     if isinstance(got, str):
         raise Gaze4HRIError(f"model family {family!r} is {got}", family_module_name(family), "update gaze4hri or pick another method")

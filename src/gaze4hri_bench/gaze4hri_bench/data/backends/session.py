@@ -8,7 +8,8 @@ ground truth comes from the small pose streams of the same bag (frame_truth.py).
 Every failure on bad input is a one-line SessionError/CalibrationError
 (what, where, fix). A bag whose MCAP CRCs disagree with its bytes (gaze4hri_core.mcap_crc)
 is never read: ``trials()`` lists it in ``skipped`` with its first damaged offset, and
-the run goes on with the other trials.
+the run goes on with the other trials. Bag access is in bag.py, the direct CDR readers in
+cdr.py, the tracked-table and camera-source inputs in tracked.py (re-exported here).
 """
 from __future__ import annotations
 
@@ -24,306 +25,21 @@ import numpy as np
 import pandas as pd
 from gaze4hri_core.calibration import CameraIntrinsics, load_calibration
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
-from gaze4hri_core.mcap_crc import check_mcap
 from gaze4hri_core.protocol import trial_by_id
 from gaze4hri_core.session import MSG_TYPES, SessionManifest, Topics, bag_dir, load_manifest, manifest_path
 
 from .. import validity
-from ..frame_truth import FrameTable, GTOptions, PoseStream, compute_ground_truth, fk_stream
+from ..frame_truth import FrameTable, GTOptions, PoseStream, compute_ground_truth
+from .bag import _FIX_BAG, _missing_topic, _short, _stamp_from_cdr, bag_damage, decode_image, open_bag, typestore
 from .base import FrameSample, SkippedTrial, TrialRef
+from .cdr import _joints, _poses, image_cdr, joint_state_cdr
+from .tracked import tracked_inputs
 
-__all__ = ["SessionDataset", "TrialRef", "FrameSample", "open_bag", "decode_image", "TRIAL_STATUSES_READ", "detect"]
+__all__ = ["SessionDataset", "TrialRef", "FrameSample", "open_bag", "decode_image", "TRIAL_STATUSES_READ", "detect",
+           "bag_damage", "typestore", "image_cdr", "joint_state_cdr", "build_frame_table", "tracked_inputs"]
 
 #: trial statuses with a bag worth reading (``incomplete`` frames are all invalid)
 TRIAL_STATUSES_READ = ("done", "incomplete")
-_FIX_BAG = "re-record the trial (gaze4hri-acq session --resume) or exclude it with --trials"
-_FIX_DAMAGED = ("re-record it with 'gaze4hri-acq session --redo {trial}' (same --subject and --backend) "
-                "or restore the bag from a backup")
-
-
-def bag_damage(bag: Path, trial: str | None = None) -> SessionError | None:
-    """The one-line error for a bag whose MCAP CRCs disagree with its bytes (first damaged
-    offset; None when intact, unchecked or incomplete). Costs one read of the bag."""
-    bag = Path(bag)
-    for f in sorted(bag.glob("*.mcap")) if bag.is_dir() else []:
-        try:
-            damages = check_mcap(f)
-        except OSError:
-            continue  # unreadable: opening the bag reports it
-        if damages:
-            more = f" (+{len(damages) - 1} more)" if len(damages) > 1 else ""
-            who = f"trial {trial}: " if trial else ""
-            return SessionError(f"{who}{damages[0].line()}{more}", str(f), _FIX_DAMAGED.format(trial=trial or bag.name))
-    return None
-
-
-def _read_error(what: str, e: Exception, path: Path) -> SessionError:
-    """A reader failure; a CRC failure (rosbags checks chunk CRCs) is named with its offset."""
-    damage = bag_damage(path) if "checksum" in str(e).lower() else None
-    return damage or SessionError(f"{what} ({type(e).__name__}: {_short(e)})", str(path), _FIX_BAG)
-
-
-# -- bag access ---------------------------------------------------------------------------
-_TYPESTORE = None
-
-
-def typestore():
-    """The ROS 2 message definitions used to decode (Kilted; the messages are standard)."""
-    global _TYPESTORE
-    if _TYPESTORE is None:
-        from rosbags.typesys import Stores, get_typestore
-
-        _TYPESTORE = get_typestore(Stores.ROS2_KILTED)
-    return _TYPESTORE
-
-
-class open_bag:
-    """Context manager over rosbags' Reader with one-line errors; ``messages(topic)``
-    yields (t_log_ns, raw) and ``has(topic)`` tells whether a topic was recorded."""
-
-    def __init__(self, path: Path | str):
-        self.path = Path(path)
-
-    def __enter__(self):
-        from rosbags.rosbag2 import Reader
-
-        if not (self.path / "metadata.yaml").is_file():
-            if not self.path.exists():
-                raise SessionError("trial bag not found", str(self.path), _FIX_BAG)
-            raise SessionError("bag has no metadata.yaml (recording interrupted?)", str(self.path), _FIX_BAG)
-        try:
-            self.reader = Reader(self.path)
-            self.reader.open()
-        except Exception as e:  # rosbags raises several types for corrupt files
-            raise _read_error("cannot open bag", e, self.path) from None
-        self.conns = {}
-        for c in self.reader.connections:
-            self.conns.setdefault(c.topic, []).append(c)
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            self.reader.close()
-        except Exception:
-            pass
-        return False
-
-    def has(self, topic: str) -> bool:
-        return topic in self.conns
-
-    def require(self, topic: str, why: str) -> None:
-        if topic not in self.conns:
-            raise _missing_topic(topic, why, str(self.path))
-
-    def messages_of(self, topics: list[str]) -> Iterator[tuple[str, int, bytes]]:
-        """(topic, t_log_ns, raw) of several topics in one pass, in log-time order."""
-        conns = [c for t in topics for c in self.conns.get(t, [])]
-        if not conns:
-            return
-        try:
-            for c, t, raw in self.reader.messages(connections=conns):
-                yield c.topic, t, raw
-        except Gaze4HRIError:
-            raise
-        except Exception as e:
-            raise _read_error("bag is corrupt or truncated", e, self.path) from None
-
-    def messages(self, topic: str) -> Iterator[tuple[int, bytes]]:
-        conns = self.conns.get(topic, [])
-        if not conns:
-            return
-        try:
-            for _c, t, raw in self.reader.messages(connections=conns):
-                yield t, raw
-        except Gaze4HRIError:
-            raise
-        except Exception as e:
-            raise _read_error(f"bag is corrupt or truncated while reading {topic}", e, self.path) from None
-
-    def decode(self, raw: bytes, topic: str):
-        try:
-            return typestore().deserialize_cdr(raw, MSG_TYPES[topic])
-        except Exception as e:
-            raise SessionError(f"cannot decode a {MSG_TYPES[topic]} message on {topic} ({_short(e)})", str(self.path), _FIX_BAG) from None
-
-
-def _short(e: Exception) -> str:
-    s = str(e).replace("\n", " ")
-    return s if len(s) < 160 else s[:157] + "..."
-
-
-def _stamp_from_cdr(raw: bytes) -> int:
-    """Header stamp (ns) of a CDR message starting with std_msgs/Header, without
-    decoding the payload (4-byte encapsulation, int32 sec, uint32 nanosec)."""
-    little = raw[1] == 1
-    sec, nsec = struct.unpack_from("<iI" if little else ">iI", raw, 4)
-    return sec * 1_000_000_000 + nsec
-
-
-_ENCODINGS = {"rgb8": (3, False), "bgr8": (3, True), "rgba8": (4, False), "bgra8": (4, True), "mono8": (1, False)}
-
-
-def decode_image(msg, where: str = "") -> np.ndarray:
-    """sensor_msgs/Image -> RGB uint8 (H, W, 3) (rgb8, bgr8, rgba8, bgra8, mono8)."""
-    enc = str(msg.encoding).lower()
-    if enc not in _ENCODINGS:
-        raise SessionError(f"unsupported image encoding {msg.encoding!r}", where, f"record one of {', '.join(_ENCODINGS)}")
-    ch, swap = _ENCODINGS[enc]
-    h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    buf = np.asarray(msg.data, np.uint8)
-    if buf.size < h * step or step < w * ch:
-        raise SessionError(f"image data too short ({buf.size} bytes for {w}x{h} {enc})", where, _FIX_BAG)
-    img = buf[: h * step].reshape(h, step)[:, : w * ch].reshape(h, w, ch)
-    if ch == 1:
-        return np.repeat(img, 3, axis=2)
-    img = img[..., :3]
-    if swap:
-        img = img[..., ::-1]
-    return np.ascontiguousarray(img)
-
-
-def _missing_topic(topic: str, why: str, where: str) -> SessionError:
-    return SessionError(f"topic {topic} missing from the bag ({why})", where,
-                        f"record {topic} ({MSG_TYPES.get(topic, '?')}); {_FIX_BAG}")
-
-
-class _Cdr:
-    """A reader of plain CDR (XCDR1) fields with ROS 2's alignment (relative to the end of
-    the 4-byte encapsulation header), for the two message types read in bulk: the
-    per-frame Image and the pose streams. rosbags' generic deserializer builds a message
-    object per call (~20 us); this reads the same fields in ~2 us. Errors are the ones
-    rosbags raises for the same bytes (typesys/store.py ``deserialize_cdr``): bad
-    encapsulation, a field past the end, trailing bytes beyond alignment."""
-
-    __slots__ = ("raw", "e", "o")
-
-    def __init__(self, raw: bytes):
-        if len(raw) < 4 or raw[:2] not in (b"\x00\x00", b"\x00\x01"):
-            raise ValueError("Invalid or unsupported CDR encapsulation.")
-        self.raw, self.e, self.o = raw, "<" if raw[1] == 1 else ">", 4
-
-    def _at(self, n: int, size: int) -> int:
-        o = self.o + (-(self.o - 4)) % n
-        if o + size > len(self.raw):
-            raise ValueError("message is shorter than its fields")
-        self.o = o + size
-        return o
-
-    def u32(self) -> int:
-        return struct.unpack_from(self.e + "I", self.raw, self._at(4, 4))[0]
-
-    def i32(self) -> int:
-        return struct.unpack_from(self.e + "i", self.raw, self._at(4, 4))[0]
-
-    def f8(self, n: int) -> tuple:
-        return struct.unpack_from(f"{self.e}{n}d", self.raw, self._at(8, 8 * n))
-
-    def u8(self) -> int:
-        return self.raw[self._at(1, 1)]
-
-    def string(self) -> str:
-        n = self.u32()
-        return bytes(self.raw[self._at(1, n):self.o]).rstrip(b"\x00").decode() if n else ""
-
-    def stamp(self) -> int:
-        """std_msgs/Header: the stamp in ns; frame_id read past."""
-        sec, nsec = self.i32(), self.u32()
-        self.string()
-        return sec * 1_000_000_000 + nsec
-
-    def end(self) -> None:
-        if self.o + 3 < len(self.raw):
-            raise ValueError("CDR message size mismatch")
-
-
-class _ImageMsg:
-    """The fields of a sensor_msgs/Image that decode_image reads; ``data`` is a read-only
-    view of the raw bytes (as rosbags returns it)."""
-
-    __slots__ = ("height", "width", "encoding", "step", "data")
-
-
-def image_cdr(raw: bytes) -> _ImageMsg:
-    """A CDR sensor_msgs/Image (header, height, width, encoding, is_bigendian, step,
-    data; sensor_msgs/msg/Image.msg) without copying its pixels."""
-    c = _Cdr(raw)
-    m = _ImageMsg()
-    c.stamp()
-    m.height, m.width, m.encoding = c.u32(), c.u32(), c.string()
-    c.u8()  # is_bigendian: rgb8 and its kin are bytes, so it does not matter
-    m.step = c.u32()
-    n = c.u32()
-    m.data = np.frombuffer(raw, np.uint8, n, c._at(1, n))
-    c.end()
-    return m
-
-
-def _poses(bag: open_bag, topic: str, raws: list[bytes]) -> PoseStream:
-    """PoseStamped messages -> PoseStream (header stamps; geometry_msgs/msg/PoseStamped:
-    header, then position xyz and orientation xyzw as float64)."""
-    t, P = [], []
-    for raw in raws:
-        try:
-            c = _Cdr(raw)
-            t.append(c.stamp())
-            P.append(c.f8(7))
-            c.end()
-        except (ValueError, struct.error, UnicodeDecodeError) as e:
-            raise SessionError(f"cannot decode a {MSG_TYPES[topic]} message on {topic} ({_short(e)})", str(bag.path), _FIX_BAG) from None
-    if not t:
-        return PoseStream.empty()
-    a = np.array(P, float)
-    return PoseStream(np.array(t, np.int64), a[:, :3].copy(), a[:, 3:].copy())
-
-
-def joint_state_cdr(raw: bytes) -> tuple[int, np.ndarray]:
-    """(stamp ns, positions) of a CDR sensor_msgs/JointState, parsed directly.
-
-    rclpy (Fast-CDR) and rosbags disagree on the padding of empty float64 sequences
-    (JointState with no efforts: 268 vs 264 bytes), and rosbags' strict size check then
-    rejects what a real ROS 2 recorder wrote; the fields read here (header stamp, name
-    sequence, position sequence) lie before any such padding in both layouts."""
-    little = raw[1] == 1
-    e = "<" if little else ">"
-    o = 4  # CDR alignment is relative to the end of the 4-byte encapsulation header
-
-    def align(off: int, n: int) -> int:
-        return off + (-(off - 4)) % n
-
-    sec, nsec = struct.unpack_from(e + "iI", raw, o)
-    o += 8
-    n = struct.unpack_from(e + "I", raw, o)[0]  # frame_id
-    o += 4 + n
-    o = align(o, 4)
-    count = struct.unpack_from(e + "I", raw, o)[0]  # names
-    o += 4
-    for _ in range(count):
-        o = align(o, 4)
-        n = struct.unpack_from(e + "I", raw, o)[0]
-        o += 4 + n
-    o = align(o, 4)
-    count = struct.unpack_from(e + "I", raw, o)[0]  # position
-    o = align(o + 4, 8)
-    if o + 8 * count > len(raw):
-        raise ValueError("JointState position sequence runs past the message")
-    return sec * 1_000_000_000 + nsec, np.frombuffer(raw, e + "f8", count, o).astype(float)
-
-
-def _joints(bag: open_bag, raws: list[bytes], model: str) -> PoseStream:
-    """JointState messages -> tool0 poses by forward kinematics."""
-    t, J = [], []
-    for raw in raws:
-        try:
-            stamp, pos = joint_state_cdr(raw)
-        except (struct.error, ValueError) as e:
-            raise SessionError(f"cannot decode a sensor_msgs/msg/JointState message ({e})", str(bag.path), _FIX_BAG) from None
-        if len(pos) < 6:
-            continue
-        t.append(stamp)
-        J.append(pos[:6])
-    if not t:
-        return PoseStream.empty()
-    return fk_stream(np.array(t, np.int64), np.array(J), model)
 
 
 def build_frame_table(stamps: np.ndarray, numbers: np.ndarray, max_fill: int = 30) -> FrameTable:
@@ -392,12 +108,8 @@ class SessionDataset:
         self.stride = int(stride)
         self.subject_filter = list(subjects) if subjects else None
         self.trial_filter = list(trials) if trials else None
-        if self.trial_filter:
-            for tid in self.trial_filter:
-                try:
-                    trial_by_id(tid)
-                except KeyError as e:
-                    raise Gaze4HRIError(str(e.args[0]), "--trials", "use protocol trial ids (gaze4hri_core.protocol)") from None
+        for tid in self.trial_filter or ():
+            trial_by_id(tid, "--trials")  # an unknown id: the registry's one-line error
         self.gt_options = gt_options or GTOptions()
         self.blink_annotations = blink_annotations
         self.sim_blinks = sim_blinks
@@ -458,11 +170,7 @@ class SessionDataset:
             for tid, rec in man.trials.items():
                 if self.trial_filter and tid not in self.trial_filter:
                     continue
-                try:
-                    tr = trial_by_id(tid)
-                except KeyError:
-                    raise SessionError(f"manifest lists unknown trial id {tid!r}", str(manifest_path(sd)),
-                                       f"protocol {man.protocol_version} trial ids only") from None
+                tr = trial_by_id(tid, str(manifest_path(sd)))
                 bd = sd / rec.bag if rec.bag else bag_dir(sd, tid)
                 damage = bag_damage(bd, tid) if rec.status in TRIAL_STATUSES_READ else None
                 if damage is not None:  # never read: listed, and the run goes on with the other trials
@@ -726,53 +434,3 @@ class SessionDataset:
                 info = load_manifest(sd).settings.get("subject_info")
                 return dict(info) if isinstance(info, dict) else {}
         return {}
-
-
-def tracked_inputs(scan: dict, ref, t_ns: np.ndarray, robot: PoseStream, opt: GTOptions, source: str | None = None):
-    """Issue 13 (geometry in gaze4hri_core.groundtruth): per-frame table targets when the
-    table is tracked (table.yaml + /mocap/rigid_bodies/table/pose), the camera pose
-    source recorded in session.yaml (``fk`` or ``mocap``), and, when both camera poses
-    exist, their disagreement per frame (``camera_src_diff_mm``, ``camera_src_diff_deg``).
-    ``source``: the camera pose source when the caller read the manifest already (None:
-    read it here). Returns (targets_world or None, robot stream to use, extra columns)."""
-    from gaze4hri_core.session import load_manifest
-    from gaze4hri_core.transforms import matrix_to_quat_xyzw, quat_xyzw_to_matrix
-
-    from gaze4hri_core import groundtruth as cgt
-
-    cal = ref.calibration
-    extra: dict = {}
-    targets = None
-    table = scan.get("table", PoseStream.empty())
-    if ref.protocol.target != "camera" and len(table.t_ns) and getattr(cal, "T_world_table_survey", None) is not None:
-        offset = cal.targets_in_table()[ref.protocol.target]
-        targets, _ok = cgt.tracked_targets_world(table.t_ns, table.p, table.q, offset, t_ns, max(opt.mocap_lost_s, opt.max_gap_mocap_s))
-    body = scan.get("camera_body", PoseStream.empty()).sorted_unique()
-    T_bc = getattr(cal, "T_cambody_camera", None)
-    if source is None:
-        try:
-            source = str(load_manifest(ref.session_dir).settings.get("camera_pose_source", "fk"))
-        except Exception:  # noqa: BLE001 - an unreadable manifest was reported when the session was listed
-            source = "fk"
-    if T_bc is None or not len(body.t_ns):
-        return targets, robot, extra
-    from gaze4hri_core.transforms import interpolate_poses
-
-    t0 = int(t_ns[0]) if len(t_ns) else 0
-    pb, qb, okb = interpolate_poses((body.t_ns - t0) / 1e9, body.p, body.q, (np.asarray(t_ns) - t0) / 1e9, opt.max_gap_mocap_s)
-    Rb = np.array([quat_xyzw_to_matrix(q) if np.isfinite(q).all() else np.full((3, 3), np.nan) for q in qb]).reshape(-1, 3, 3)
-    R_wc_m, p_wc_m = cgt.camera_from_body(Rb, pb, T_bc)
-    rs = robot.sorted_unique()
-    if len(rs.t_ns):
-        pr, qr, _okr = interpolate_poses((rs.t_ns - t0) / 1e9, rs.p, rs.q, (np.asarray(t_ns) - t0) / 1e9, np.inf)
-        Rr = np.array([quat_xyzw_to_matrix(q) if np.isfinite(q).all() else np.full((3, 3), np.nan) for q in qr]).reshape(-1, 3, 3)
-        R_wc_k = cal.T_world_base.R @ Rr @ cal.T_tool0_camera.R
-        p_wc_k = (np.einsum("nij,j->ni", Rr, cal.T_tool0_camera.t) + pr) @ cal.T_world_base.R.T + cal.T_world_base.t
-        d, a = cgt.pose_disagreement(R_wc_k, p_wc_k, R_wc_m, p_wc_m)
-        extra = {"camera_src_diff_mm": d * 1000.0, "camera_src_diff_deg": a}
-    if source == "mocap":
-        R_bt, p_bt = cgt.tool0_from_camera(R_wc_m, p_wc_m, cal.T_world_base, cal.T_tool0_camera)
-        ok = okb & np.isfinite(p_bt).all(1)
-        q = np.array([matrix_to_quat_xyzw(R) for R in R_bt[ok]]).reshape(-1, 4)
-        robot = PoseStream(np.asarray(t_ns, np.int64)[ok], p_bt[ok], q)
-    return targets, robot, extra

@@ -1,0 +1,34 @@
+"""The UR controller emulator's named tables (controller series, robot model) answer an
+unknown name with the registry's one line, in the constructor and on the command line."""
+from __future__ import annotations
+
+import pytest
+from gaze4hri_core.registry import UnknownName
+from gaze4hri_sim.ur_controller import SERIES, URController, main
+
+pytestmark = pytest.mark.unit
+
+
+def test_series_table_sets_version_and_rate():
+    assert list(SERIES) == ["cb3", "e"]
+    e = URController("127.0.0.1", series="e", model="ur5e")  # no port is bound before start()
+    assert (e.version, e.rate_hz) == ((5, 11, 1, 108318), 500.0)
+    assert e.dashboard("PolyscopeVersion") == "URSoftware 5.11.1.108318 (Jul 14 2021)"
+    assert e.dashboard("get robot model") == "UR5"
+
+
+def test_unknown_series_is_the_registry_line():
+    with pytest.raises(UnknownName) as e:
+        URController("127.0.0.1", series="e5")
+    assert str(e.value) == "unknown UR controller series 'e5' (--series): did you mean e? known: cb3, e"
+
+
+@pytest.mark.parametrize("args,line", [
+    (["--series", "cb2"], "error: unknown UR controller series 'cb2' (--series): did you mean cb3? known: cb3, e"),
+    (["--model", "ur3"], "error: unknown robot model 'ur3' (--model): did you mean ur5 or ur5e? known: ur5, ur5e"),
+])
+def test_command_line_refuses_an_unknown_name_in_one_line(args, line, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--host", "127.0.0.1", *args, "--lifetime", "0"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == line
