@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 NOISE = (b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
-         b"W0000 00:00:1795524741.296341    7231 inference_feedback_manager.cc:114] Feedback manager requires a model.\n"
+         b"W0000 00:00:1795524741.296341    7231 inference_feedback_manager.cc:114] "
+         b"Feedback manager requires a model.\n"
          b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n")
 
 
@@ -94,15 +95,17 @@ def test_without_a_terminal_progress_is_occasional_lines():
 
 @pytest.mark.unit
 def test_plan_says_random_weights_skipped_methods_and_detector(tmp_path: Path):
-    from gaze4hri_bench.methods import get_method
+    from dataclasses import replace
+
     from gaze4hri_bench.pipeline.progress import plan_lines
-    from gaze4hri_bench.pipeline.run import Job, RunConfig
+    from gaze4hri_bench.pipeline.run import RunConfig, plan_job
     from gaze4hri_bench.pipeline.runtime import ModelFile
 
-    m = get_method("l2cs_gaze360")
-    jobs = [Job(get_method("head_pose"), "none"),
-            Job(m, "crop", model=ModelFile(tmp_path / m.spec.weights_file, "0" * 64, {"random_init": True}))]
-    cfg = RunConfig(methods=("head_pose", "l2cs_gaze360"), data=tmp_path, out=tmp_path, models_dir=tmp_path, blinks="off")
+    j = plan_job("l2cs_gaze360", "crop", model=False)
+    jobs = [plan_job("head_pose", "none"),
+            replace(j, model=ModelFile(tmp_path / j.spec.weights_file, "0" * 64, {"random_init": True}))]
+    cfg = RunConfig(methods=("head_pose", "l2cs_gaze360"), data=tmp_path, out=tmp_path, models_dir=tmp_path,
+                    blinks="off")
     lines = plan_lines(jobs, cfg, defaulted=True)
     text = "\n".join(lines)
     assert "run  head_pose__none" in text and "RANDOM WEIGHTS" in text
@@ -122,7 +125,7 @@ def test_run_in_a_terminal_is_quiet_with_one_bar_per_job(tmp_path):
     import struct
     import termios
 
-    from .data._session import TrialSpec, write_session
+    from gaze4hri_bench.testing.session import TrialSpec, write_session
 
     root = tmp_path / "sessions"
     write_session(root, "S01", [TrialSpec("illum100_P5", size=(320, 180), seconds=0.5),
@@ -152,3 +155,21 @@ def test_run_in_a_terminal_is_quiet_with_one_bar_per_job(tmp_path):
     assert "run  head_pose__none" in text and "face detector: auto -> " in text
     assert "head_pose (none) trial 2/2: 100%" in text
     assert text.count("head_pose (none) trial") >= 2  # the same bar moves (redrawn), not a bar per trial
+
+
+@pytest.mark.unit
+def test_an_interrupted_run_prints_the_command_that_resumes_it_on_its_own_line():
+    """Issue 29: after Ctrl-C a resumable command (run, demo, deviations) prints itself,
+    quoted (a folder with a space stays one argument), alone on the line after the lead."""
+    import shlex
+
+    argv = ["deviations", "--data", "/tmp/lab data/sessions", "--out", "/tmp/out [x]/dev", "--stride", "5"]
+    code = ("import sys\nimport gaze4hri_bench.pipeline.deviations as D\n"
+            "def boom(_args):\n    raise KeyboardInterrupt\n"
+            "D.main = boom\nfrom gaze4hri_bench.cli import main\n"
+            f"sys.exit(main({argv!r}))\n")
+    r = _py(code)
+    assert r.returncode == 130, r.stderr[-2000:]
+    lines = r.stderr.splitlines()
+    i = lines.index("run the same command again to resume:")
+    assert shlex.split(lines[i + 1]) == ["gaze4hri-bench", *argv]

@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "review": ("gaze4hri_bench.review.cli", "render a trial's video with ground-truth and estimated gaze arrows (MP4 + contact sheet)"),
 }
 
+#: commands that an interrupted run of continues when run again (finished parts, subjects and trials are kept)
+RESUMABLE = ("run", "demo", "deviations")
 
 _EPILOG = """\
 examples:
@@ -85,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print("gaze4hri-bench: interrupted", file=sys.stderr)
+        if cmd in RESUMABLE:  # on a line of its own, quoted: it is copied to run
+            from gaze4hri_core.commands import command_line, print_command
+
+            print_command(command_line(["gaze4hri-bench", *argv]), "run the same command again to resume:", file=sys.stderr)
         return 130
 
 

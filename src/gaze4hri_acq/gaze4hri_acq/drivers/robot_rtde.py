@@ -172,7 +172,7 @@ class RtdeRobot:
             import rtde_control
             import rtde_receive
         except ImportError as e:
-            raise DeviceError(_DEVICE, host, f"ur_rtde does not import ({e})", "pip install ur-rtde==1.6.*") from None
+            raise DeviceError(_DEVICE, host, f"ur_rtde does not import ({e})", "pip install 'ur-rtde==1.6.*'") from None
         try:
             self._rx = rtde_receive.RTDEReceiveInterface(host, self.rate_hz)
             if not self.config.read_only:
