@@ -121,12 +121,12 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
                     trials=tuple(args.trials) if args.trials else None, command_line="benchmarks/pipeline_vs_ort.py")
     jobs = plan_jobs(cfg)
     j = jobs[0]
-    j.runner = Runner(j.model.path, j.method.spec, "cpu", args.batch, args.threads, streams=args.streams)
-    name, dims = next(iter(j.method.spec.onnx_inputs.items()))
-    j.runner.run(np.zeros((args.batch, *[d for d in dims if d != "B"]), np.float32))  # warm-up, as for ORT alone
+    runner = Runner(j.model.path, j.spec, "cpu", args.batch, args.threads, streams=args.streams)
+    name, dims = next(iter(j.spec.onnx_inputs.items()))
+    runner.run(np.zeros((args.batch, *[d for d in dims if d != "B"]), np.float32))  # warm-up, as for ORT alone
     said: list[str] = []
     c0, t0 = _cpu(), time.perf_counter()
-    (path,) = _run.run_benchmark(cfg, log=said.append, jobs=jobs)
+    (path,) = _run.run_benchmark(cfg, log=said.append, jobs=jobs, runners={j.key: runner})
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     t = read_metadata(path)["timing"]
     return t["frames"] / wall, {"cpu_fps": t["frames"] / cpu, **{k: t[k] for k in t if k.endswith("_s")}, "frames": t["frames"], "wall": wall,
@@ -136,13 +136,14 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
 def producer_alone(args, m: str, data: Path, models: Path, out: Path, face_cache: Path | None) -> dict:
     """The pipeline's data side without inference, for where the gap goes: CPU seconds of
     listing the trials (manifests, every bag's CRC check: data.backends.session.bag_damage)
-    and of the producer (run._Engine's prefetch-thread generator: bag reads, ground truth,
+    and of the producer (engine.Engine's prefetch-thread generator: bag reads, ground truth,
     faces, pre-processing of every sample) run alone in this thread, with its stage times
     (wall; alone, so close to CPU on an idle machine)."""
     from gaze4hri_bench.data.reader import Dataset
     from gaze4hri_bench.faces.blinks import blink_source
+    from gaze4hri_bench.pipeline.engine import Engine as _Engine
     from gaze4hri_bench.pipeline.face_pass import FaceModels
-    from gaze4hri_bench.pipeline.run import RunConfig, _Engine, plan_jobs
+    from gaze4hri_bench.pipeline.run import RunConfig, plan_jobs
 
     shutil.rmtree(out, ignore_errors=True)
     if face_cache is not None:

@@ -52,6 +52,10 @@ def test_vector_b_axes():
 
 
 def test_unknown_rule():
-    with pytest.raises(ValueError, match="known"):
+    from gaze4hri_core.registry import UnknownName
+
+    with pytest.raises(UnknownName) as e:
         decode("quaternion", [np.zeros((1, 4))])
+    assert str(e.value).startswith("unknown output rule 'quaternion' (MethodSpec.output)")
+    assert "known: pitchyaw_rad, yawpitch_rad" in str(e.value)
     assert set(DECODERS) == {"pitchyaw_rad", "yawpitch_rad", "l2cs_bins", "l2cs_bins_first_as_pitch", "vector_b"}

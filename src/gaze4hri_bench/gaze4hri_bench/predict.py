@@ -308,27 +308,108 @@ def _plan(est, cfg: PredictConfig) -> list[str]:
 
     from .pipeline.progress import plan_lines
 
-    job = SimpleNamespace(method=est.method, model=est.model, input_type=est.input_type, key=f"{est.method.name}__{est.input_type}")
-    return plan_lines([job], SimpleNamespace(models_dir=cfg.models_dir, detector=cfg.detector, blinks="off", profile=est.profile), False)
+    run = SimpleNamespace(models_dir=cfg.models_dir, detector=cfg.detector, blinks="off", profile=est.profile)
+    return plan_lines([est.job], run, False)
 
 
 # -- the command --------------------------------------------------------------------
-def predict(cfg: PredictConfig, log=print) -> PredictResult:
-    """Run ``cfg.method`` over the source; write the tables (and the video); return the counts."""
-    import pandas as pd
-
-    from .pipeline.single_frame import FrameEstimator
-    from .review.draw import hex_rgb
-    from .stats.figures import method_color
-
+def _check_args(cfg: PredictConfig) -> None:
+    """The numeric options, each a one-line error."""
     if cfg.max_frames is not None and cfg.max_frames < 1:
-        raise Gaze4HRIError(f"--max-frames must be at least 1, got {cfg.max_frames}", "--max-frames", "use e.g. --max-frames 300")
+        raise Gaze4HRIError(f"--max-frames must be at least 1, got {cfg.max_frames}", "--max-frames",
+                            "use e.g. --max-frames 300")
     if cfg.arrow_length <= 0:
-        raise Gaze4HRIError(f"--arrow-length must be positive, got {cfg.arrow_length}", "--arrow-length", "use e.g. 0.25")
+        raise Gaze4HRIError(f"--arrow-length must be positive, got {cfg.arrow_length}", "--arrow-length",
+                            "use e.g. 0.25")
     if cfg.fps is not None and cfg.fps <= 0:
         raise Gaze4HRIError(f"--fps must be positive, got {cfg.fps}", "--fps", "use e.g. --fps 30")
-    from .methods import get_method
 
+
+class _Output:
+    """The rows (and the annotated video) of the estimates as they become final."""
+
+    def __init__(self, cfg: PredictConfig, est, out: Path, stem: str, fps: float | None):
+        from .review.draw import hex_rgb
+        from .stats.figures import method_color
+
+        self.cfg, self.est = cfg, est
+        self.name = est.method.name
+        self.color = hex_rgb(method_color(self.name))
+        self.random_w = bool(est.model is not None and est.model.random_init)
+        self.header = f"{self.name} ({est.input_type})" + (" RANDOM WEIGHTS" if self.random_w else "")
+        self.writer = None
+        if cfg.write_video:
+            from .review.video import Mp4Writer
+
+            self.writer = Mp4Writer(out / f"{stem}.mp4", cfg.fps or fps or 30.0)
+        self.rows: list[dict] = []
+        self.pending: dict[int, np.ndarray] = {}
+        self.times: dict[int, float] = {}
+        self.K: np.ndarray | None = None
+
+    def emit(self, ests) -> None:
+        for e in ests:
+            self.rows.append(_row(e, self.name, self.est.input_type, self.times))
+            img = self.pending.pop(e.index, None)
+            if self.writer is not None and img is not None:
+                self.writer.write(_annotate(img, e, self.K, self.name, self.color, f"{self.header} frame {e.index}",
+                                            self.cfg.arrow_length))
+
+
+def _frames(cfg: PredictConfig, est, source, intr, o: _Output, log) -> tuple[int, float, float, bool]:
+    """Every frame of ``source`` through ``est`` into ``o``: (frames, start time, time
+    after the first frame, interrupted by Ctrl-C on a video or image folder)."""
+    n, shape, interrupted = 0, None, False
+    t0 = t1 = last_log = time.perf_counter()
+    try:
+        for t, img in source:
+            if cfg.max_frames is not None and n >= cfg.max_frames:
+                break
+            if o.K is None:
+                o.K, how = _intrinsics(cfg, intr, img.shape[1], img.shape[0])
+                log(f"camera intrinsics: {how}")
+                shape = img.shape
+            elif img.shape != shape:
+                raise Gaze4HRIError(f"frame {n} is {img.shape[1]}x{img.shape[0]}, the first was {shape[1]}x{shape[0]}",
+                                    str(cfg.images or cfg.video or cfg.camera), "use frames of one size")
+            o.times[n] = t
+            o.pending[n] = img
+            o.emit(est.step(n, int(round(t * 1e9)), img, o.K, None))
+            n += 1
+            if n == 1:
+                t1 = time.perf_counter()  # the rate leaves out the first frame, which builds the models
+            now = time.perf_counter()
+            if source.live and now - last_log >= 5.0:
+                log(f"predict: {n} frames ({n / (now - t0):.1f} frames/s); Ctrl-C ends and writes")
+                last_log = now
+    except KeyboardInterrupt:
+        interrupted = not source.live
+        log("predict: stopped (Ctrl-C); writing what was processed")
+    return n, t0, t1, interrupted
+
+
+def _write_tables(rows: list[dict], out: Path, stem: str):
+    """The rows as ``<stem>.parquet`` and ``<stem>.csv`` (each atomically); (table, paths)."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=COLUMNS).sort_values("frame").reset_index(drop=True)
+    table = out / f"{stem}.parquet"
+    csv = out / f"{stem}.csv"
+    tmp = table.with_name(f".{table.name}.tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(table)
+    tmp = csv.with_name(f".{csv.name}.tmp")
+    df.to_csv(tmp, index=False)
+    tmp.replace(csv)
+    return df, table, csv
+
+
+def predict(cfg: PredictConfig, log=print) -> PredictResult:
+    """Run ``cfg.method`` over the source; write the tables (and the video); return the counts."""
+    from .methods import get_method
+    from .pipeline.single_frame import FrameEstimator
+
+    _check_args(cfg)
     get_method(cfg.method).resolve_input(cfg.input)  # unknown method or input: one line, before opening anything
     # every input is checked before any model loads (FrameEstimator builds the ONNX session):
     # the camera info, the output folder, the source; each a one-line error
@@ -342,93 +423,40 @@ def predict(cfg: PredictConfig, log=print) -> PredictResult:
         source.close()
         raise
     name = est.method.name
-    key = name
-    random_w = bool(est.model is not None and est.model.random_init)
     for line in _plan(est, cfg):
         log(line)
     if est.method.kind != "onnx":
         log(f"note: no motion capture here: {name} = "
-            + ("head-forward direction from face landmarks (solvePnP on a 3D face model)" if name == "head_pose" else "constant (0, 0, -1)"))
+            + ("head-forward direction from face landmarks (solvePnP on a 3D face model)" if name == "head_pose"
+               else "constant (0, 0, -1)"))
     stem = f"{source.name}__{name}__{est.input_type}"
-    color = hex_rgb(method_color(name))
-    header = f"{name} ({est.input_type})" + (" RANDOM WEIGHTS" if random_w else "")
-    writer = None
-    if cfg.write_video:
-        from .review.video import Mp4Writer
-
-        writer = Mp4Writer(out / f"{stem}.mp4", cfg.fps or source.fps or 30.0)
-    rows: list[dict] = []
-    pending: dict[int, np.ndarray] = {}
-    times: dict[int, float] = {}
-    K = None
-    n = 0
-    interrupted = False
-    t0 = t1 = time.perf_counter()
-    last_log = t0
-
-    def emit(ests) -> None:
-        for e in ests:
-            rows.append(_row(e, name, est.input_type, times))
-            img = pending.pop(e.index, None)
-            if writer is not None and img is not None:
-                writer.write(_annotate(img, e, K, key, color, f"{header} frame {e.index}", cfg.arrow_length))
-
+    o = None
     try:
-        try:
-            for t, img in source:
-                if cfg.max_frames is not None and n >= cfg.max_frames:
-                    break
-                if K is None:
-                    K, how = _intrinsics(cfg, intr, img.shape[1], img.shape[0])
-                    log(f"camera intrinsics: {how}")
-                    shape = img.shape
-                elif img.shape != shape:
-                    raise Gaze4HRIError(f"frame {n} is {img.shape[1]}x{img.shape[0]}, the first was {shape[1]}x{shape[0]}",
-                                        str(cfg.images or cfg.video or cfg.camera), "use frames of one size")
-                times[n] = t
-                pending[n] = img
-                emit(est.step(n, int(round(t * 1e9)), img, K, None))
-                n += 1
-                if n == 1:
-                    t1 = time.perf_counter()  # the rate leaves out the first frame, which builds the models
-                now = time.perf_counter()
-                if source.live and now - last_log >= 5.0:
-                    log(f"predict: {n} frames ({n / (now - t0):.1f} frames/s); Ctrl-C ends and writes")
-                    last_log = now
-        except KeyboardInterrupt:
-            interrupted = not source.live
-            log("predict: stopped (Ctrl-C); writing what was processed")
-        if K is None:
+        o = _Output(cfg, est, out, stem, source.fps)
+        n, t0, t1, interrupted = _frames(cfg, est, source, intr, o, log)
+        if o.K is None:
             raise Gaze4HRIError("no frame could be read", str(cfg.video or cfg.images or cfg.camera),
                                 "check that the source has frames (a camera may need a moment or another index)")
-        emit(est.finish())
+        o.emit(est.finish())
         secs = time.perf_counter() - t0
         rate = (n - 1) / (time.perf_counter() - t1) if n > 1 else float("nan")
-        video = writer.close() if writer is not None else None
+        video = o.writer.close() if o.writer is not None else None
     except BaseException:
-        if writer is not None:
-            writer.abort()
+        if o is not None and o.writer is not None:
+            o.writer.abort()
         raise
     finally:
         est.close()
         source.close()
-    df = pd.DataFrame(rows, columns=COLUMNS).sort_values("frame").reset_index(drop=True)
-    table = out / f"{stem}.parquet"
-    csv = out / f"{stem}.csv"
-    tmp = table.with_name(f".{table.name}.tmp")
-    df.to_parquet(tmp, index=False)
-    tmp.replace(table)
-    tmp = csv.with_name(f".{csv.name}.tmp")
-    df.to_csv(tmp, index=False)
-    tmp.replace(csv)
+    df, table, csv = _write_tables(o.rows, out, stem)
     faces = int(df[["face_x1", "face_y1", "face_x2", "face_y2"]].notna().all(axis=1).sum())
     valid = int(df["valid"].sum())
     log(f"predict: {n} frames, face found in {faces} ({100.0 * faces / max(n, 1):.0f} %), gaze in {valid}, "
         + (f"{rate:.1f} frames/s after the first frame (which builds the models)" if n > 1 else f"{secs:.1f} s"))
     log(f"wrote {table}, {csv}" + (f" and {video}" if video is not None else ""))
-    if random_w:
+    if o.random_w:
         log(f"RANDOM WEIGHTS: {name} ran with randomly initialised weights; its gaze says nothing about the method.")
-    return PredictResult(n, faces, valid, secs, table, csv, video, random_w, interrupted)
+    return PredictResult(n, faces, valid, secs, table, csv, video, o.random_w, interrupted)
 
 
 def main(args: argparse.Namespace) -> int:

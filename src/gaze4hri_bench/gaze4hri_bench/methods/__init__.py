@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from gaze4hri_core.registry import Entry, Registry
 
-from ..specs import ALIASES, SPECS
+from ..specs import ALIASES, SPECS, MethodSpec
+from .testing import TINY_SPEC
 
-__all__ = ["METHODS", "get_method", "get_entry", "method_names", "Entry", "Registry"]
+__all__ = ["METHODS", "get_method", "get_entry", "method_spec", "method_names", "Entry", "Registry"]
 
 METHODS: Registry[Entry] = Registry("method", listing="(list them with `gaze4hri-bench methods`)")
 
@@ -24,14 +25,14 @@ for _name, _spec in SPECS.items():
     METHODS.register(
         _name, "gaze4hri_bench.methods.network:OnnxMethod", "onnx",
         summary=f"{_spec.table_name}: {_spec.family}, trained on {_spec.train_set}, {_spec.input_type} input",
-        aliases=tuple(a for a, t in ALIASES.items() if t == _name),
+        aliases=tuple(a for a, t in ALIASES.items() if t == _name), spec=_spec,
     )
 METHODS.register("head_pose", "gaze4hri_bench.methods.baselines:HeadPose", "baseline",
                  summary="baseline: head-forward direction from motion capture", aliases=("headpose", "head"))
 METHODS.register("straight", "gaze4hri_bench.methods.baselines:Straight", "baseline",
                  summary="baseline: always looking into the camera, (0, 0, -1)", aliases=("camera", "straight_ahead"))
 METHODS.register("tiny_test", "gaze4hri_bench.methods.testing:tiny_method", "onnx",
-                 summary="tiny gradient network for tests (not a gaze estimator)", hidden=True)
+                 summary="tiny gradient network for tests (not a gaze estimator)", hidden=True, spec=TINY_SPEC)
 
 
 def get_entry(name: str) -> Entry:
@@ -39,8 +40,14 @@ def get_entry(name: str) -> Entry:
     return METHODS.get(name)
 
 
+def method_spec(name: str) -> MethodSpec | None:
+    """The spec a registered method is built from (None: a baseline, which reads no pixels)."""
+    return get_entry(name).kwargs.get("spec")
+
+
 def get_method(name: str, **kwargs):
-    """Build a registered method by name or alias."""
+    """Build a registered method by name or alias: ``factory(name, spec=..., profile=...,
+    record=...)`` (every method takes these; a baseline ignores them)."""
     return METHODS.create(name, **kwargs)
 
 

@@ -67,7 +67,9 @@ class GazeMethod:
     kind = "baseline"
     input_types: tuple[str, ...] = ("none",)
 
-    def __init__(self, name: str, spec: MethodSpec | None = None):
+    def __init__(self, name: str, spec: MethodSpec | None = None, profile=None, record=None):
+        """Every method is built as ``(name, spec, profile, record)`` (pipeline.jobs.plan_job);
+        a method that prepares no input (a baseline) has no profile record and ignores both."""
         self.name = name
         self.spec = spec
 

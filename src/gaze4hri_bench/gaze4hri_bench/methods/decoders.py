@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from gaze4hri_core.gaze import convert_frame, normalize, pitchyaw_to_vector
+from gaze4hri_core.registry import Registry
 
 __all__ = ["DECODERS", "decode", "l2cs_angles_deg", "softmax", "L2CS_BINS", "L2CS_BIN_DEG", "L2CS_OFFSET_DEG"]
 
@@ -73,20 +74,16 @@ def _vector_b(outs: Sequence[np.ndarray]) -> np.ndarray:
     return normalize(convert_frame(np.asarray(outs[0], dtype=np.float64), "B", "A"))
 
 
-#: output rule -> decoder(list of outputs in spec.onnx_outputs order) -> (..., 3) Frame A
-DECODERS: dict[str, Callable[[Sequence[np.ndarray]], np.ndarray]] = {
-    "pitchyaw_rad": _pitchyaw,
-    "yawpitch_rad": _yawpitch,
-    "l2cs_bins": _l2cs,
-    "l2cs_bins_first_as_pitch": _l2cs_first_as_pitch,
-    "vector_b": _vector_b,
-}
+#: output rule (``MethodSpec.output``, ``MethodProfile.output``) -> decoder(list of outputs
+#: in spec.onnx_outputs order) -> (..., 3) Frame A
+DECODERS: Registry[Callable[[Sequence[np.ndarray]], np.ndarray]] = Registry("output rule", where="MethodSpec.output")
+DECODERS.add("pitchyaw_rad", _pitchyaw)
+DECODERS.add("yawpitch_rad", _yawpitch)
+DECODERS.add("l2cs_bins", _l2cs)
+DECODERS.add("l2cs_bins_first_as_pitch", _l2cs_first_as_pitch)
+DECODERS.add("vector_b", _vector_b)
 
 
 def decode(rule: str, outs: Sequence[np.ndarray]) -> np.ndarray:
-    """Decode ``outs`` with the named rule; unknown rules fail naming the known ones."""
-    try:
-        fn = DECODERS[rule]
-    except KeyError:
-        raise ValueError(f"unknown output rule {rule!r}; known: {', '.join(DECODERS)}") from None
-    return normalize(fn(outs))
+    """Decode ``outs`` with the named rule; an unknown rule is the registry's one-line error."""
+    return normalize(DECODERS.get(rule)(outs))

@@ -50,12 +50,15 @@ class OnnxMethod(GazeMethod):
     kind = "onnx"
     input_types = ("crop", "rectified")
 
-    def __init__(self, name: str, spec: MethodSpec | None = None, profile: str | Profile | None = None):
+    def __init__(self, name: str, spec: MethodSpec | None = None, profile: str | Profile | None = None,
+                 record: MethodProfile | None = None):
+        """``record``: the method's profile record as a run planned it (pipeline.jobs.plan_job);
+        None: looked up in ``profile`` here (a caller with no plan, e.g. a benchmark script)."""
         super().__init__(name, spec or get_spec(name))
         prof = profile if isinstance(profile, Profile) else get_profile(profile)
         self.profile_name = prof.name
-        self.settings: MethodProfile = prof.record(name, self.spec)
-        self.clip_policy = policy_for(self.spec, self.settings)
+        self.record: MethodProfile = record if record is not None else prof.record(name, self.spec)
+        self.clip_policy = policy_for(self.spec, self.record)
         self.input_names = list(self.spec.onnx_inputs)
         self.takes_hw = FRAME_HW in self.spec.onnx_inputs
         # named image axes (MCGaze's H, W): a clip is cut to its official padded size
@@ -63,10 +66,10 @@ class OnnxMethod(GazeMethod):
         self.output_names = list(self.spec.onnx_outputs)
         from ..faces.crops import KEEP_RATIO
 
-        if self.settings.crop_rule in KEEP_RATIO and not self.takes_hw:
+        if self.record.crop_rule in KEEP_RATIO and not self.takes_hw:
             from gaze4hri_core.errors import Gaze4HRIError
 
-            raise Gaze4HRIError(f"{name}: crop rule {self.settings.crop_rule} keeps the aspect ratio, but the network has no "
+            raise Gaze4HRIError(f"{name}: crop rule {self.record.crop_rule} keeps the aspect ratio, but the network has no "
                                 f"{FRAME_HW} input to tell it the image size", f"profile {self.profile_name}",
                                 "use a square crop rule for this method")
 
@@ -76,14 +79,14 @@ class OnnxMethod(GazeMethod):
 
     @property
     def crop_rule(self) -> str:
-        return self.settings.crop_rule
+        return self.record.crop_rule
 
     def to_tensor(self, patch: np.ndarray) -> np.ndarray:
         """RGB uint8 (S, S, 3) -> float32 (3, S, S) per the profile record's colour order
         and mean/std (faces.crops.to_tensor)."""
         from ..faces.crops import to_tensor
 
-        return np.asarray(to_tensor(patch, self.settings), dtype=np.float32)
+        return np.asarray(to_tensor(patch, self.record), dtype=np.float32)
 
     def _prepared(self, patch: np.ndarray, to_cam, frame_rot) -> Prepared:
         """The network input of a patch: a keep-ratio patch (faces.crops.KEEP_RATIO) is
@@ -103,14 +106,14 @@ class OnnxMethod(GazeMethod):
                 return None
             from ..faces.crops import crop
 
-            st = self.settings
+            st = self.record
             box = np.asarray(ctx.box, float)  # the profile's box (study: margin applied by the face pass)
             patch = crop(ctx.image, box, st.crop_rule, size)
             basis = ray_basis(box_ray(box, ctx.K))
             to_cam = basis if st.ray_correction else np.eye(3)
             return self._prepared(patch, to_cam, basis.T)
         if input_type == "rectified":
-            st = self.settings
+            st = self.record
             c = np.asarray(ctx.face_center_cam if st.rect_centre == "face_centre" else
                            (ctx.eye_center_cam if ctx.eye_center_cam is not None else np.full(3, np.nan)), float)
             R = np.asarray(ctx.R_head_cam, float)
@@ -151,7 +154,7 @@ class OnnxMethod(GazeMethod):
     def decode(self, outputs: list[np.ndarray]) -> np.ndarray:
         """Raw outputs (spec order) -> unit vectors in the network's Frame A axes,
         (B, 3) for images, (B, T, 3) for clips."""
-        return decode(self.settings.output, outputs)
+        return decode(self.record.output, outputs)
 
     @staticmethod
     def to_camera(g: np.ndarray, to_cam: np.ndarray) -> np.ndarray:
@@ -174,6 +177,6 @@ class OnnxMethod(GazeMethod):
     def describe(self) -> dict:
         s = self.spec
         return {"name": self.name, "kind": self.kind, "family": s.family, "train_set": s.train_set,
-                "input_type": s.input_type, "output": self.settings.output, "gaze_frame": s.gaze_frame,
+                "input_type": s.input_type, "output": self.record.output, "gaze_frame": s.gaze_frame,
                 "clip": None if self.clip_policy is None else type(self.clip_policy).__name__,
                 "profile": self.profile_name}

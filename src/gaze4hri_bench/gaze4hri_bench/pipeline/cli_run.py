@@ -6,6 +6,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from gaze4hri_core.commands import command_line, print_command
+
 __all__ = ["add_arguments", "main", "available_methods"]
 
 DEFAULT_DATA = Path("out/demo/sessions")
@@ -28,7 +30,7 @@ Missing weights? `gaze4hri-bench methods` shows each method's status and how to 
 
 def available_methods(models_dir=None) -> list[str]:
     """Baselines plus every network whose ONNX file is present."""
-    from ..methods import METHODS, get_method
+    from ..methods import METHODS, method_spec
     from .runtime import MissingWeightsError, resolve_model
 
     names = []
@@ -37,7 +39,7 @@ def available_methods(models_dir=None) -> list[str]:
             names.append(e.name)
             continue
         try:
-            resolve_model(get_method(e.name).spec, models_dir, check_hash=False)
+            resolve_model(method_spec(e.name), models_dir, check_hash=False)
             names.append(e.name)
         except MissingWeightsError:
             pass
@@ -99,7 +101,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="folder of <method>.onnx + manifest.yaml (default: $GAZE4HRI_MODELS, else models/)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"results folder (default: {DEFAULT_OUT})")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--engine", choices=("local", "ray"), default="local",
+    from .jobs import ENGINES
+
+    p.add_argument("--engine", choices=tuple(ENGINES), default="local",
                    help="where the trials run: local (this process; default) or ray (one trial per work unit on a Ray "
                         "cluster; needs `pip install ray`, data/models/--out on a path every node sees: docs/cluster.md)")
     p.add_argument("--address", default=None, metavar="ADDR",
@@ -175,7 +179,8 @@ def main(args: argparse.Namespace) -> int:
         print(line, flush=True)
     skipped: list = []
     paths = run_benchmark(cfg, jobs=jobs, skipped=skipped)
-    print(f"{len(paths)} results file(s) in {args.out}; next: gaze4hri-bench analyze {args.out} --out {args.out / 'report'}")
+    print_command(command_line(["gaze4hri-bench", "analyze", args.out, "--out", args.out / "report"]),
+                  f"{len(paths)} results file(s) in {args.out}; next:")
     # 1: done, but some recorded trial is damaged (listed above; cli.py exit codes); a
     # study-layout trial the release lacks files for is listed and does not fail the run
     return 1 if any(getattr(s, "damaged", False) for s in skipped) else 0

@@ -120,7 +120,7 @@ def trial_truths(ds, trefs, progress: bool = False, log=print) -> list[tuple]:
     return out
 
 
-def _sequence(m, geos, frames, sel, it, rows: pd.DataFrame | None = None) -> np.ndarray:
+def _sequence(job, geos, frames, sel, rows: pd.DataFrame | None = None) -> np.ndarray:
     """The oracle outputs a run would report for frames ``sel`` (indices into geos):
     with the record's temporal smoothing (over the neighbouring frames) and clip shift
     (frame f shows the output for frame f - shift); NaN for frames the record does not
@@ -130,7 +130,7 @@ def _sequence(m, geos, frames, sel, it, rows: pd.DataFrame | None = None) -> np.
     from ..methods.oracle import oracle_vector
 
     pos = {int(f): i for i, f in enumerate(frames)}
-    st = m.settings
+    m, it, st = job.method, job.input_type, job.record  # planned as for a run (pipeline.jobs.plan_job)
     cache: dict[int, np.ndarray] = {}
     matched = (rows is not None and it == "rectified" and getattr(st, "pose_match", "interpolate") != "interpolate"
                and "pm_eye_cx" in rows.columns)
@@ -182,23 +182,21 @@ def deviation_table(truths: list[tuple], methods: list[str], profile: str = "stu
     valid frame is evaluated."""
     from gaze4hri_core.gaze import angular_error_deg
 
-    from ..methods import get_method
-    from ..profiles import get_profile
+    from .jobs import plan_job
 
     variants = _variants(profile)
     recs = []
     for t, exp, geos, rows in truths:
         frames = rows["frame"].to_numpy(np.int64)
         sel = np.arange(0, len(geos), stride)
-        ref = {(name, it): _sequence(get_method(name, profile=get_profile("reference")), geos, frames, sel, it, rows)
+        ref = {(name, it): _sequence(plan_job(name, it, "reference", model=False), geos, frames, sel, rows)
                for name in methods for it in inputs}
         for label, setting, prof in variants:
             for name in methods:
                 if setting is not None and setting.methods != ("*",) and name not in setting.methods:
                     continue
-                m = get_method(name, profile=prof)
                 for it in inputs:
-                    v = _sequence(m, geos, frames, sel, it, rows)
+                    v = _sequence(plan_job(name, it, prof, model=False), geos, frames, sel, rows)
                     r = ref[(name, it)]
                     eff = np.asarray(angular_error_deg(v, r), float)
                     eff = eff[np.isfinite(eff)]

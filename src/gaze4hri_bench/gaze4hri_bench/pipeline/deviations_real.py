@@ -43,7 +43,7 @@ class Variant:
 def networks_present(methods: list[str], models_dir: Path | None) -> tuple[dict[str, str], dict[str, Gaze4HRIError]]:
     """({method: "weights" | "random weights"} for the networks whose ONNX file is
     present, {method: the missing-weights error} for the others)."""
-    from ..methods import get_entry, get_method
+    from ..methods import get_entry, method_spec
     from .runtime import resolve_model
 
     present, missing = {}, {}
@@ -51,7 +51,7 @@ def networks_present(methods: list[str], models_dir: Path | None) -> tuple[dict[
         if get_entry(name).kind != "onnx":
             continue
         try:
-            mf = resolve_model(get_method(name).spec, models_dir)
+            mf = resolve_model(method_spec(name), models_dir)
         except Gaze4HRIError as e:
             missing[name] = e
             continue

@@ -2,8 +2,8 @@
 
 A work unit is one trial for every job that still lacks it: a worker (a Ray actor that
 holds the jobs' ONNX Runtime sessions and the face models, built once) runs the local
-engine (run._Engine) on that one trial, so the trial is decoded once for all its jobs,
-and writes each job's part file itself (run.write_job_part, atomic, keyed by
+engine (engine.Engine) on that one trial, so the trial is decoded once for all its jobs,
+and writes each job's part file itself (engine.write_job_part, atomic, keyed by
 subject/trial). Resume, merge and provenance are therefore the local engine's: the
 driver plans what is left from the part files, updates the run's progress bars as units
 finish, and merges. A worker lost mid-unit: Ray restarts the actor (``max_restarts``)
@@ -25,9 +25,11 @@ import warnings
 
 from gaze4hri_core.errors import Gaze4HRIError
 
+from . import results
+from .engine import Engine, Work, excluded_line, make_runner, open_dataset, write_job_part
 from .frames import StageTimes
 
-__all__ = ["RAY_VERSION", "import_ray", "connect", "run_ray", "RayRunStats"]
+__all__ = ["RAY_VERSION", "import_ray", "connect", "run_ray", "run_work", "RayRunStats"]
 
 RAY_VERSION = "2.60.0"  # the pin in requirements/base.txt
 MAX_RESTARTS = 3  # Ray restarts of a lost worker (actor); each restart rebuilds its sessions
@@ -41,7 +43,8 @@ def import_ray():
     try:
         import ray
     except ModuleNotFoundError:
-        raise Gaze4HRIError("--engine ray needs the ray package, which is not installed", "gaze4hri-bench run --engine ray",
+        raise Gaze4HRIError("--engine ray needs the ray package, which is not installed",
+                            "gaze4hri-bench run --engine ray",
                             f"install it with `python -m pip install ray=={RAY_VERSION}` (requirements/base.txt), "
                             "or run with --engine local") from None
     return ray
@@ -56,7 +59,8 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise Gaze4HRIError(f"--address {address!r} is not host:port", "--address",
-                            "pass the head node's address as `ray start --head` printed it, e.g. 10.0.0.5:6379, or auto")
+                            "pass the head node's address as `ray start --head` printed it, "
+                            "e.g. 10.0.0.5:6379, or auto")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()  # [::1]:6379 too
     except OSError as e:
@@ -99,7 +103,8 @@ class RayRunStats:
     totals: list = dataclasses.field(default_factory=list)
     last_done: list = dataclasses.field(default_factory=list)
     workers: int = 0
-    units: list = dataclasses.field(default_factory=list)  # {trial, worker_s, round_trip_s, node, pid, attempt, gpus_visible}
+    # one record per unit: {trial, worker_s, round_trip_s, node, pid, attempt, gpus_visible}
+    units: list = dataclasses.field(default_factory=list)
     retried: int = 0  # units that ran again after their worker was lost
 
     def __post_init__(self):
@@ -116,15 +121,15 @@ class _TrialWorker:
 
         setup(native_filter=False)  # as the CLI does: quiet native loggers, MediaPipe's protobuf shim
         from .face_pass import FaceModels
-        from .run import make_runner, open_dataset
 
         self.cfg, self.jobs = cfg, jobs
         self.init_error: Gaze4HRIError | None = None
         self.face_models = FaceModels(cfg.detector)
+        self.runners: list = [None] * len(jobs)
         try:  # bad input here (a model or the data missing on this node) is the run's one-line error
-            for job in jobs:
-                if job.method.kind == "onnx" and job.runner is None:
-                    job.runner = make_runner(job, cfg, threads, streams=1)  # the actors are the parallelism
+            for ji, job in enumerate(jobs):
+                if job.model is not None:
+                    self.runners[ji] = make_runner(job, cfg, threads, streams=1)  # the actors are the parallelism
             self.ds = dataset if dataset is not None else open_dataset(cfg)
             self.refs = {(t.subject, t.trial): t for t in self.ds.trials()}
         except Gaze4HRIError as e:
@@ -140,9 +145,6 @@ class _TrialWorker:
         """Run ``(subject, trial)`` for jobs ``jis`` (those whose part is still missing);
         return each job's stage times and rows, the shared stage times, where it ran,
         and warnings as lines (the driver prints them above its bars)."""
-        from . import results
-        from .run import _Engine, write_job_part
-
         t0 = time.perf_counter()
         key = (subject, trial)
         out = {"jobs": {}, "shared": None, "decoded": 0, "warnings": [], "excluded": {}, "node": socket.gethostname(),
@@ -150,25 +152,28 @@ class _TrialWorker:
         try:
             tref = self.refs.get(key)
             if tref is None:
-                raise Gaze4HRIError(f"trial {subject}/{trial} is not in this worker's view of {self.cfg.data}", "--data",
+                raise Gaze4HRIError(f"trial {subject}/{trial} is not in this worker's view of {self.cfg.data}",
+                                    "--data",
                                     "put the data on a path every node sees, at the same path (docs/cluster.md)")
             todo = [set() for _ in self.jobs]
             for ji in jis:  # a retried unit skips the parts its lost attempt already wrote
                 job = self.jobs[ji]
-                if not results.part_path(results.parts_dir(self.cfg.out, job.method.name, job.input_type), subject, trial).is_file():
+                parts = results.parts_dir(self.cfg.out, job.method.name, job.input_type)
+                if not results.part_path(parts, subject, trial).is_file():
                     todo[ji] = {key}
 
             def on_part(ji, t, df, times, wall, peak):
-                write_job_part(self.cfg, self.jobs[ji], t, df, times, wall, peak)
+                write_job_part(self.cfg, self.jobs[ji], self.runners[ji], t, df, times, wall, peak)
                 out["jobs"][ji] = (times, len(df))
                 if times.excluded:
                     out["excluded"][ji] = times.excluded
 
-            eng = _Engine(self.jobs, todo, self.cfg, self.ds, self.face_models, on_part)
+            eng = Engine(self.jobs, todo, self.cfg, self.ds, self.face_models, on_part, runners=self.runners)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("default")
                 eng.run([tref])
-            out["warnings"] = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0] if str(w.message) else ''}"
+            out["warnings"] = sorted({f"{w.category.__name__}: "
+                                      f"{str(w.message).splitlines()[0] if str(w.message) else ''}"
                                       for w in caught})
             out["shared"], out["decoded"] = eng.shared, eng.trials_decoded
         except Gaze4HRIError as e:  # bad input: the driver stops the run with this one line
@@ -186,6 +191,13 @@ def _capacity(ray, cpus: float, gpus: float) -> int:
     return n
 
 
+def run_work(work: Work) -> RayRunStats:
+    """The ``ray`` engine (pipeline.jobs.ENGINES): :func:`run_ray` on a run's work; a
+    dataset the caller handed in (in memory) is shipped to the workers."""
+    return run_ray(work.cfg, work.jobs, work.todo, work.trefs, work.bars, work.write,
+                   dataset=work.dataset if work.dataset_given else None)
+
+
 def run_ray(cfg, jobs: list, todo: list[set], trefs: list, bars: list, write, dataset=None) -> RayRunStats:
     """Run every unit (trial x the jobs that lack it) on Ray workers; update ``bars``
     (run._plan_todo) as units finish; ``write`` prints a line above them. ``dataset``:
@@ -200,112 +212,14 @@ def run_ray(cfg, jobs: list, todo: list[set], trefs: list, bars: list, write, da
     if not units:
         return stats
     if cfg.workers is not None and cfg.workers < 1:
-        raise Gaze4HRIError("--workers must be >= 1", "--workers", "e.g. --workers 4, or leave it out to fill the cluster")
+        raise Gaze4HRIError("--workers must be >= 1", "--workers",
+                            "e.g. --workers 4, or leave it out to fill the cluster")
     owned = connect(cfg)
     actors: list = []
     try:
-        gpus = 1 if cfg.device in ("cuda", "tensorrt") else 0
-        cpus = max(1, cfg.threads or 1)
-        fit = _capacity(ray, cpus, gpus)
-        if fit < 1:
-            what = f"{cpus} CPU" + (" and 1 GPU" if gpus else "")
-            raise Gaze4HRIError(f"the Ray cluster has no free {what} for a worker (free: {ray.available_resources()})",
-                                "--device/--threads", "add nodes (docs/cluster.md), lower --threads, or use --device cpu")
-        n = min(cfg.workers or fit, len(units))
-        # a lost worker is restarted by Ray (max_restarts), on its node or, the node gone,
-        # wherever resources are free; its unit is not retried inside the dead actor
-        # (max_task_retries=0) but handed back to the queue here, so it runs on the next
-        # worker that is up, never waiting on a restart that cannot be placed.
-        # SPREAD: one worker per node before two on one (docs/cluster.md).
-        # a worker that reserved no GPU must not use one: Ray 2.60 no longer hides the node's
-        # GPUs from it (ray/_private/accelerators/accelerator.py, RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO),
-        # so --device auto would put every worker of a GPU node on its GPUs, unaccounted
-        hide = {} if gpus else {"runtime_env": {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}}
-        worker = ray.remote(_TrialWorker).options(num_cpus=cpus, num_gpus=gpus, max_restarts=MAX_RESTARTS,
-                                                   max_task_retries=0, max_concurrency=1, scheduling_strategy="SPREAD",
-                                                   **hide)
-        shipped = [dataclasses.replace(j, runner=None) for j in jobs]  # sessions are built in the actors
-        actors = [worker.remote(cfg, shipped, dataset, cfg.threads or cpus) for _ in range(n)]
-        stats.workers = n
-        write(f"ray: {len(units)} unit(s) (one trial for all its jobs) on {n} worker(s), "
-              f"{cpus} CPU{' + 1 GPU' if gpus else ''} each")
-        queue = [(t, jis, 1) for t, jis in units]
-        running: dict = {}  # unit ref -> (actor, tref, jis, attempt, submitted)
-        probes = {a.ready.remote(): a for a in actors}  # ref -> actor: up (built its sessions) when it answers
-        idle: list = []
-        waited = time.perf_counter()
-        while queue or running:
-            while queue and idle:
-                t, jis, attempt = queue.pop(0)
-                a = idle.pop(0)
-                running[a.run_unit.remote(t.subject, t.trial, jis)] = (a, t, jis, attempt, time.perf_counter())
-            if not running and not probes:
-                raise Gaze4HRIError("every Ray worker was lost", "--engine ray",
-                                    "check the nodes (`ray status`); rerun the same command to resume")
-            done, _ = ray.wait(list(running) + list(probes), num_returns=1, timeout=10.0)
-            if not done:
-                if not running and time.perf_counter() - waited > PLACEMENT_TIMEOUT_S:
-                    raise Gaze4HRIError(f"no Ray worker came up in {PLACEMENT_TIMEOUT_S:.0f} s (free: {ray.available_resources()})",
-                                        "--engine ray", "check the nodes (`ray status`); rerun the same command to resume")
-                continue
-            waited = time.perf_counter()
-            ref = done[0]
-            if ref in probes:
-                a = probes.pop(ref)
-                try:
-                    ray.get(ref)
-                    idle.append(a)
-                except ray.exceptions.RayActorError as e:  # its restarts used up: gone
-                    if getattr(e, "actor_init_failed", False):
-                        raise Gaze4HRIError(f"a Ray worker could not start: {str(e).splitlines()[-1][:200]}", "--engine ray",
-                                            "check that every node has this environment and sees --data/--models-dir "
-                                            "(docs/cluster.md)") from None
-                    actors.remove(a)
-                except ray.exceptions.RayTaskError as e:  # its sessions could not be built: bad input
-                    cause = getattr(e, "cause", None)
-                    if isinstance(cause, Gaze4HRIError):
-                        raise cause from None
-                    raise
-                continue
-            a, t, jis, attempt, sent = running.pop(ref)
-            try:
-                res = ray.get(ref)
-            except ray.exceptions.RayActorError:  # the worker died mid-unit: the unit runs again on the next one up
-                if attempt >= MAX_UNIT_TRIES:
-                    raise Gaze4HRIError(f"Ray workers were lost running {t.subject}/{t.trial} {attempt} times", "--engine ray",
-                                        "check the nodes (`ray status`); rerun the same command to resume") from None
-                stats.retried += 1
-                write(f"ray: worker lost on {t.subject}/{t.trial} (attempt {attempt}); it runs again on the next worker up")
-                queue.append((t, jis, attempt + 1))
-                probes[a.ready.remote()] = a  # back in the pool once Ray has restarted it
-                continue
-            except ray.exceptions.RayTaskError as e:
-                cause = getattr(e, "cause", None)
-                if isinstance(cause, Gaze4HRIError):
-                    raise cause from None
-                raise
-            idle.append(a)
-            if "error" in res:
-                raise res["error"]
-            now = time.perf_counter()
-            stats.units.append({"trial": f"{t.subject}/{t.trial}", "worker_s": res["worker_s"], "round_trip_s": now - sent,
-                                "node": res["node"], "pid": res["pid"], "attempt": attempt, "gpus_visible": res["gpus_visible"]})
-            for line in res["warnings"]:
-                write(f"warning: {line}")
-            if res["shared"] is not None:
-                stats.shared.add(res["shared"])
-                stats.trials_decoded += res["decoded"]
-            for ji, (times, rows) in sorted(res["jobs"].items()):
-                stats.totals[ji].add(times)
-                stats.last_done[ji] = now
-                bar = bars[ji].start_trial(t)
-                bar.total = rows
-                bar.update(rows)
-                bars[ji].end_trial(bar)
-                if ji in res["excluded"]:
-                    from .run import excluded_line
-
-                    write(excluded_line(cfg, jobs[ji], t, res["excluded"][ji]))
+        actors[:] = _start_workers(ray, cfg, jobs, dataset, len(units), write)
+        stats.workers = len(actors)
+        _Driver(ray, cfg, jobs, bars, write, stats, actors).run(units)
     finally:
         for a in actors:
             ray.kill(a, no_restart=True)
@@ -313,3 +227,137 @@ def run_ray(cfg, jobs: list, todo: list[set], trefs: list, bars: list, write, da
             ray.shutdown()
     return stats
 
+
+def _start_workers(ray, cfg, jobs: list, dataset, n_units: int, write) -> list:
+    """The run's Ray actors (:class:`_TrialWorker`), as many as the cluster holds (or
+    ``--workers``), at most one per unit."""
+    gpus = 1 if cfg.device in ("cuda", "tensorrt") else 0
+    cpus = max(1, cfg.threads or 1)
+    fit = _capacity(ray, cpus, gpus)
+    if fit < 1:
+        what = f"{cpus} CPU" + (" and 1 GPU" if gpus else "")
+        raise Gaze4HRIError(f"the Ray cluster has no free {what} for a worker (free: {ray.available_resources()})",
+                            "--device/--threads", "add nodes (docs/cluster.md), lower --threads, or use --device cpu")
+    n = min(cfg.workers or fit, n_units)
+    # a lost worker is restarted by Ray (max_restarts), on its node or, the node gone,
+    # wherever resources are free; its unit is not retried inside the dead actor
+    # (max_task_retries=0) but handed back to the queue here, so it runs on the next
+    # worker that is up, never waiting on a restart that cannot be placed.
+    # SPREAD: one worker per node before two on one (docs/cluster.md).
+    # a worker that reserved no GPU must not use one: Ray 2.60 no longer hides the node's
+    # GPUs from it (ray/_private/accelerators/accelerator.py, RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO),
+    # so --device auto would put every worker of a GPU node on its GPUs, unaccounted
+    hide = {} if gpus else {"runtime_env": {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}}
+    worker = ray.remote(_TrialWorker).options(num_cpus=cpus, num_gpus=gpus, max_restarts=MAX_RESTARTS,
+                                               max_task_retries=0, max_concurrency=1, scheduling_strategy="SPREAD",
+                                               **hide)
+    actors = [worker.remote(cfg, jobs, dataset, cfg.threads or cpus) for _ in range(n)]  # sessions built in them
+    write(f"ray: {n_units} unit(s) (one trial for all its jobs) on {n} worker(s), "
+          f"{cpus} CPU{' + 1 GPU' if gpus else ''} each")
+    return actors
+
+
+def _task_error(ray, e):
+    """A Ray task's failure: its Gaze4HRIError (bad input: the run's one line), else itself."""
+    cause = getattr(e, "cause", None)
+    return cause if isinstance(cause, Gaze4HRIError) else e
+
+
+class _Driver:
+    """The driver's loop: hands units to idle workers, takes their results (progress,
+    timings), re-queues the unit of a lost worker and waits for it to be restarted."""
+
+    def __init__(self, ray, cfg, jobs: list, bars: list, write, stats: RayRunStats, actors: list):
+        self.ray, self.cfg, self.jobs, self.bars, self.write = ray, cfg, jobs, bars, write
+        self.stats, self.actors = stats, actors
+        self.queue: list = []
+        self.running: dict = {}  # unit ref -> (actor, tref, jis, attempt, submitted)
+        self.probes = {a.ready.remote(): a for a in actors}  # ref -> actor: up (built its sessions) when it answers
+        self.idle: list = []
+
+    def run(self, units: list) -> None:
+        ray = self.ray
+        self.queue = [(t, jis, 1) for t, jis in units]
+        waited = time.perf_counter()
+        while self.queue or self.running:
+            while self.queue and self.idle:
+                t, jis, attempt = self.queue.pop(0)
+                a = self.idle.pop(0)
+                self.running[a.run_unit.remote(t.subject, t.trial, jis)] = (a, t, jis, attempt, time.perf_counter())
+            if not self.running and not self.probes:
+                raise Gaze4HRIError("every Ray worker was lost", "--engine ray",
+                                    "check the nodes (`ray status`); rerun the same command to resume")
+            done, _ = ray.wait(list(self.running) + list(self.probes), num_returns=1, timeout=10.0)
+            if not done:
+                if not self.running and time.perf_counter() - waited > PLACEMENT_TIMEOUT_S:
+                    raise Gaze4HRIError(f"no Ray worker came up in {PLACEMENT_TIMEOUT_S:.0f} s "
+                                        f"(free: {ray.available_resources()})",
+                                        "--engine ray",
+                                        "check the nodes (`ray status`); rerun the same command to resume")
+                continue
+            waited = time.perf_counter()
+            if done[0] in self.probes:
+                self._probe(done[0])
+            else:
+                self._unit(done[0])
+
+    def _probe(self, ref) -> None:
+        """A worker answered ``ready`` (it is up), or failed to come up."""
+        ray = self.ray
+        a = self.probes.pop(ref)
+        try:
+            ray.get(ref)
+            self.idle.append(a)
+        except ray.exceptions.RayActorError as e:  # its restarts used up: gone
+            if getattr(e, "actor_init_failed", False):
+                raise Gaze4HRIError(f"a Ray worker could not start: {str(e).splitlines()[-1][:200]}", "--engine ray",
+                                    "check that every node has this environment and sees --data/--models-dir "
+                                    "(docs/cluster.md)") from None
+            self.actors.remove(a)
+        except ray.exceptions.RayTaskError as e:  # its sessions could not be built: bad input
+            raise _task_error(ray, e) from None
+
+    def _unit(self, ref) -> None:
+        """A unit came back: its results, or its worker was lost (the unit runs again)."""
+        ray = self.ray
+        a, t, jis, attempt, sent = self.running.pop(ref)
+        try:
+            res = ray.get(ref)
+        except ray.exceptions.RayActorError:  # the worker died mid-unit: the unit runs again on the next one up
+            if attempt >= MAX_UNIT_TRIES:
+                raise Gaze4HRIError(f"Ray workers were lost running {t.subject}/{t.trial} {attempt} times",
+                                    "--engine ray",
+                                    "check the nodes (`ray status`); rerun the same command to resume") from None
+            self.stats.retried += 1
+            self.write(f"ray: worker lost on {t.subject}/{t.trial} (attempt {attempt}); "
+                       "it runs again on the next worker up")
+            self.queue.append((t, jis, attempt + 1))
+            self.probes[a.ready.remote()] = a  # back in the pool once Ray has restarted it
+            return
+        except ray.exceptions.RayTaskError as e:
+            raise _task_error(ray, e) from None
+        self.idle.append(a)
+        if "error" in res:
+            raise res["error"]
+        self._record(t, res, attempt, sent)
+
+    def _record(self, t, res: dict, attempt: int, sent: float) -> None:
+        """A finished unit's timings, warnings, progress and excluded trials."""
+        stats, now = self.stats, time.perf_counter()
+        stats.units.append({"trial": f"{t.subject}/{t.trial}", "worker_s": res["worker_s"],
+                            "round_trip_s": now - sent, "node": res["node"], "pid": res["pid"], "attempt": attempt,
+                            "gpus_visible": res["gpus_visible"]})
+        for line in res["warnings"]:
+            self.write(f"warning: {line}")
+        if res["shared"] is not None:
+            stats.shared.add(res["shared"])
+            stats.trials_decoded += res["decoded"]
+        for ji, (times, rows) in sorted(res["jobs"].items()):
+            stats.totals[ji].add(times)
+            stats.last_done[ji] = now
+            bar = self.bars[ji].start_trial(t)
+            bar.total = rows
+            bar.update(rows)
+            self.bars[ji].end_trial(bar)
+            if ji in res["excluded"]:
+                self.write(excluded_line(self.jobs[ji], t, res["excluded"][ji]))

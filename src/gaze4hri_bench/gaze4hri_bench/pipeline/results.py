@@ -169,7 +169,7 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
     sw = software_info()
     timing, cal = _timing(parts)
     m = job.method
-    spec = dataclasses.asdict(m.spec) if m.spec is not None else None
+    spec = dataclasses.asdict(job.spec) if job.spec is not None else None
     weights = None
     if job.model is not None:
         rec = job.model.record or {}
@@ -188,9 +188,10 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
         "weights": weights,
         "calibration_hashes": cal,
         "detector": cfg.detector if m.needs_face(job.input_type) else None,
-        "profile": getattr(cfg, "profile", "reference"),
-        "profile_settings": _profile_settings(m, getattr(cfg, "profile", "reference")),
-        "frame_correction": _frame_correction(m, job.input_type),
+        "profile": job.profile,
+        "profile_settings": {"record": dataclasses.asdict(job.record) if job.record is not None else None,
+                             "settings": list(job.setting_names)},
+        "frame_correction": _frame_correction(job.record, job.input_type),
         "stride": cfg.stride,
         "blinks": _blinks(cfg),
         "command_line": cfg.command_line or " ".join(sys.argv),
@@ -202,19 +203,8 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
     }
 
 
-def _profile_settings(method, profile: str) -> dict:
-    """The method's pipeline-profile record (profiles.MethodProfile) and the documented
-    settings of the profile that apply to it."""
-    from ..profiles import get_profile
-
-    rec = getattr(method, "settings", None)
-    prof = get_profile(profile)
-    names = [s.name for s in prof.settings if s.methods == ("*",) or method.name in s.methods]
-    return {"record": dataclasses.asdict(rec) if rec is not None else None, "settings": names}
-
-
-def _frame_correction(method, input_type: str) -> str:
-    rec = getattr(method, "settings", None)
+def _frame_correction(rec, input_type: str) -> str:
+    """How a prediction was mapped to the camera frame under the job's profile record."""
     if input_type == "crop":
         return "camera->face ray through the box centre" if rec is None or rec.ray_correction else "none (study)"
     if input_type == "rectified":
@@ -224,9 +214,9 @@ def _frame_correction(method, input_type: str) -> str:
 
 def _blinks(cfg) -> dict:
     """How the ``blink`` reason was decided (faces.blinks.BLINK_SOURCES)."""
-    from ..faces.blinks import BLINK_SOURCES
+    from ..faces.blinks import blink_source
 
-    src = BLINK_SOURCES.get(getattr(cfg, "blinks", "off"), BLINK_SOURCES["off"])
+    src = blink_source(cfg.blinks)  # an unknown source is one line (never taken for "off")
     out = {"source": src.name, "rule": src.help}
     if src.ear:
         out.update(ear_relative=cfg.ear_relative, ear_threshold=cfg.ear_threshold, detector=cfg.detector)

@@ -28,7 +28,6 @@ import numpy as np
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.gaze import normalize
 
-from ..methods import get_method
 from ..methods.clips import SlidingWindow, combine
 from .frames import Direct, Sample, assemble, frame_context, stack_inputs
 
@@ -171,24 +170,22 @@ class FrameEstimator:
 
     def __init__(self, method: str, input: str = "best", models_dir: str | Path | None = None, device: str = "cpu",
                  detector: str = "auto", threads: int | None = None, landmarks: bool = True, profile: str | None = None):
-        from ..methods import get_entry
-        from ..profiles import DEFAULT_PROFILE, get_profile
-        from .runtime import Runner, resolve_model
+        from .jobs import plan_job
+        from .runtime import Runner
 
-        prof = get_profile(profile or DEFAULT_PROFILE)  # unknown profile: one line
-        self.profile = prof.name
-        self.method = get_method(method, profile=prof) if get_entry(method).kind == "onnx" else get_method(method)
-        rec = getattr(self.method, "settings", None)
+        # the method, its spec, profile record and model, resolved once as for a run (unknown names: one line)
+        self.job = plan_job(method, input, profile, models_dir)
+        self.profile = self.job.profile
+        self.method = self.job.method
+        rec = self.job.record
         self.smoothing = rec.smoothing if rec is not None else None
         self._sm_pending: list[Estimate] = []
         self._sm_prev: np.ndarray | None = None
         self._sm_count = 0
-        self.input_type = self.method.resolve_input(input)
-        self.runner = None
-        self.model = None
-        if self.method.kind == "onnx":
-            self.model = resolve_model(self.method.spec, models_dir)
-            self.runner = Runner(self.model.path, self.method.spec, device, batch=1, threads=threads)
+        self.input_type = self.job.input_type
+        self.model = self.job.model
+        self.runner = (Runner(self.model.path, self.job.spec, device, batch=1, threads=threads)
+                       if self.model is not None else None)
         self.detector_name = detector
         self._det = None
         self._mesh = None
@@ -203,7 +200,7 @@ class FrameEstimator:
         """The profile settings of this method that need the whole trial and are not
         applied frame by frame (the run loop applies them): face rules of a pre-pass,
         whole-trial exclusion, the study's clip shift."""
-        rec = getattr(self.method, "settings", None)
+        rec = self.job.record
         if rec is None:
             return []
         out = []
