@@ -36,9 +36,10 @@ def _one_line_error(p):
 @pytest.mark.parametrize("args,needle", [
     (["session", "--subject", "S1", "--resolution", "big"], "resolution must be WxH"),
     (["session", "--subject", "S1", "--resolution", "4000x3000"], "outside"),
-    (["session", "--subject", "S1", "--experiments", "dance"], "invalid choice"),
+    (["session", "--subject", "S1", "--experiments", "dance"], "unknown experiment 'dance'"),
     (["session", "--subject", "S1", "--backend", "mock"], "invalid choice"),
-    (["session", "--subject", "S1", "--trial-seconds", "-1"], "positive"),
+    (["session", "--subject", "S1", "--trial-seconds", "-1"], "greater than 0, got '-1'"),
+    (["session", "--subject", "S1", "--fps", "29.97"], "fps must be a whole number"),
     (["session", "--subject", "../x", "--backend", "sim"], "invalid subject"),
     (["session", "--subject", "S1", "--trials", "illum010_P10"], "unknown trial id"),
     (["replay", "/nonexistent/S1"], "session manifest not found"),
@@ -229,3 +230,52 @@ def test_resume_adds_trials_and_a_failed_trial_exits_1(tmp_path):
     assert m.trials["arc_P5"].status == "failed" and m.trials["arc_P5"].attempts == 1
     assert q.returncode == 1, q.stderr[-2000:]
     assert f"--out-dir {tmp_path}" in q.stdout and "--redo arc_P5" in q.stdout
+
+
+# ---------------------------------------------------------------- issue 29: the options from the schema
+@pytest.mark.unit
+def test_session_options_are_the_session_config_fields():
+    """One option per SessionConfig field but the orchestrator's tuning (config/orchestrator.yaml):
+    its help the field's description, its choices the Literal's, its default the field's."""
+    import argparse
+    from typing import Literal, get_args
+
+    from gaze4hri_acq.cli import build_parser
+    from gaze4hri_acq.session_config import SessionConfig, tuning_field_names
+
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    by_dest = {a.dest: a for a in subs.choices["session"]._actions if a.dest != "help"}
+    assert set(by_dest) == set(SessionConfig.model_fields) - set(tuning_field_names())
+    assert set(tuning_field_names()) == {"head_yaw_tolerance_deg", "head_hold_s", "head_check_timeout_s",
+                                         "calibration_max_age_days", "eye_head_max_age_hours", "disk_margin",
+                                         "motion_timeout_s"}
+    for name, a in by_dest.items():
+        f = SessionConfig.model_fields[name]
+        assert a.help in (f.description, argparse.SUPPRESS), name
+        if getattr(f.annotation, "__origin__", None) is Literal:
+            assert list(a.choices) == list(get_args(f.annotation)), name
+    # every historical flag (and the docs' commands) still parses, to the same field
+    flags = {a.option_strings[0]: d for d, a in by_dest.items()}
+    assert flags["--trials"] == "trial_ids" and flags["--calibration"] == "calibration_dir"
+    assert flags["--sim-mocap-dropout"] == "mocap_dropout" and flags["--sim-table-nudge"] == "table_nudge"
+    assert by_dest["subject"].required and by_dest["live_view"].default == "127.0.0.1:8765"
+    assert by_dest["fail_after_bytes"].help == argparse.SUPPRESS
+    assert list(by_dest["backend"].choices) == ["sim", "real"] and by_dest["fps"].default == 30
+
+
+@pytest.mark.unit
+def test_session_options_become_one_validated_config():
+    from gaze4hri_acq.cli import _redo_base, _session_args, build_parser
+
+    argv = ["session", "--subject", "S12", "--backend", "real", "--trials", "illum010_P1", "arc_P5", "--fps", "60",
+            "--resolution", "1280x720", "--calibration", "/tmp/cal", "--sim-mocap-dropout", "arc_P5", "1.0", "0.5",
+            "--resume", "--experiments", "illumination", "--live-view", "off", "--seed", "-3"]
+    cfg = _session_args(build_parser().parse_args(argv[:-2]))
+    assert cfg.trial_ids == ("illum010_P1", "arc_P5") and cfg.fps == 60 and isinstance(cfg.fps, int)
+    assert cfg.resolution == (1280, 720) and str(cfg.calibration_dir) == "/tmp/cal" and cfg.resume
+    assert cfg.mocap_dropout == ("arc_P5", 1.0, 0.5) and cfg.live_view == "off" and cfg.experiments == ("illumination",)
+    assert cfg.head_yaw_tolerance_deg == 7.0  # config/orchestrator.yaml's tuning underneath
+    assert cfg.node_parameters()["camera"]["fps"] == 60 and cfg.settings()["fps"] == 60  # camera and session.yaml
+    # the re-run command keeps how the session is recorded, not which trials, --resume or the test hooks
+    assert _redo_base(argv) == ("gaze4hri-acq session --subject S12 --backend real --fps 60 --resolution 1280x720 "
+                                "--calibration /tmp/cal --live-view off --seed -3")

@@ -36,7 +36,7 @@ COMMON = {"resolution": "320x180", "trial_seconds": "1.0", "fps": "30"}
 # ------------------------------------------------------------------ unit tier
 @pytest.mark.unit
 def test_session_launch_arguments_are_the_session_config_fields():
-    from gaze4hri_acq.nodes.launching import session_arguments
+    from gaze4hri_acq.launching import session_arguments
     from gaze4hri_acq.session_config import SessionConfig, launch_field_names
 
     args = session_arguments()
@@ -58,7 +58,7 @@ def test_resolution_defaults_to_the_backends_for_the_cli_and_the_launch_alike():
     """session.launch.py subject:=S12 with the simulated lab records 640x360 (a 63-trial
     session fits a laptop, ~11 GB), the real D435i 1920x1080; an explicit value wins."""
     from gaze4hri_acq.cli import _session_args, build_parser
-    from gaze4hri_acq.nodes.launching import session_arguments
+    from gaze4hri_acq.launching import session_arguments
     from gaze4hri_acq.orchestrator.session import estimate_session_bytes
     from gaze4hri_acq.session_config import from_strings
     from gaze4hri_core.protocol import trials
@@ -77,7 +77,7 @@ def test_resolution_defaults_to_the_backends_for_the_cli_and_the_launch_alike():
 
 @pytest.mark.unit
 def test_calibrate_and_replay_arguments_are_described_with_choices():
-    from gaze4hri_acq.nodes.launching import CALIBRATE_ARGUMENTS, REPLAY_ARGUMENTS
+    from gaze4hri_acq.launching import CALIBRATE_ARGUMENTS, REPLAY_ARGUMENTS
 
     for a in [*CALIBRATE_ARGUMENTS, *REPLAY_ARGUMENTS]:
         assert len(a["description"]) > 15, a
@@ -97,8 +97,11 @@ def test_session_config_strings_round_trip_and_bad_values_are_one_line():
     assert again == cfg
     assert from_strings({"subject": "012"}).subject == "012"
     assert from_strings({"subject": 12}).subject == "12"  # YAML may type an id as a number
-    with pytest.raises(Gaze4HRIError, match="'fps'.*greater than 0"):
+    with pytest.raises(Gaze4HRIError, match="'fps'.*greater than or equal to 1, got -2"):
         from_strings({"subject": "S1", "fps": "-2"})
+    with pytest.raises(Gaze4HRIError, match="'fps'.*whole number.*got 29.97"):  # the camera would run at 30
+        from_strings({"subject": "S1", "fps": "29.97"})
+    assert from_strings({"subject": "S1", "fps": "30.0"}).fps == 30 and isinstance(cfg.fps, int)
     with pytest.raises(Gaze4HRIError, match="'experiments'.*unknown experiment 'dance'"):
         from_strings({"subject": "S1", "experiments": "illumination dance"})
     with pytest.raises(Gaze4HRIError, match="unknown session setting 'colour'"):
@@ -131,10 +134,10 @@ def test_orchestrator_yaml_holds_the_session_config_defaults():
 
 @pytest.mark.unit
 def test_session_processes_unique_names_from_the_node_table():
-    from gaze4hri_acq.nodes.launching import session_processes
-    from gaze4hri_acq.nodes.table import NODES
+    from gaze4hri_acq.launching import session_processes
+    from gaze4hri_acq.nodes.table import session_nodes
 
-    want = sorted(s.name for s in NODES if s.session)
+    want = sorted(s.name for s in session_nodes())
     for backend in ("sim", "real"):
         procs = session_processes(backend)
         names = [n for p in procs for n in p["nodes"]]
@@ -145,13 +148,28 @@ def test_session_processes_unique_names_from_the_node_table():
 
 
 @pytest.mark.unit
+def test_an_unknown_node_name_is_the_registrys_one_line_error():
+    from gaze4hri_acq.node_host import run_nodes
+    from gaze4hri_acq.nodes.table import node_class
+    from gaze4hri_core.errors import Gaze4HRIError
+    from gaze4hri_core.registry import UnknownName
+
+    with pytest.raises(UnknownName, match="unknown node 'camra' \\(gaze4hri-acq node\\): did you mean camera\\?"):
+        node_class("camra")
+    with pytest.raises(UnknownName, match="unknown node 'mocapp'"):
+        run_nodes(["camera", "mocapp"], "sim", [])
+    with pytest.raises(Gaze4HRIError, match="'orchestrator' runs alone"):
+        run_nodes(["camera", "orchestrator"], "sim", [])
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("spec", ["camera", "mocap", "robot", "recorder"])
 def test_config_yaml_matches_declared_parameters(spec):
     import importlib
 
     from gaze4hri_acq.nodes.table import NODES
 
-    target = next(n for n in NODES if n.name == spec).target
+    target = NODES.get(spec).target
     params = importlib.import_module(target.split(":")[0]).PARAMS
     values = yaml.safe_load((CONFIG / f"{spec}.yaml").read_text())[spec]["ros__parameters"]
     assert set(values) == {p.name for p in params}
@@ -256,7 +274,7 @@ def launched_session(ws, tmp_path_factory):
 
 @pytest.mark.launch
 def test_each_launch_file_declares_only_its_own_arguments(ws):
-    from gaze4hri_acq.nodes.launching import CALIBRATE_ARGUMENTS, REPLAY_ARGUMENTS, session_arguments
+    from gaze4hri_acq.launching import CALIBRATE_ARGUMENTS, REPLAY_ARGUMENTS, session_arguments
 
     for file, want in (("session.launch.py", session_arguments()), ("calibrate.launch.py", CALIBRATE_ARGUMENTS),
                        ("replay.launch.py", REPLAY_ARGUMENTS)):

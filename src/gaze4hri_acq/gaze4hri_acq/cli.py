@@ -16,7 +16,7 @@ from gaze4hri_core.device_config import DEFAULT_MOTIVE_IP, DEFAULT_ROBOT_IP
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.protocol import EXPERIMENTS
 
-from .session_config import BACKENDS, COMPRESSIONS, DEFAULT_RESOLUTION, RESOLUTIONS, SessionConfig, session_config
+from .session_config import BACKENDS, SessionConfig, cli_options, session_config, tuning_field_names
 
 __all__ = ["main", "SessionArgs", "run_session_args", "build_parser"]
 
@@ -24,8 +24,10 @@ __all__ = ["main", "SessionArgs", "run_session_args", "build_parser"]
 from .session_assembly import run_session_args, session_exit_code  # noqa: E402
 
 #: documented exit codes of ``gaze4hri-acq`` (README, --help)
-EXIT_CODES = {0: "every requested trial done", 1: "some trial failed or incomplete (see the summary; --redo ID records it again)",
-              2: "bad input or a refusal (one line on stderr)", 130: "interrupted by Ctrl-C (SIGINT); continue with --resume",
+EXIT_CODES = {0: "every requested trial done",
+              1: "some trial failed or incomplete (see the summary; --redo ID records it again)",
+              2: "bad input or a refusal (one line on stderr)",
+              130: "interrupted by Ctrl-C (SIGINT); continue with --resume",
               143: "terminated (SIGTERM); continue with --resume"}
 _EXIT_HELP = "exit codes:\n" + "\n".join(f"  {k:<4d}{v}" for k, v in EXIT_CODES.items())
 
@@ -38,16 +40,6 @@ SessionArgs = SessionConfig
 def _d(name: str):
     """A session option's default: the SessionConfig field's (one source of truth)."""
     return SessionConfig.model_fields[name].default
-
-
-def _resolution(s: str) -> tuple[int, int]:
-    try:
-        w, h = (int(x) for x in s.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"resolution must be WxH such as 1920x1080, got {s!r}") from None
-    if not (64 <= w <= 1920 and 36 <= h <= 1080):
-        raise argparse.ArgumentTypeError(f"resolution {s} outside 64x36 .. 1920x1080 (the D435i colour sensor)")
-    return w, h
 
 
 def _positive(s: str) -> float:
@@ -77,18 +69,14 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
         return super()._get_help_string(action)
 
 
-#: the simulated lab's colour resolution unless --resolution says otherwise (the one
-#: session configuration's backend default, also session.launch.py's)
-SIM_RESOLUTION = DEFAULT_RESOLUTION["sim"]
-
 _SESSION_EPILOG = """\
 examples:
-  gaze4hri-acq session --subject S01 --backend sim --out-dir sessions                 # simulated lab, 63 trials
-  gaze4hri-acq session --subject S01 --backend sim --trials illum100_P5 arc_P5        # a few trials (ids: gaze4hri-acq trials)
+  gaze4hri-acq session --subject S01 --backend sim --out-dir sessions               # simulated lab, 63 trials
+  gaze4hri-acq session --subject S01 --backend sim --trials illum100_P5 arc_P5      # a few (gaze4hri-acq trials)
   gaze4hri-acq session --subject S01 --backend sim --interactive --experiments conflict   # rehearse the prompts
-  gaze4hri-acq session --subject S01 --backend sim --resume --trials mutual_h_fast    # add a trial to an existing session
+  gaze4hri-acq session --subject S01 --backend sim --resume --trials mutual_h_fast  # add a trial to a session
   gaze4hri-acq session --subject S12 --backend real --robot-ip 192.168.1.102 --motive-ip 10.0.0.2 --local-ip 10.0.0.5
-  gaze4hri-acq session --subject S12 --backend real --redo arc_P5                     # record a failed trial again
+  gaze4hri-acq session --subject S12 --backend real --redo arc_P5                   # record a failed trial again
 
 keys in the live view: Enter confirms a prompt, s stops the robot (/robot/stop), Ctrl-C ends the session.
 
@@ -99,7 +87,7 @@ _MAIN_EPILOG = """\
 examples:
   gaze4hri-acq trials                                                  # the 63 trials of the protocol
   gaze4hri-acq session --subject S01 --backend sim --out-dir sessions  # simulated lab, all trials
-  gaze4hri-acq session --subject S01 --backend sim --interactive --trials conflict_left_H2   # rehearse prompts
+  gaze4hri-acq session --subject S01 --backend sim --interactive --trials conflict_left_H2  # rehearse prompts
   gaze4hri-acq calibrate eye-head --subject S01 --backend sim --out /tmp/cal
   gaze4hri-acq replay sessions/S01 --trial illum100_P5 --rate 0.5
 
@@ -113,89 +101,83 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_MAIN_EPILOG)
     p.add_argument("--version", action="version", version=f"gaze4hri-acq {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    for add in (_add_session, _add_trials, _add_calibrate, _add_replay, _add_node):
+        add(sub)
+    return p
 
-    s = sub.add_parser("session", help="record a subject's session (the 63 trials of the protocol)", formatter_class=_HelpFormatter,
-                       description="Record one subject's session: eye-head calibration, then the protocol's trials, one "
-                                   "rosbag2 (MCAP) bag each, status in OUT_DIR/SUBJECT/session.yaml.",
-                       epilog=_SESSION_EPILOG)
-    s.add_argument("--subject", required=True, help="subject id, e.g. S12")
-    s.add_argument("--backend", choices=BACKENDS, default=_d("backend"), help="simulated devices or the lab's UR5, RealSense and OptiTrack")
-    s.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, help="record only these experiments")
-    s.add_argument("--trials", nargs="+", metavar="ID", help="record only these trial ids (e.g. illum025_P3 arc_P5)")
-    s.add_argument("--out-dir", type=Path, default=_d("out_dir"), help="sessions root; the session is OUT_DIR/SUBJECT")
-    s.add_argument("--resume", action="store_true", help="continue at the first trial not done")
-    s.add_argument("--redo", nargs="+", default=[], metavar="ID", help="record these trials again (previous bags kept under bags/.attempts)")
-    s.add_argument("--resolution", type=_resolution, default=None, metavar="WxH",
-                   help=f"colour resolution, one of {', '.join(RESOLUTIONS)} (default: {SIM_RESOLUTION[0]}x{SIM_RESOLUTION[1]} with "
-                        f"--backend sim, {DEFAULT_RESOLUTION['real'][0]}x{DEFAULT_RESOLUTION['real'][1]} with real)")
-    s.add_argument("--fps", type=_positive, default=_d("fps"), help="colour frame rate (Hz)")
-    s.add_argument("--trial-seconds", type=_positive, default=_d("trial_seconds"), help="recording length of a trial with a fixed camera (s; the study: 5); moving trials last their motion")
-    s.add_argument("--compression", choices=COMPRESSIONS, default=_d("compression"), help="MCAP chunk compression (lossless either way)")
-    s.add_argument("--calibration", type=Path, dest="calibration_dir", help="calibration directory (default: the repository's calibration/)")
-    s.add_argument("--robot-ip", default=_d("robot_ip"), help="UR controller address (real backend)")
-    s.add_argument("--robot-model", choices=("ur5", "ur5e"), default=_d("robot_model"), help="arm model (DH parameters and RTDE rate)")
-    s.add_argument("--motive-ip", default=_d("motive_ip"), help="Motive PC address (real backend)")
-    s.add_argument("--local-ip", default=_d("local_ip"), help="this PC's address on the Motive network")
-    s.add_argument("--camera-serial", default=_d("camera_serial"), help="RealSense serial number (real backend; empty: the only camera)")
-    s.add_argument("--seed", type=int, default=_d("seed"), help="simulation seed")
-    s.add_argument("--real-time-factor", type=_positive, default=_d("real_time_factor"), help="simulated seconds per wall second (sim backend)")
-    s.add_argument("--yes", action="store_true", help="do not wait for Enter at the prompts (the default with --backend sim)")
-    s.add_argument("--interactive", action="store_true", help="with --backend sim: wait for Enter at every prompt as in the lab (rehearsal)")
-    s.add_argument("--quiet", action="store_true", help="no live status view")
-    s.add_argument("--live-view", default="127.0.0.1:8765", metavar="HOST:PORT|off",
-                   help="Foxglove WebSocket live view (camera image, 3D scene, session state; layout config/foxglove_layout.json); "
-                        "loopback by default, off: none (default %(default)s)")
-    s.add_argument("--external-devices", action="store_true", help="device nodes run elsewhere (ros2 launch): start only the orchestrator")
-    s.add_argument("--skip-calibration", action="store_true",
-                   help="do not start with the subject's eye-head calibration: use the subject's existing file (re-runs; the file used is printed)")
-    s.add_argument("--fail-after-bytes", type=int, default=_d("fail_after_bytes"), help=argparse.SUPPRESS)  # test hook: simulated full disk
-    s.add_argument("--sim-mocap-dropout", nargs=3, metavar=("TRIAL", "AT_S", "DURATION_S"), help=argparse.SUPPRESS)
-    s.add_argument("--sim-protective-stop", nargs=2, metavar=("TRIAL", "AT_S"), help=argparse.SUPPRESS)
-    s.add_argument("--camera-pose-source", choices=("fk", "mocap"), default=_d("camera_pose_source"),
-                   help="ground-truth camera pose: robot forward kinematics x hand-eye (default, the study's choice) or the motion-capture "
-                        "rigid body 'camera' x calibration/camera_body.yaml; both are recorded when both exist")
-    s.add_argument("--sim-table-nudge", nargs=5, metavar=("TRIAL", "AT_S", "DX_M", "DY_M", "DYAW_DEG"),
-                   help="sim: bump the table once, AT_S seconds into TRIAL's recording (its targets move with it; tests the tracked table)")
 
-    t = sub.add_parser("trials", help="list the protocol's trials (ids for --trials and --redo)", formatter_class=_HelpFormatter,
+def _add_session(sub) -> None:
+    s = sub.add_parser("session", help="record a subject's session (the 63 trials of the protocol)",
+                       formatter_class=_HelpFormatter, epilog=_SESSION_EPILOG,
+                       description="Record one subject's session: eye-head calibration, then the protocol's trials, "
+                                   "one rosbag2 (MCAP) bag each, status in OUT_DIR/SUBJECT/session.yaml.")
+    for o in cli_options():  # one option per SessionConfig field: flag, help, choices and default from the schema
+        kw = {"dest": o["dest"], "default": o["default"], "help": argparse.SUPPRESS if o["hidden"] else o["help"]}
+        if o["flag_only"]:
+            kw["action"] = "store_true"
+        else:
+            kw.update({k: o[k] for k in ("choices", "nargs", "metavar") if o.get(k) is not None})
+        if o["required"]:
+            kw.pop("default")
+            kw["required"] = True
+        s.add_argument(o["flag"], **kw)
+
+
+def _add_trials(sub) -> None:
+    t = sub.add_parser("trials", help="list the protocol's trials (ids for --trials and --redo)",
+                       formatter_class=_HelpFormatter,
                        description="The 63 trials of the protocol: id, experiment, condition, target, illumination, "
                                    "required head yaw, camera motion and recording length.",
                        epilog="examples:\n  gaze4hri-acq trials\n  gaze4hri-acq trials --experiments conflict mutual\n"
                               "  gaze4hri-acq trials --json > trials.json")
     t.add_argument("--experiments", nargs="+", choices=EXPERIMENTS, help="only these experiments (default: all)")
-    t.add_argument("--trial-seconds", type=_positive, default=5.0, help="fixed-camera recording length used for the durations (s)")
+    t.add_argument("--trial-seconds", type=_positive, default=_d("trial_seconds"),
+                   help="fixed-camera recording length used for the durations (s)")
     t.add_argument("--json", action="store_true", help="print JSON (one object per trial) instead of a table")
 
-    c = sub.add_parser("calibrate", help="calibration runs: registration, eye-head, targets", formatter_class=_HelpFormatter,
+
+def _add_calibrate(sub) -> None:
+    c = sub.add_parser("calibrate", help="calibration runs: registration, eye-head, targets",
+                       formatter_class=_HelpFormatter,
                        epilog="examples:\n  gaze4hri-acq calibrate eye-head --subject S12 --backend real\n"
                               "  gaze4hri-acq calibrate registration --backend sim --out /tmp/cal\n\n" + _EXIT_HELP)
     c.add_argument("procedure", choices=("registration", "eye-head", "targets"), help="which calibration to run")
-    c.add_argument("--backend", choices=BACKENDS, default="sim", help="simulated devices or the lab's UR5 and OptiTrack")
+    c.add_argument("--backend", choices=BACKENDS, default="sim",
+                   help="simulated devices or the lab's UR5 and OptiTrack")
     c.add_argument("--subject", help="subject id (needed by eye-head)")
-    c.add_argument("--calibration", type=Path, dest="calibration_dir", help="calibration directory to update (default: the repository's calibration/)")
+    c.add_argument("--calibration", type=Path, dest="calibration_dir",
+                   help="calibration directory to update (default: the repository's calibration/)")
     c.add_argument("--out", type=Path, help="write the result here instead of the calibration directory")
     c.add_argument("--robot-ip", default=DEFAULT_ROBOT_IP, help="UR controller address (real backend)")
     c.add_argument("--motive-ip", default=DEFAULT_MOTIVE_IP, help="Motive PC address (real backend)")
     c.add_argument("--seed", type=int, default=0, help="simulation seed (sim backend)")
 
+
+def _add_replay(sub) -> None:
     r = sub.add_parser("replay", help="republish a recorded session on its topics", formatter_class=_HelpFormatter,
-                       epilog="examples:\n  gaze4hri-acq replay sessions/S01\n  gaze4hri-acq replay sessions/S01 --trial illum100_P5 --rate 0.5 --loop")
+                       epilog="examples:\n  gaze4hri-acq replay sessions/S01\n"
+                              "  gaze4hri-acq replay sessions/S01 --trial illum100_P5 --rate 0.5 --loop")
     r.add_argument("session", type=Path, help="session directory (holds session.yaml)")
-    r.add_argument("--trial", action="append", dest="trials", metavar="ID", help="replay only this trial (repeatable; default: all done trials)")
+    r.add_argument("--trial", action="append", dest="trials", metavar="ID",
+                   help="replay only this trial (repeatable; default: all done trials)")
     r.add_argument("--rate", type=_positive, default=1.0, help="playback speed factor (1 = original timing)")
     r.add_argument("--loop", action="store_true", help="start over at the end")
     r.add_argument("--quiet", action="store_true", help="no progress output")
 
-    n = sub.add_parser("node", help="run device nodes in this process (what the launch files start)", formatter_class=_HelpFormatter,
+
+def _add_node(sub) -> None:
+    n = sub.add_parser("node", help="run device nodes in this process (what the launch files start)",
+                       formatter_class=_HelpFormatter,
                        epilog="examples:\n  gaze4hri-acq node camera mocap robot recorder --backend sim")
-    n.add_argument("names", nargs="+", help="node names from the node table (camera, recorder, mocap, robot; orchestrator: the session from its ROS parameters)")
+    n.add_argument("names", nargs="+", help="node names from the node table (camera, recorder, mocap, robot; "
+                                            "orchestrator: the session from its ROS parameters)")
     n.add_argument("--backend", choices=BACKENDS, default="sim", help="simulated devices or the lab's")
     n.add_argument("--sim-seed", type=int, default=_d("seed"), help="simulation seed (sim backend)")
     n.add_argument("--sim-subject", default="default", help="simulated subject (its eye-head offset; sim backend)")
     n.add_argument("--sim-real-time-factor", type=_positive, default=_d("real_time_factor"),
                    help="at most this many simulated seconds per wall second (sim backend)")
-    n.add_argument("--sim-calibration", type=Path, help="calibration the simulated world is built from (default: the package's)")
-    return p
+    n.add_argument("--sim-calibration", type=Path,
+                   help="calibration the simulated world is built from (default: the package's)")
 
 
 def print_trials(experiments=None, trial_seconds: float = 5.0, as_json: bool = False) -> int:
@@ -208,18 +190,16 @@ def print_trials(experiments=None, trial_seconds: float = 5.0, as_json: bool = F
 
     rows = []
     for t in select(experiments=tuple(experiments) if experiments else None):
-        cm = t.camera_motion
-        motion = {"fixed": "fixed (front)",
-                  "arc": f"arc r={cm.radius_m} m, yaw {cm.yaw_deg[0]:+.0f}..{cm.yaw_deg[1]:+.0f} deg" if cm.yaw_deg else "arc",
-                  "line": f"line {'horizontal' if cm.axis == 'h' else 'vertical'} at {cm.speed_mps} m/s"}.get(cm.kind, cm.kind)
         rows.append({"id": t.trial_id, "experiment": t.experiment, "condition": str(t.condition), "target": t.target,
-                     "illumination_pct": t.illumination, "head_yaw_deg": t.head_yaw_deg, "camera_motion": motion,
+                     "illumination_pct": t.illumination, "head_yaw_deg": t.head_yaw_deg,
+                     "camera_motion": _motion(t.camera_motion),
                      "duration_s": round(trial_seconds_estimate(t, trial_seconds), 1)})
     if as_json:
         print(json.dumps(rows, indent=1))
         return 0
     cols = [("id", "ID"), ("experiment", "EXPERIMENT"), ("condition", "CONDITION"), ("target", "TARGET"),
-            ("illumination_pct", "LIGHT %"), ("head_yaw_deg", "HEAD YAW"), ("camera_motion", "CAMERA MOTION"), ("duration_s", "SECONDS")]
+            ("illumination_pct", "LIGHT %"), ("head_yaw_deg", "HEAD YAW"), ("camera_motion", "CAMERA MOTION"),
+            ("duration_s", "SECONDS")]
 
     def cell(r, k):
         v = r[k]
@@ -234,33 +214,32 @@ def print_trials(experiments=None, trial_seconds: float = 5.0, as_json: bool = F
     return 0
 
 
+def _motion(cm) -> str:
+    """A trial's camera motion in a few words (the trials table)."""
+    if cm.kind == "arc":
+        return f"arc r={cm.radius_m} m, yaw {cm.yaw_deg[0]:+.0f}..{cm.yaw_deg[1]:+.0f} deg" if cm.yaw_deg else "arc"
+    if cm.kind == "line":
+        return f"line {'horizontal' if cm.axis == 'h' else 'vertical'} at {cm.speed_mps} m/s"
+    return "fixed (front)" if cm.kind == "fixed" else cm.kind
+
+
 def _session_args(ns: argparse.Namespace) -> SessionConfig:
-    """The parsed options as the one validated SessionConfig (config/orchestrator.yaml's
-    tuning underneath; a bad value: one line, exit 2)."""
+    """The parsed options as the one validated SessionConfig, config/orchestrator.yaml's
+    tuning underneath (a bad value: one line, exit 2)."""
     from .runner import node_parameters
 
-    tuning = {k: v for k, v in node_parameters("orchestrator").items() if k != "trial_seconds"}  # config/orchestrator.yaml
-    md = ns.sim_mocap_dropout
-    ps = ns.sim_protective_stop
-    return session_config(
-        **tuning, subject=ns.subject, backend=ns.backend, out_dir=ns.out_dir, experiments=ns.experiments, trial_ids=ns.trials,
-        resume=ns.resume, redo=tuple(ns.redo or ()), fps=ns.fps, trial_seconds=ns.trial_seconds,
-        resolution=ns.resolution, interactive=ns.interactive,
-        compression=ns.compression, calibration_dir=ns.calibration_dir, seed=ns.seed, real_time_factor=ns.real_time_factor,
-        robot_ip=ns.robot_ip, robot_model=ns.robot_model, motive_ip=ns.motive_ip, local_ip=ns.local_ip, camera_serial=ns.camera_serial,
-        yes=ns.yes, quiet=ns.quiet, live_view=ns.live_view, external_devices=ns.external_devices, fail_after_bytes=ns.fail_after_bytes,
-        skip_calibration=ns.skip_calibration, camera_pose_source=ns.camera_pose_source,
-        table_nudge=(ns.sim_table_nudge[0], *(float(x) for x in ns.sim_table_nudge[1:])) if ns.sim_table_nudge else None,
-        mocap_dropout=(md[0], float(md[1]), float(md[2])) if md else None, protective_stop=(ps[0], float(ps[1])) if ps else None)
+    tuning = {k: v for k, v in node_parameters("orchestrator").items() if k in tuning_field_names()}
+    return session_config(**tuning, **{o["dest"]: getattr(ns, o["dest"]) for o in cli_options()})
 
 
 def _redo_base(argv: list[str]) -> str:
-    """The session command as typed without its trial selection (--trials,
-    --experiments, --redo, --resume) and test hooks: what ``--redo IDS`` is appended to."""
+    """The session command as typed without the options that are not carried into a
+    re-run (SessionConfig's ``rerun`` False: the trial selection, --resume and the test
+    hooks): what ``--redo IDS`` (or ``--resume``) is appended to."""
     import shlex
 
-    drop_with_values = {"--trials", "--experiments", "--redo", "--sim-mocap-dropout", "--sim-protective-stop", "--sim-table-nudge",
-                        "--fail-after-bytes"}
+    dropped = {o["flag"]: o["flag_only"] for o in cli_options() if not o["rerun"]}
+
     def flag(tok: str) -> bool:
         try:
             float(tok)
@@ -271,8 +250,9 @@ def _redo_base(argv: list[str]) -> str:
     out, skipping = [], False
     for tok in argv:
         if flag(tok):
-            skipping = tok.split("=", 1)[0] in drop_with_values
-            if skipping or tok == "--resume":
+            name = tok.split("=", 1)[0]
+            skipping = name in dropped and not dropped[name]
+            if name in dropped:
                 continue
         elif skipping:
             continue
@@ -293,14 +273,16 @@ def main(argv: list[str] | None = None) -> int:
         if ns.command == "trials":
             return print_trials(ns.experiments, ns.trial_seconds, ns.json)
         if ns.command == "session":
-            base = _redo_base(argv)
-            sdir = run_session_args(_session_args(ns), base)
+            base, cfg = _redo_base(argv), _session_args(ns)
+            sdir = run_session_args(cfg, base)
             print(f"session: {sdir}")
-            code = session_exit_code(sdir, tuple(ns.redo or ()), ns.trials, ns.experiments)
-            if code and ns.quiet:  # the live view's summary says it otherwise
+            code = session_exit_code(sdir, cfg.redo, cfg.trial_ids, cfg.experiments)
+            if code and cfg.quiet:  # the live view's summary says it otherwise
+                from gaze4hri_core.commands import print_command
+
                 from .operator_view import redo_command
 
-                print(f"some trials failed; record them again: {redo_command(sdir, base)}")
+                print_command(redo_command(sdir, base), "some trials failed; record them again:")
             return code
         if ns.command == "replay":
             from .replay import replay_session
@@ -315,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"calibration written: {out}")
             return 0
         if ns.command == "node":
-            from .nodes.host import run_nodes
+            from .node_host import run_nodes
 
             sim = {"seed": ns.sim_seed, "subject": ns.sim_subject, "real_time_factor": ns.sim_real_time_factor}
             if ns.sim_calibration is not None:
@@ -323,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_nodes(ns.names, ns.backend, ros_args, sim=sim)
     except Gaze4HRIError as e:
         sys.stderr.write(f"error: {e.line()}\n")
+        if ns.command == "session" and e.exit_code in (130, 143):  # interrupted: the resume command, to copy
+            from gaze4hri_core.commands import print_command
+
+            print_command(f"{_redo_base(argv)} --resume", "continue the session:", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")
@@ -330,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into head/less that quit early
         return 0
     except OSError as e:
-        sys.stderr.write(f"error: {e.strerror or e} ({getattr(e, 'filename', '') or ''}): check the path and free space\n")
+        where = getattr(e, "filename", "") or ""
+        sys.stderr.write(f"error: {e.strerror or e} ({where}): check the path and free space\n")
         return 1
     return 0
 

@@ -45,7 +45,7 @@ class StackConfig:
     ros_args: tuple[str, ...] = ()  # --ros-args ... from launch (parameter files, remaps)
     load_config: bool = True  # read config/<node>.yaml here (launch passes the files itself)
     wrap_drivers: dict = field(default_factory=dict)  # sim only: node name -> f(driver, world) -> driver (benchmarks)
-    nodes: tuple[str, ...] = tuple(n.name for n in NODES)
+    nodes: tuple[str, ...] = tuple(NODES.names())
 
 
 class Stack:
@@ -56,7 +56,7 @@ class Stack:
         if not cfg.share_graph:
             os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")
         self.context = Context()
-        # our entry points own SIGINT/SIGTERM (session_assembly, nodes/host): rclpy's own
+        # our entry points own SIGINT/SIGTERM (session_assembly, node_host): rclpy's own
         # handler would shut every context down at the first Ctrl-C, so an orchestrator
         # talking over DDS could no longer mark its trial or close the bag (issue 20)
         from rclpy.signals import SignalHandlerOptions
@@ -73,7 +73,7 @@ class Stack:
         self._extra_nodes: list = []
         try:
             factories = self._factories()
-            for spec in NODES:
+            for spec in NODES.values():
                 if spec.name not in cfg.nodes:
                     continue
                 cls = node_class(spec.name)
@@ -115,9 +115,9 @@ class Stack:
             p = self.nodes["camera"].params
             from .nodes.camera_node import color_settings
 
-            return make_camera("sim", validate(CameraConfig, {"width": int(p["width"]), "height": int(p["height"]), "fps": int(round(p["fps"])),
-                                                              "calibration_dir": simcfg.calibration_dir, "color": color_settings(p)},
-                                               "camera parameters"), world=w)
+            vals = {"width": p["width"], "height": p["height"], "fps": p["fps"],
+                    "calibration_dir": simcfg.calibration_dir, "color": color_settings(p)}
+            return make_camera("sim", validate(CameraConfig, vals, "camera parameters"), world=w)
 
         def robot():
             node = self.nodes["robot"]

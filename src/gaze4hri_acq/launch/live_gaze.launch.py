@@ -42,7 +42,7 @@ def generate_launch_description():
 
     def launch_setup(context):
         a = {d["name"]: LaunchConfiguration(d["name"]).perform(context) for d in ARGUMENTS}
-        from gaze4hri_acq.nodes.launching import exit_handler
+        from gaze4hri_acq.launching import exit_handler
 
         node = Node(package="gaze4hri_acq", executable="gaze4hri-acq", arguments=["node", NODE, "--backend", "real"],
                     parameters=[f"{share}/config/{NODE}.yaml", overrides(a)], output="screen")

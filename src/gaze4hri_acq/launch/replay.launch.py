@@ -2,12 +2,12 @@
 republish a recorded session on its original topics (RViz, Foxglove) as
 ``gaze4hri-acq replay``, with /clock from the bag's time (``clock``, default true: nodes
 launched with use_sim_time:=true follow the replay); the launch ends with it
-(gaze4hri_acq.nodes.launching)."""
+(gaze4hri_acq.launching)."""
 from __future__ import annotations
 
 
 def generate_launch_description():
-    from gaze4hri_acq.nodes.launching import REPLAY_ARGUMENTS, declare, replay_actions
+    from gaze4hri_acq.launching import REPLAY_ARGUMENTS, declare, replay_actions
     from launch.actions import OpaqueFunction
 
     from launch import LaunchDescription

@@ -4,12 +4,12 @@ launch fields, 1:1 (``ros2 launch gaze4hri_acq session.launch.py --show-args``);
 the device nodes run in their processes (one for every device with backend:=sim,
 around one simulated world) and the orchestrator, configured by the same arguments
 as parameters, runs the protocol. The launch ends when the orchestrator ends and
-fails (non-zero) when the session did (gaze4hri_acq.nodes.launching)."""
+fails (non-zero) when the session did (gaze4hri_acq.launching)."""
 from __future__ import annotations
 
 
 def generate_launch_description():
-    from gaze4hri_acq.nodes.launching import declare, session_actions, session_arguments
+    from gaze4hri_acq.launching import declare, session_actions, session_arguments
     from launch.actions import OpaqueFunction
 
     from launch import LaunchDescription

@@ -13,6 +13,7 @@ from gaze4hri_core.session import FRAMES, Topics
 from geometry_msgs.msg import Vector3Stamped
 from sensor_msgs.msg import CameraInfo, Image
 
+from ..session_config import sensor_range
 from ._bus import FastPublisher
 from ._cdr import encode_image
 from .common import QOS_LATCHED, QOS_SENSOR, Param, diag_status, stamp_msg
@@ -21,11 +22,13 @@ from .device import DeviceNode
 __all__ = ["CameraNode", "PARAMS", "camera_info_msg", "color_settings"]
 
 PARAMS = (
-    Param("backend", "sim", "device backend: simulated camera, RealSense D435i, or a RealSense playback file", ("sim", "real", "replay")),
+    Param("backend", "sim", "device backend: simulated camera, RealSense D435i, or a RealSense playback file",
+          ("sim", "real", "replay")),
     Param("serial", "", "RealSense serial number; empty takes the only connected camera"),
-    Param("width", 1920, "colour stream width (px)", range=(64, 1920)),
-    Param("height", 1080, "colour stream height (px)", range=(36, 1080)),
-    Param("fps", 30.0, "colour stream rate (Hz)", range=(1.0, 90.0)),
+    # the colour sensor's ranges: CameraConfig's (gaze4hri_core.device_config), declared there once
+    Param("width", 1920, "colour stream width (px)", range=sensor_range("width")),
+    Param("height", 1080, "colour stream height (px)", range=sensor_range("height")),
+    Param("fps", 30, "colour stream rate (Hz, a whole number: the RealSense's rates)", range=sensor_range("fps")),
     Param("frame_id", FRAMES["camera"], "frame id of images and CameraInfo (REP-103 optical frame)"),
     Param("playback_file", "", "RealSense playback file for backend 'replay'"),
     Param("camera_info_period_s", 1.0, "republish CameraInfo every this many seconds", range=(0.1, 60.0)),
@@ -80,8 +83,9 @@ class CameraNode(DeviceNode):
         from ..drivers.registry import make_camera  # lazy: vendor SDKs load only when used
 
         p = self.params
-        cfg = validate(CameraConfig, {"serial": p["serial"] or None, "width": p["width"], "height": p["height"], "fps": int(round(p["fps"])),
-                                      "replay_file": p["playback_file"] or None, "color": color_settings(p)}, "camera parameters")
+        cfg = validate(CameraConfig, {"serial": p["serial"] or None, "width": p["width"], "height": p["height"],
+                                      "fps": p["fps"], "replay_file": p["playback_file"] or None,
+                                      "color": color_settings(p)}, "camera parameters")
         return make_camera(p["backend"], cfg)
 
     def address(self) -> str:

@@ -219,7 +219,7 @@ class GazeNode(ControlMixin, LifecycleNode):
         self._diag_pub = FastPublisher(self, DiagnosticArray, Topics.DIAGNOSTICS, QOS_RELIABLE, bus)
         self._init_control(bus)
         self._diag_timer = self.create_timer(1.0, self._publish_diag)
-        self.on_fatal = None  # set by the process host (nodes/host.py): end the process with a code
+        self.on_fatal = None  # set by the process host (node_host.py): end the process with a code
         if self.get_parameter("autostart").value:
             self._autostart = self.create_timer(0.05, self._do_autostart)
 

@@ -14,22 +14,26 @@ import threading
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.session import Topics
 
-from .common import CONTROL
-from .table import NODES, node_names
+from .nodes.common import CONTROL
+from .nodes.table import NODES, session_nodes
 
 __all__ = ["run_nodes"]
 
+
 def run_nodes(names: list[str], backend: str, ros_args: list[str], sim: dict | None = None) -> int:
-    from ..runner import Stack, StackConfig
+    """Host the named nodes until SIGINT/SIGTERM (or the orchestrator's session, alone);
+    the highest exit code a node failed with, else 0."""
+    from .runner import Stack, StackConfig
 
     if names == ["orchestrator"]:
-        from ..session_assembly import run_orchestrator
+        from .session_assembly import run_orchestrator
 
         return run_orchestrator(ros_args)
-    unknown = [n for n in names if n not in node_names() or n == "orchestrator"]
-    if unknown:
-        raise Gaze4HRIError(f"unknown node {unknown[0]!r}", "gaze4hri-acq node",
-                            f"use some of {', '.join(n for n in node_names() if n != 'orchestrator')}, or 'orchestrator' alone")
+    for n in names:
+        NODES.get(n)  # an unknown name: the node table's one-line error
+    if "orchestrator" in names:
+        raise Gaze4HRIError("node 'orchestrator' runs alone", "gaze4hri-acq node",
+                            "start it in its own process: gaze4hri-acq node orchestrator")
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -41,7 +45,7 @@ def run_nodes(names: list[str], backend: str, ros_args: list[str], sim: dict | N
     # for > 0.5 simulated s and stopped every moving trial (issue 14).
     # That needs every device node here (the sim process); device nodes split over
     # several processes (real backend) talk over DDS only, at real time.
-    every_device = {s.name for s in NODES if s.session and s.name != "orchestrator"} <= set(names)
+    every_device = {s.name for s in session_nodes() if s.name != "orchestrator"} <= set(names)
     cfg = StackConfig(backend=backend, nodes=tuple(names), share_graph=True, intra_process=every_device,
                       dds_topics=(CONTROL, Topics.EVENTS), ros_args=tuple(ros_args),
                       load_config=not any(a == "--params-file" for a in ros_args), sim=dict(sim or {}))

@@ -24,32 +24,41 @@ from pathlib import Path
 import yaml
 from gaze4hri_core.device_config import DEFAULT_MOTIVE_IP, DEFAULT_ROBOT_IP
 
-from .table import NODES
+from .nodes.table import session_nodes
+from .session_config import OPERATOR_LIVE_VIEW
 
-__all__ = ["CALIBRATE_ARGUMENTS", "REPLAY_ARGUMENTS", "session_arguments", "session_processes", "declare", "exit_handler",
-           "param_file"]
+__all__ = ["CALIBRATE_ARGUMENTS", "REPLAY_ARGUMENTS", "session_arguments", "session_processes", "declare",
+           "exit_handler", "param_file"]
 
 EXECUTABLE = "gaze4hri-acq"
 PACKAGE = "gaze4hri_acq"
 
 CALIBRATE_ARGUMENTS = [
-    {"name": "procedure", "default": "registration", "description": "calibration run: registration (world-base), eye-head (a subject), targets (survey)",
+    {"name": "procedure", "default": "registration",
+     "description": "calibration run: registration (world-base), eye-head (a subject), targets (survey)",
      "choices": ["registration", "eye-head", "targets"]},
-    {"name": "backend", "default": "sim", "description": "device backend: the simulated lab or the lab's UR5 and OptiTrack", "choices": ["sim", "real"]},
+    {"name": "backend", "default": "sim",
+     "description": "device backend: the simulated lab or the lab's UR5 and OptiTrack", "choices": ["sim", "real"]},
     {"name": "subject", "default": "", "description": "subject id (needed by eye-head), e.g. S12"},
-    {"name": "calibration_dir", "default": "", "description": "calibration directory to start from (and update); empty: the package's calibration/"},
-    {"name": "out", "default": "", "description": "write the result here instead of the calibration directory (required with backend sim)"},
-    {"name": "robot_ip", "default": DEFAULT_ROBOT_IP, "description": "IP address of the UR controller (RTDE, real backend)"},
-    {"name": "motive_ip", "default": DEFAULT_MOTIVE_IP, "description": "IP address of the Motive PC streaming NatNet (real backend)"},
+    {"name": "calibration_dir", "default": "",
+     "description": "calibration directory to start from (and update); empty: the package's calibration/"},
+    {"name": "out", "default": "",
+     "description": "write the result here instead of the calibration directory (required with backend sim)"},
+    {"name": "robot_ip", "default": DEFAULT_ROBOT_IP,
+     "description": "IP address of the UR controller (RTDE, real backend)"},
+    {"name": "motive_ip", "default": DEFAULT_MOTIVE_IP,
+     "description": "IP address of the Motive PC streaming NatNet (real backend)"},
     {"name": "seed", "default": "0", "description": "simulation seed (sim backend)"},
 ]
 
 REPLAY_ARGUMENTS = [
-    {"name": "session", "default": "", "description": "session directory to republish (holds session.yaml), e.g. sessions/S12"},
+    {"name": "session", "default": "",
+     "description": "session directory to republish (holds session.yaml), e.g. sessions/S12"},
     {"name": "trial", "default": "", "description": "republish only this trial id; empty: every done trial"},
     {"name": "rate", "default": "1.0", "description": "playback speed factor (1 = the original timing)"},
     {"name": "loop", "default": "false", "description": "start over at the end", "choices": ["true", "false"]},
-    {"name": "clock", "default": "true", "description": "publish /clock from the bag's time, so that use_sim_time nodes follow the replay",
+    {"name": "clock", "default": "true",
+     "description": "publish /clock from the bag's time, so that use_sim_time nodes follow the replay",
      "choices": ["true", "false"]},
 ]
 
@@ -59,17 +68,17 @@ def session_arguments() -> list[dict]:
     of the orchestrator's tuning come from config/orchestrator.yaml, as for the CLI
     (gaze4hri_acq.cli._session_args), and the launch passes every value in one
     parameter file (rcl keeps a parameter's first type across files)."""
-    from ..runner import node_parameters
-    from ..session_config import _to_string, launch_arguments
+    from .runner import node_parameters
+    from .session_config import _to_string, launch_arguments, tuning_field_names
 
-    tuning = {k: _to_string(v) for k, v in node_parameters("orchestrator").items() if k != "trial_seconds"}
+    tuning = {k: _to_string(v) for k, v in node_parameters("orchestrator").items() if k in tuning_field_names()}
     tuning.update(LAUNCH_DEFAULTS)
     return [{**a, "default": tuning.get(a["name"], a["default"])} for a in launch_arguments()]
 
 
 #: session.launch.py runs on the operator's machine: the live view is on, on loopback,
 #: as with ``gaze4hri-acq session`` (the Python API's default stays off)
-LAUNCH_DEFAULTS = {"live_view": "127.0.0.1:8765"}
+LAUNCH_DEFAULTS = {"live_view": OPERATOR_LIVE_VIEW}
 
 
 def declare(arguments: list[dict]) -> list:
@@ -92,8 +101,8 @@ def session_processes(backend: str) -> list[dict]:
     simulated backend one process for every device node around one simulated world;
     the orchestrator last."""
     groups: dict[str, list[str]] = {}
-    for spec in NODES:
-        if spec.name == "orchestrator" or not spec.session:
+    for spec in session_nodes():
+        if spec.name == "orchestrator":
             continue
         groups.setdefault("devices_sim" if backend == "sim" else spec.process, []).append(spec.name)
     return [*({"name": g, "nodes": n} for g, n in groups.items()), {"name": "orchestrator", "nodes": ["orchestrator"]}]
@@ -133,9 +142,10 @@ def session_actions(context) -> list:
     """The session's processes with their parameters (OpaqueFunction of session.launch.py)."""
     from launch_ros.actions import Node
 
-    from ..session_config import from_strings
+    from .session_config import from_strings
 
-    cfg = from_strings(performed(context, session_arguments()), "session.launch.py")  # bad input: one line, launch exits 1
+    # bad input: one line, the launch exits 1
+    cfg = from_strings(performed(context, session_arguments()), "session.launch.py")
     over = cfg.node_parameters()
     actions = []
     for proc in session_processes(cfg.backend):
@@ -143,7 +153,8 @@ def session_actions(context) -> list:
         params.append(param_file({n: over[n] for n in proc["nodes"]}, proc["name"]))
         args = ["node", *proc["nodes"], "--backend", cfg.backend]
         if proc["name"] == "devices_sim":
-            args += ["--sim-seed", str(cfg.seed), "--sim-subject", cfg.subject, "--sim-real-time-factor", str(cfg.real_time_factor)]
+            args += ["--sim-seed", str(cfg.seed), "--sim-subject", cfg.subject,
+                     "--sim-real-time-factor", str(cfg.real_time_factor)]
             if cfg.calibration_dir:
                 args += ["--sim-calibration", str(cfg.calibration_dir)]
         node = Node(package=PACKAGE, executable=EXECUTABLE, arguments=args, parameters=params, output="screen")
@@ -162,7 +173,8 @@ def single_process(command: list[str], what: str) -> list:
 
 def calibrate_actions(context) -> list:
     a = performed(context, CALIBRATE_ARGUMENTS)
-    cmd = ["calibrate", a["procedure"], "--backend", a["backend"], "--robot-ip", a["robot_ip"], "--motive-ip", a["motive_ip"], "--seed", a["seed"]]
+    cmd = ["calibrate", a["procedure"], "--backend", a["backend"], "--robot-ip", a["robot_ip"],
+           "--motive-ip", a["motive_ip"], "--seed", a["seed"]]
     for key, opt in (("subject", "--subject"), ("calibration_dir", "--calibration"), ("out", "--out")):
         if a[key]:
             cmd += [opt, a[key]]
@@ -179,6 +191,6 @@ def replay_actions(context) -> list:
     from launch_ros.actions import Node
 
     # the replay node's ROS parameter ``clock`` (gaze4hri_acq.replay: /clock from the bag's time)
-    node = Node(package=PACKAGE, executable=EXECUTABLE, arguments=cmd, parameters=[param_file({"replay": {"clock": a["clock"] == "true"}}, "replay")],
-                output="screen")
+    params = [param_file({"replay": {"clock": a["clock"] == "true"}}, "replay")]
+    node = Node(package=PACKAGE, executable=EXECUTABLE, arguments=cmd, parameters=params, output="screen")
     return [node, exit_handler(node, "the replay")]
