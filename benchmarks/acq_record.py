@@ -69,7 +69,7 @@ def run(sim_seconds: float, compression: str, width: int, height: int, distinct:
     from gaze4hri_acq.runner import Stack, StackConfig
 
     wrap = {"camera": lambda d, w: CyclingCamera(d, w, distinct)} if distinct else {}
-    cfg = StackConfig(backend="sim", params={"camera": {"width": width, "height": height, "fps": 30.0},
+    cfg = StackConfig(backend="sim", params={"camera": {"width": width, "height": height, "fps": 30},
                                              "recorder": {"compression": compression, "backpressure": True}},
                       sim={"real_time_factor": 1000.0}, wrap_drivers=wrap)
     proc = psutil.Process()
