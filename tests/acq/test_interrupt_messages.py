@@ -48,7 +48,8 @@ def test_a_trial_interrupted_while_recording_is_named(tmp_path):
     mark(m, "illum100_P2", "incomplete", "interrupted: SIGINT")  # as orchestrator.session does on Ctrl-C
     m.trials["illum100_P2"].ended = (since + dt.timedelta(seconds=1)).isoformat(timespec="milliseconds")
     save_manifest(sdir, m)
-    assert interrupt_hint(sdir, since) == "trial illum100_P2 was recording and is marked incomplete; continue with --resume (it is recorded again)"
+    assert interrupt_hint(sdir, since) == ("trial illum100_P2 was recording and is marked incomplete; "
+                                           "continue with --resume (it is recorded again)")
     assert interrupt_hint(tmp_path / "none", since) == "continue with --resume"  # no manifest: no claim
 
 

@@ -170,8 +170,10 @@ def test_live_view_serves_image_scene_and_state_during_a_session(tmp_path):
     t = threading.Thread(target=_client, args=(port, got, channels, stop, errors), daemon=True)
     t.start()
     try:
-        sdir = run_session_args(SessionArgs(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=(TRIAL,), resolution=(160, 90),
-                                            trial_seconds=1.0, real_time_factor=1.0, quiet=True, yes=True, live_view=f"127.0.0.1:{port}"))  # a second of recording: the recorder's 2 Hz diagnostics say so
+        # a second of recording: the recorder's 2 Hz diagnostics say so
+        sdir = run_session_args(SessionArgs(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=(TRIAL,),
+                                            resolution=(160, 90), trial_seconds=1.0, real_time_factor=1.0, quiet=True,
+                                            yes=True, live_view=f"127.0.0.1:{port}"))
     finally:
         t.join(timeout=10)  # the live view sends its last state and closes the connection when the session ends
         stop.set()
@@ -182,10 +184,12 @@ def test_live_view_serves_image_scene_and_state_during_a_session(tmp_path):
     for topic, schema in MSG_TYPES.items():
         assert channels[topic]["schemaName"] == schema, channels.get(topic)
         assert channels[topic]["schema"], topic
-    assert got.get(LiveTopics.IMAGE) and got.get(LiveTopics.SCENE) and got.get(LiveTopics.STATE), {k: len(v) for k, v in got.items()}
+    assert got.get(LiveTopics.IMAGE) and got.get(LiveTopics.SCENE) and got.get(LiveTopics.STATE), {
+        k: len(v) for k, v in got.items()}
     # image: the session's frame, rgb8, not all-equal pixels
     im = got[LiveTopics.IMAGE][-1]
-    assert (im.width, im.height, im.encoding, im.step) == (160, 90, "rgb8", 480) and im.frame_id == "camera_color_optical_frame"
+    assert (im.width, im.height, im.encoding, im.step) == (160, 90, "rgb8", 480)
+    assert im.frame_id == "camera_color_optical_frame"
     px = np.frombuffer(im.data, np.uint8).reshape(90, 160, 3)
     assert px.std() > 5
     # scene: the full set of entities once the trial's target is known
@@ -258,7 +262,8 @@ def test_live_view_shows_the_gaze_estimate_of_a_node_in_another_process(tmp_path
 
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     monkeypatch.setenv("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
-    pub = subprocess.Popen([sys.executable, "-c", _GAZE_PUBLISHER, "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pub = subprocess.Popen([sys.executable, "-c", _GAZE_PUBLISHER, "60"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
     port = _free_port()
     got: dict[str, list] = {}
     channels: dict[str, dict] = {}
@@ -267,8 +272,9 @@ def test_live_view_shows_the_gaze_estimate_of_a_node_in_another_process(tmp_path
     try:
         assert pub.stdout.readline().strip() == "publishing", pub.stderr.read()
         t.start()
-        run_session_args(SessionArgs(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=(TRIAL,), resolution=(160, 90),
-                                     trial_seconds=3.0, real_time_factor=2.0, quiet=True, yes=True, live_view=f"127.0.0.1:{port}"))
+        run_session_args(SessionArgs(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=(TRIAL,),
+                                     resolution=(160, 90), trial_seconds=3.0, real_time_factor=2.0, quiet=True,
+                                     yes=True, live_view=f"127.0.0.1:{port}"))
     finally:
         t.join(timeout=10)
         stop.set()
@@ -298,7 +304,8 @@ def _handshake(port: int, protocols: str) -> str:
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         key = base64.b64encode(os.urandom(16)).decode()
         s.sendall((f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {protocols}\r\n\r\n").encode())
+                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                   f"Sec-WebSocket-Protocol: {protocols}\r\n\r\n").encode())
         head = b""
         while b"\r\n\r\n" not in head:
             chunk = s.recv(1024)
@@ -326,4 +333,5 @@ def test_only_clients_offering_foxglove_sdk_v1_connect_and_the_startup_line_says
         assert new.split("\r\n")[0].split()[1] == "101" and f"sec-websocket-protocol: {SUBPROTOCOL}" in new.lower(), new
     finally:
         view.stop()
-    assert len(lines) == 1 and "foxglove.sdk.v1" in lines[0] and "foxglove.websocket.v1" in lines[0] and "Lichtblick >= 1.22.1" in lines[0]
+    assert len(lines) == 1 and "foxglove.sdk.v1" in lines[0] and "foxglove.websocket.v1" in lines[0]
+    assert "Lichtblick >= 1.22.1" in lines[0]

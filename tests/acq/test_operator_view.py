@@ -71,7 +71,8 @@ def test_lost_tracking_and_failures_in_red():
     red = "\x1b[1;31m"
     ok = _text(render_status(_state(last="illum010_P1: done", last_failed=False)), color=True)
     assert red not in ok
-    bad = _text(render_status(_state(mocap="head_band LOST", mocap_lost=True, last="arc_P5: failed (safety)", last_failed=True)), color=True)
+    bad = _text(render_status(_state(mocap="head_band LOST", mocap_lost=True, last="arc_P5: failed (safety)",
+                                     last_failed=True)), color=True)
     assert f"{red}head_band LOST" in bad and f"{red}arc_P5: failed" in bad
 
 
@@ -101,7 +102,8 @@ def test_enter_confirms_and_s_stops_the_robot(tmp_path):
     stops = []
     view = _view(tmp_path, os.fdopen(r), stop_robot=lambda: stops.append(1) or "robot stopped")
     view.start()
-    trial = SimpleNamespace(trial_id="conflict_left_H2", experiment="conflict", condition="left", target="H2", head_yaw_deg=25.0)
+    trial = SimpleNamespace(trial_id="conflict_left_H2", experiment="conflict", condition="left", target="H2",
+                            head_yaw_deg=25.0)
     view.trial(1, 2, trial, "turn the head left, press Enter")
     done = threading.Event()
     threading.Thread(target=lambda: (view.confirm("turn the head left, press Enter"), done.set()), daemon=True).start()
@@ -137,12 +139,15 @@ def test_recording_only_while_the_recorders_bag_is_open(tmp_path):
     diagnostics), not from the orchestrator's "recording" hook; before the bag opens,
     after it closes and when the recorder goes silent the state row says so."""
     clock = _Clock()
-    view = OperatorView(_Client(), tmp_path, console=Console(file=io.StringIO(), width=120), subject="S01", keys=None, clock=clock)
+    view = OperatorView(_Client(), tmp_path, console=Console(file=io.StringIO(), width=120), subject="S01", keys=None,
+                        clock=clock)
     diag = view.client.diag
-    trial = SimpleNamespace(trial_id="illum010_P1", experiment="illumination", condition="10", target="P1", head_yaw_deg=None)
+    trial = SimpleNamespace(trial_id="illum010_P1", experiment="illumination", condition="10", target="P1",
+                            head_yaw_deg=None)
 
     def recorder(open_: bool):  # a new diagnostics message (the client stores a new dict each time)
-        diag["gaze4hri/recorder"] = {"level": 0, "message": "ok", "recording": str(open_), "trial": "illum010_P1" if open_ else "None",
+        diag["gaze4hri/recorder"] = {"level": 0, "message": "ok", "recording": str(open_),
+                                     "trial": "illum010_P1" if open_ else "None",
                                      "bytes": "0", "queue_bytes": "0", "fault": "None"}
 
     view.trial(1, 2, trial, "look at P1")
@@ -161,7 +166,8 @@ def test_recording_only_while_the_recorders_bag_is_open(tmp_path):
     clock.t += 0.5
     recorder(False)  # the bag closed; the orchestrator has not reported the trial's result yet
     text = _lines(view)
-    assert "RECORDING" not in text and "bag closed, finishing the trial" in text and "recording 0:" not in view.state["timer"]
+    assert "RECORDING" not in text and "bag closed, finishing the trial" in text
+    assert "recording 0:" not in view.state["timer"]
     view.result("illum010_P1", "done", None)
     assert "RECORDING" not in _lines(view)
     # the next trial: open, then the recorder goes quiet; its last word is not trusted
@@ -229,7 +235,8 @@ def test_on_a_terminal_a_process_of_its_own_draws_while_the_session_holds_the_gi
     console = Console(file=os.fdopen(slave, "w"), force_terminal=True, width=120, color_system=None)
     view = OperatorView(_Client(), tmp_path, console=console, subject="S01", keys=None)
     view.start()
-    trial = SimpleNamespace(trial_id="illum010_P1", experiment="illumination", condition="10", target="P1", head_yaw_deg=None)
+    trial = SimpleNamespace(trial_id="illum010_P1", experiment="illumination", condition="10", target="P1",
+                            head_yaw_deg=None)
     view.trial(1, 2, trial, "look at P1")
     try:
         assert view._renderer is not None and view._live is None  # not drawn in this process
@@ -248,7 +255,8 @@ def test_on_a_terminal_a_process_of_its_own_draws_while_the_session_holds_the_gi
         ctypes.PyDLL(None).usleep(2_500_000)  # this process holds its GIL: none of its threads runs
         during = _strip_ansi(_drain(master))  # what the terminal got meanwhile (this thread reads first)
         timers = set(re.findall(r"trial (\d+:\d\d)", during))
-        note = f"while the GIL was held 2.5 s: {during.count('Gaze4HRI acquisition')} redraws, timer values {sorted(timers)}"
+        note = (f"while the GIL was held 2.5 s: {during.count('Gaze4HRI acquisition')} redraws, "
+                f"timer values {sorted(timers)}")
         assert during.count("Gaze4HRI acquisition") >= 3 and len(timers) >= 2, during[-3000:]
         # the renderer dies: the next snapshot finds it gone and this process draws
         view._renderer.proc.kill()
@@ -266,7 +274,8 @@ def test_stop_key_is_acknowledged_before_the_robot_answers(tmp_path):
     blocks (here 1 s, the robot's answer late); then the robot's answer."""
     answer = threading.Event()
     r, w = os.pipe()
-    view = _view(tmp_path, os.fdopen(r), terminal=True, stop_robot=lambda: answer.wait(5.0) and "robot stopped (stop service)")
+    view = _view(tmp_path, os.fdopen(r), terminal=True,
+                 stop_robot=lambda: answer.wait(5.0) and "robot stopped (stop service)")
     view.start()
     view.status("recording")
     view._start_keys()  # on a pipe the keys are read from the first prompt; here at once
@@ -327,6 +336,7 @@ def test_key_reader_on_a_terminal_reads_single_keys():
 
 @pytest.mark.node
 def test_summary_has_reason_column_and_redo_command(short_session, tmp_path):
+    import shlex
     import shutil
 
     from gaze4hri_core.session import load_manifest, mark, save_manifest
@@ -343,13 +353,104 @@ def test_summary_has_reason_column_and_redo_command(short_session, tmp_path):
     save_manifest(s, m)
     text = _text(summary_table(s))
     assert "head-pose check: yaw +3.0 deg" in text and "failed" in text
-    assert redo_command(s) == f"gaze4hri-acq session --subject S01 --backend sim --out-dir {tmp_path} --redo conflict_left_H1"
+    assert redo_command(s) == ("gaze4hri-acq session --subject S01 --backend sim "
+                               f"--out-dir {shlex.quote(str(tmp_path))} --redo conflict_left_H1")
+
+
+@pytest.mark.node
+def test_summary_prints_the_redo_command_whole_on_its_own_line(short_session, tmp_path):
+    """Issue 29: at 40 columns, with an output folder of 130+ characters holding a space,
+    the redo command is one line of its own (soft-wrapped, not broken at the width) that
+    splits back into the session's arguments."""
+    import shlex
+    import shutil
+
+    from gaze4hri_core.session import load_manifest, mark, save_manifest
+
+    root = tmp_path / ("lab sessions " + "x" * max(1, 130 - len(str(tmp_path))))
+    s = root / "S01"
+    s.mkdir(parents=True)
+    shutil.copy2(short_session / "session.yaml", s / "session.yaml")
+    m = load_manifest(s)
+    mark(m, "conflict_left_H1", "failed", "head-pose check: yaw +3.0 deg, need +25 +/- 7 deg")
+    save_manifest(s, m)
+    buf = io.StringIO()
+    OperatorView(object(), root, console=Console(file=buf, width=40, color_system=None), keys=None).summary(s)
+    lines = buf.getvalue().split("\n")
+    i = lines.index("record the failed trials again:")
+    assert lines[i + 1] == redo_command(s)
+    argv = shlex.split(lines[i + 1])
+    assert len(str(root)) > 120 and argv[argv.index("--out-dir") + 1] == str(root)
+    assert argv[-2:] == ["--redo", "conflict_left_H1"]
 
 
 def _strip_ansi(b: bytes) -> str:
     import re
 
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r", "", b.decode(errors="replace"))
+
+
+class _Terminal:
+    """A child process on a pty of ``cols`` x ``rows``, as an operator's terminal: its
+    output read as it comes (a full pty would block the child), waited on by text."""
+
+    def __init__(self, argv: list[str], cols: int, rows: int = 50):
+        import fcntl
+        import pty
+        import struct
+        import subprocess
+        import termios
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF", "PYTHONUNBUFFERED": "1", "TERM": "xterm-256color",
+               "COLUMNS": str(cols), "LINES": str(rows)}
+        self.p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+        os.close(slave)
+        self.master = master
+        self.seen = bytearray()
+        self.redraws: list[float] = []  # when a chunk redrawing the live table arrived (rich moves the cursor up)
+
+    def text(self) -> str:
+        return _strip_ansi(bytes(self.seen))
+
+    def read(self, wait: float) -> bool:
+        """Read what came within ``wait`` s; False once the child is gone and nothing is left."""
+        import select
+
+        r, _, _ = select.select([self.master], [], [], wait)
+        if r:
+            try:
+                b = os.read(self.master, 65536)
+            except OSError:  # the child closed the terminal
+                return False
+            self.seen.extend(b)
+            if b"\x1b[1A" in b:
+                self.redraws.append(time.monotonic())
+        return bool(r) or self.p.poll() is None
+
+    def until(self, needle: str, timeout: float = 120.0, start: int = 0) -> int:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            i = self.text().find(needle, start)
+            if i >= 0:
+                return i
+            if not self.read(0.1):
+                break
+        raise AssertionError(f"{needle!r} not shown; output tail:\n{self.text()[-3000:]}")
+
+    def finish(self, timeout: float) -> int:
+        """Read to the end of the child's output; its exit code."""
+        t0 = time.monotonic()
+        while self.read(0.1):
+            assert time.monotonic() - t0 < timeout, f"still running after {timeout} s; tail:\n{self.text()[-3000:]}"
+        return self.p.wait(timeout=30)
+
+    def close(self) -> None:
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        os.close(self.master)
 
 
 @pytest.mark.node
@@ -360,83 +461,83 @@ def test_interactive_prompts_in_sim_driven_from_a_terminal(tmp_path):
     printed, goal 0.5 s), stops the robot through /robot/stop and fails the running
     trial; the head-pose check leaves a line with the measured yaw; the table is redrawn throughout
     (longest gap printed, goal 0.5 s); exit 1 and the --redo command for the stopped
-    trial."""
-    import fcntl
-    import pty
-    import select
-    import struct
-    import subprocess
+    trial, whole on one line whatever the length of the temporary path (issue 29)."""
     import sys
-    import termios
 
     from gaze4hri_core.session import load_manifest
 
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 140, 0, 0))
-    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF", "PYTHONUNBUFFERED": "1", "TERM": "xterm-256color",
-           "COLUMNS": "140", "LINES": "50"}
-    p = subprocess.Popen([sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "default", "--skip-calibration", "--backend", "sim",
-                          "--out-dir", str(tmp_path), "--interactive", "--trials", "illum010_P1", "conflict_left_H2",
-                          "--resolution", "160x90", "--trial-seconds", "8", "--real-time-factor", "2"],
-                         stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    seen = bytearray()
-    redraws: list[float] = []  # when a chunk redrawing the live table arrived (rich moves the cursor up)
-
-    def read(wait: float) -> bool:
-        r, _, _ = select.select([master], [], [], wait)
-        if r:
-            try:
-                b = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                return False
-            seen.extend(b)
-            if b"\x1b[1A" in b:
-                redraws.append(time.monotonic())
-        return bool(r) or p.poll() is None
-
-    def until(needle: str, timeout: float = 120.0, start: int = 0) -> int:
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout:
-            text = _strip_ansi(bytes(seen))
-            i = text.find(needle, start)
-            if i >= 0:
-                return i
-            if not read(0.1):
-                break
-        raise AssertionError(f"{needle!r} not shown; output tail:\n{_strip_ansi(bytes(seen))[-3000:]}")
-
+    term = _Terminal([sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "default", "--skip-calibration",
+                      "--backend", "sim", "--out-dir", str(tmp_path), "--interactive", "--trials", "illum010_P1",
+                      "conflict_left_H2", "--resolution", "160x90", "--trial-seconds", "8", "--real-time-factor", "2"],
+                     cols=140)
     try:
-        i = until("WAITING FOR OPERATOR")
-        until("set the light to 10 %", start=0)
+        i = term.until("WAITING FOR OPERATOR")
+        term.until("set the light to 10 %", start=0)
         t_end = time.monotonic() + 1.0
         while time.monotonic() < t_end:  # without Enter nothing is recorded (the screen still read meanwhile)
-            read(0.05)
+            term.read(0.05)
         assert load_manifest(tmp_path / "default").trials["illum010_P1"].status == "pending"
-        os.write(master, b"\r")
-        i = until("RECORDING", start=i)  # the recorder's bag is open (its diagnostics)
+        os.write(term.master, b"\r")
+        i = term.until("RECORDING", start=i)  # the recorder's bag is open (its diagnostics)
         t_key = time.monotonic()
-        os.write(master, b"s")  # the operator's stop key
-        i = until("STOP sent", start=i, timeout=30)
+        os.write(term.master, b"s")  # the operator's stop key
+        i = term.until("STOP sent", start=i, timeout=30)
         ack_s = time.monotonic() - t_key
         # the robot's answer can be late on a loaded machine ("stop requested ..."); the
         # trial's reason below shows the stop went through /robot/stop either way
-        i = until("operator stop key: ", start=i)
-        i = until("WAITING FOR OPERATOR", start=i)
-        os.write(master, b"\r")
+        i = term.until("operator stop key: ", start=i)
+        i = term.until("WAITING FOR OPERATOR", start=i)
+        os.write(term.master, b"\r")
         # the check can pass between two redraws of the table, so the line it leaves is awaited
-        until("conflict_left_H2: head-pose check passed: measured yaw +", start=i)
-        until("--redo illum010_P1", start=i, timeout=180)  # keep reading: a full pty would block the child
-        until("session: ", start=i, timeout=60)
-        assert p.wait(timeout=30) == 1
+        term.until("conflict_left_H2: head-pose check passed: measured yaw +", start=i)
+        j = term.until("record the failed trials again:\n", start=i, timeout=180)
+        assert term.finish(timeout=90) == 1
+        redo = term.text()[j:].split("\n")[1]
+        assert redo.startswith("gaze4hri-acq session ") and redo.rstrip().endswith("--redo illum010_P1"), redo
+        redraws = term.redraws
         gap = max(b - a for a, b in zip(redraws, redraws[1:], strict=False))
-        print(f"\nstop key -> 'STOP sent' on screen: {ack_s * 1000:.0f} ms; {len(redraws)} redraws, longest gap {gap:.2f} s")
-        assert ack_s < 2.0, f"stop key acknowledged after {ack_s:.2f} s (goal 0.5 s)"  # generous: a loaded 2-core machine
+        print(f"\nstop key -> 'STOP sent' on screen: {ack_s * 1000:.0f} ms; {len(redraws)} redraws, "
+              f"longest gap {gap:.2f} s")
+        # generous: a loaded 2-core machine
+        assert ack_s < 2.0, f"stop key acknowledged after {ack_s:.2f} s (goal 0.5 s)"
         assert gap < 3.0, f"no redraw for {gap:.2f} s (goal 0.5 s)"
     finally:
-        if p.poll() is None:
-            p.kill()
-        os.close(master)
+        term.close()
     m = load_manifest(tmp_path / "default")
     assert m.trials["illum010_P1"].status == "failed" and "stop service" in m.trials["illum010_P1"].reason
     assert m.trials["conflict_left_H2"].status == "done"
+
+
+@pytest.mark.node
+@pytest.mark.slow
+def test_redo_command_copied_from_an_80_column_terminal_runs_as_printed(tmp_path):
+    """Issue 29: a session in an 80-column terminal, its output folder 130+ characters
+    long with a space in it, one trial failed (a simulated protective stop). The command
+    the summary prints is taken from the terminal's output as an operator copies it (one
+    line) and run by a shell as is: it records the failed trial again."""
+    import subprocess
+    import sys
+
+    from gaze4hri_core.session import load_manifest
+
+    root = tmp_path / ("lab sessions " + "x" * max(1, 130 - len(str(tmp_path))))
+    assert len(str(root)) > 120
+    term = _Terminal([sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "default", "--skip-calibration",
+                      "--backend", "sim", "--out-dir", str(root), "--trials", "illum010_P1", "--resolution", "160x90",
+                      "--trial-seconds", "1", "--real-time-factor", "4", "--sim-protective-stop", "illum010_P1", "0.3"],
+                     cols=80)
+    try:
+        j = term.until("record the failed trials again:\n", timeout=240)
+        assert term.finish(timeout=90) == 1
+    finally:
+        term.close()
+    assert load_manifest(root / "default").trials["illum010_P1"].status == "failed"
+    redo = term.text()[j:].split("\n")[1].rstrip()
+    assert len(redo) > 160 and redo.endswith("--redo illum010_P1"), redo
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF",
+           "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}  # gaze4hri-acq
+    r = subprocess.run(["bash", "-c", redo], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, (redo, r.stderr[-2000:])
+    rec = load_manifest(root / "default").trials["illum010_P1"]
+    assert rec.status == "done" and rec.attempts == 2, rec

@@ -30,7 +30,8 @@ import re
 import sys
 import threading
 
-__all__ = ["QUIET_ENV", "NOISE_PATTERNS", "setup", "protobuf_compat", "quiet_python_loggers", "NativeStderrFilter", "is_noise"]
+__all__ = ["QUIET_ENV", "NOISE_PATTERNS", "setup", "protobuf_compat", "quiet_python_loggers", "NativeStderrFilter",
+           "is_noise"]
 
 #: environment read by the native libraries at import time
 QUIET_ENV = {
@@ -42,14 +43,17 @@ QUIET_ENV = {
 
 #: native INFO/WARNING lines that carry nothing a user can act on
 NOISE_PATTERNS = (
-    re.compile(r"^[IW]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] "),  # absl/glog INFO and WARNING lines (W0000 00:00:... x.cc:114] ...)
+    # absl/glog INFO and WARNING lines (W0000 00:00:... x.cc:114] ...)
+    re.compile(r"^[IW]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] "),
     re.compile(r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"),
     re.compile(r"^INFO: Created TensorFlow Lite .*delegate"),  # TFLite minimal logger
     re.compile(r"^INFO: Initialized TensorFlow Lite runtime"),
-    re.compile(r"^AttributeError: 'MessageFactory' object has no attribute 'GetPrototype'"),  # if protobuf_compat could not run
+    # if protobuf_compat could not run
+    re.compile(r"^AttributeError: 'MessageFactory' object has no attribute 'GetPrototype'"),
 )
 
-_QUIET_LOGGERS = {"absl": logging.ERROR, "ultralytics": logging.ERROR, "matplotlib": logging.WARNING, "PIL": logging.WARNING}
+_QUIET_LOGGERS = {"absl": logging.ERROR, "ultralytics": logging.ERROR, "matplotlib": logging.WARNING,
+                  "PIL": logging.WARNING}
 
 
 def is_noise(line: str) -> bool:
@@ -104,7 +108,8 @@ class NativeStderrFilter:
         os.dup2(w, 2)
         os.close(w)
         self._old_stderr = sys.stderr
-        sys.stderr = os.fdopen(os.dup(self._saved), "w", buffering=1, encoding=getattr(sys.stderr, "encoding", None) or "utf-8",
+        sys.stderr = os.fdopen(os.dup(self._saved), "w", buffering=1,
+                               encoding=getattr(sys.stderr, "encoding", None) or "utf-8",
                                errors="backslashreplace")
         self._thread = threading.Thread(target=self._pump, args=(r,), name="native-stderr-filter", daemon=True)
         self._thread.start()
