@@ -74,8 +74,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = _EPILOG
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--video", type=Path, metavar="FILE", help="a video file (anything OpenCV's FFmpeg reads)")
-    src.add_argument("--images", type=Path, metavar="DIR", help=f"a folder of images ({', '.join(IMAGE_EXT)}), in name order")
-    src.add_argument("--camera", metavar="INDEX", help="a camera index for OpenCV VideoCapture (0 = first webcam), or a stream URL")
+    src.add_argument("--images", type=Path, metavar="DIR",
+                     help=f"a folder of images ({', '.join(IMAGE_EXT)}), in name order")
+    src.add_argument("--camera", metavar="INDEX",
+                     help="a camera index for OpenCV VideoCapture (0 = first webcam), or a stream URL")
     p.add_argument("--method", "-m", required=True, help="a registered method or alias (`gaze4hri-bench methods`)")
     p.add_argument("--input", default="best", choices=("best", "crop", "rectified"),
                    help="network input: face crop or data-normalized (rectified, head pose from landmarks); "
@@ -84,11 +86,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-frames", type=int, default=None, metavar="N", help="stop after N frames")
     p.add_argument("--camera-info", type=Path, default=None, metavar="YAML",
                    help="camera intrinsics (camera_info.yaml); default: nominal f = frame width, centred")
-    p.add_argument("--fps", type=float, default=None, help="frame rate of an image folder and of the output video (default: the source's, else 30)")
-    p.add_argument("--models-dir", default=None, metavar="DIR", help="ONNX models (default: $GAZE4HRI_MODELS, else models/)")
-    p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda", "tensorrt"), help="ONNX Runtime device (default cpu)")
+    p.add_argument("--fps", type=float, default=None,
+                   help="frame rate of an image folder and of the output video (default: the source's, else 30)")
+    p.add_argument("--models-dir", default=None, metavar="DIR",
+                   help="ONNX models (default: $GAZE4HRI_MODELS, else models/)")
+    p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda", "tensorrt"),
+                   help="ONNX Runtime device (default cpu)")
     p.add_argument("--detector", default="auto", help="face detector (default auto: the benchmark's choice)")
-    p.add_argument("--arrow-length", type=float, default=0.25, help="drawn arrow length in metres from the eye midpoint (default 0.25)")
+    p.add_argument("--arrow-length", type=float, default=0.25,
+                   help="drawn arrow length in metres from the eye midpoint (default 0.25)")
     p.add_argument("--no-video", action="store_true", help="write only the Parquet and CSV tables")
 
 
@@ -185,7 +191,8 @@ class _Folder(_Source):
             raise Gaze4HRIError("image folder not found", str(folder), "pass --images with an existing folder")
         self.files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXT)
         if not self.files:
-            raise Gaze4HRIError("no images in the folder", str(folder), f"add images ({', '.join(IMAGE_EXT)}) or pass --video")
+            raise Gaze4HRIError("no images in the folder", str(folder),
+                                f"add images ({', '.join(IMAGE_EXT)}) or pass --video")
         self.fps = fps
         self.name = folder.resolve().name or "images"
 
@@ -208,7 +215,8 @@ def open_source(cfg: PredictConfig) -> _Source:
         return _Folder(Path(cfg.images), cfg.fps)
     cam = str(cfg.camera)
     target = int(cam) if cam.isdigit() else cam
-    return _Capture(target, f"camera{cam}" if cam.isdigit() else Path(cam).stem or "camera", True, f"camera {cam}", "--camera")
+    name = f"camera{cam}" if cam.isdigit() else Path(cam).stem or "camera"
+    return _Capture(target, name, True, f"camera {cam}", "--camera")
 
 
 def _load_camera_info(cfg: PredictConfig):
@@ -237,7 +245,8 @@ def _writable_out(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise Gaze4HRIError(f"cannot create the output folder ({e.strerror})", str(out), "pass --out DIR: a folder, not a file") from None
+        raise Gaze4HRIError(f"cannot create the output folder ({e.strerror})", str(out),
+                            "pass --out DIR: a folder, not a file") from None
     try:
         with tempfile.TemporaryFile(dir=out):
             pass
@@ -297,7 +306,8 @@ def _row(e, method: str, input_type: str, times: dict[int, float]) -> dict:
     return {"frame": int(e.index), "t_s": float(times.get(e.index, np.nan)), "method": method, "input": input_type,
             "face_x1": box[0], "face_y1": box[1], "face_x2": box[2], "face_y2": box[3],
             "pitch_deg": float(pitch), "yaw_deg": float(yaw),
-            "gaze_x": float(g[0]) if ok else np.nan, "gaze_y": float(g[1]) if ok else np.nan, "gaze_z": float(g[2]) if ok else np.nan,
+            "gaze_x": float(g[0]) if ok else np.nan, "gaze_y": float(g[1]) if ok else np.nan,
+            "gaze_z": float(g[2]) if ok else np.nan,
             "eye_x": float(eye[0]), "eye_y": float(eye[1]), "eye_z": float(eye[2]),
             "head_source": e.head_source, "valid": bool(ok), "reason": "" if ok else (e.reason or "no_gaze")}
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.registry import Registry
 
 __all__ = ["BlinkSource", "BLINK_SOURCES", "blink_source", "ear_blinks", "face_reasons"]
 
@@ -24,20 +24,20 @@ class BlinkSource:
     help: str
 
 
-BLINK_SOURCES: dict[str, BlinkSource] = {b.name: b for b in (
+BLINK_SOURCES: Registry[BlinkSource] = Registry("blink source", where="--blinks")
+for _b in (
     BlinkSource("auto", True, False, True, "human annotation where a trial has one, else EAR (default)"),
     BlinkSource("annotations", True, False, False, "human annotations only; unannotated trials keep blink frames"),
     BlinkSource("ear", False, False, True, "EAR for every trial, annotation files ignored"),
     BlinkSource("sim", True, True, False, "simulator truth in simulated sessions (human annotation first)"),
     BlinkSource("off", False, False, False, "no blink masking"),
-)}
+):
+    BLINK_SOURCES.add(_b.name, _b)
 
 
 def blink_source(name: str) -> BlinkSource:
-    try:
-        return BLINK_SOURCES[name]
-    except KeyError:
-        raise Gaze4HRIError(f"unknown blink source {name!r}", "--blinks", f"choose one of {', '.join(BLINK_SOURCES)}") from None
+    """The blink source named ``name``; an unknown name is the registry's one-line error."""
+    return BLINK_SOURCES.get(name)
 
 
 def ear_blinks(gt: pd.DataFrame, faces: pd.DataFrame, threshold: float | None = None,

@@ -69,7 +69,8 @@ class OnnxMethod(GazeMethod):
         if self.record.crop_rule in KEEP_RATIO and not self.takes_hw:
             from gaze4hri_core.errors import Gaze4HRIError
 
-            raise Gaze4HRIError(f"{name}: crop rule {self.record.crop_rule} keeps the aspect ratio, but the network has no "
+            raise Gaze4HRIError(f"{name}: crop rule {self.record.crop_rule} keeps the aspect ratio, "
+                                "but the network has no "
                                 f"{FRAME_HW} input to tell it the image size", f"profile {self.profile_name}",
                                 "use a square crop rule for this method")
 
@@ -167,7 +168,8 @@ class OnnxMethod(GazeMethod):
         the OpenCV camera frame, or None when the input cannot be built. Clip methods
         need a window of frames: use the run loop (pipeline.frames.assemble)."""
         if self.clip_policy is not None:
-            raise ValueError(f"{self.name} takes clips of {self.spec.clip_len} frames; predict_frame is for image methods")
+            raise ValueError(f"{self.name} takes clips of {self.spec.clip_len} frames; "
+                             "predict_frame is for image methods")
         p = self.prepare(ctx, input_type)
         if p is None:
             return None

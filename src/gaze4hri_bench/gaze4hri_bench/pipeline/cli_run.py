@@ -57,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"method to run (repeatable; aliases allowed): {', '.join(method_names())}. "
                         "Default: every method whose weights are present, plus the baselines")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, metavar="DIR",
-                   help=f"folder of recorded sessions, <DIR>/<subject>/session.yaml (default: {DEFAULT_DATA}, what `gaze4hri-bench demo` writes)")
+                   help=f"folder of recorded sessions, <DIR>/<subject>/session.yaml (default: {DEFAULT_DATA}, "
+                        "what `gaze4hri-bench demo` writes)")
     p.add_argument("--format", choices=("auto", "session", "study"), default="auto", dest="data_format",
                    help="layout of --data: session (our MCAP sessions), study (the study's released dataset, "
                         "docs/study_dataset.md) or auto (detect; default)")
@@ -67,18 +68,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pipeline profile: " + "; ".join(f"{k} = {v.summary}" for k, v in PROFILES.items())
                         + " (default reference; docs/pipeline.md, 'Pipeline profiles')")
     p.add_argument("--input", choices=("best", "crop", "rectified", "both"), default="best",
-                   help="face input: 'best' = the study's choice per method (Table II; default), 'crop' = detected face "
+                   help="face input: 'best' = the study's choice per method (Table II; default), "
+                        "'crop' = detected face "
                         "box, 'rectified' = data normalization with motion-capture head pose, 'both' = one file each")
     p.add_argument("--detector", default=None, metavar="NAME",
                    help="face detector for crop inputs (default: the faces registry's default)")
     from ..faces.blinks import BLINK_SOURCES
 
     p.add_argument("--blinks", choices=tuple(BLINK_SOURCES), default="auto",
-                   help="where blink frames come from: " + "; ".join(f"{b.name} = {b.help}" for b in BLINK_SOURCES.values()))
+                   help="where blink frames come from: "
+                        + "; ".join(f"{b.name} = {b.help}" for b in BLINK_SOURCES.values()))
     p.add_argument("--ear-relative", type=float, default=EAR_RELATIVE, metavar="R",
-                   help=f"EAR blink rule: EAR below R x the trial's median EAR (default {EAR_RELATIVE}; 0 turns it off)")
+                   help=f"EAR blink rule: EAR below R x the trial's median EAR (default {EAR_RELATIVE}; "
+                        "0 turns it off)")
     p.add_argument("--ear-threshold", type=float, default=None, metavar="T",
-                   help=f"also (or, with --ear-relative 0, only) EAR below T is a blink (Soukupova & Cech use {EAR_THRESHOLD})")
+                   help=f"also (or, with --ear-relative 0, only) EAR below T is a blink "
+                        f"(Soukupova & Cech use {EAR_THRESHOLD})")
     p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects (e.g. S01 S02)")
     p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids (e.g. illum100_P5 arc_P2)")
     p.add_argument("--stride", type=int, default=1, metavar="N", help="use every N-th frame (default 1: all)")
@@ -96,16 +101,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="ONNX Runtime intra-op threads per stream (default: the cores shared out between the streams)")
     p.add_argument("--streams", type=_streams_arg, default=None, metavar="N",
                    help="batches of one network in flight at once on the CPU, each on its share of the cores "
-                        "(default auto: 2 when --threads is not given, else 1; a GPU runs 1; docs/pipeline.md, Streams)")
+                        "(default auto: 2 when --threads is not given, else 1; a GPU runs 1; "
+                        "docs/pipeline.md, Streams)")
     p.add_argument("--models-dir", type=Path, default=None, metavar="DIR",
                    help="folder of <method>.onnx + manifest.yaml (default: $GAZE4HRI_MODELS, else models/)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"results folder (default: {DEFAULT_OUT})")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                   help=f"results folder (default: {DEFAULT_OUT})")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     from .jobs import ENGINES
 
     p.add_argument("--engine", choices=tuple(ENGINES), default="local",
                    help="where the trials run: local (this process; default) or ray (one trial per work unit on a Ray "
-                        "cluster; needs `pip install ray`, data/models/--out on a path every node sees: docs/cluster.md)")
+                        "cluster; needs `pip install ray`, data/models/--out on a path every node sees: "
+                        "docs/cluster.md)")
     p.add_argument("--address", default=None, metavar="ADDR",
                    help="--engine ray: the cluster to join, host:port as `ray start --head` printed it, or auto "
                         "(default: start a local Ray runtime on this machine)")
@@ -151,7 +159,8 @@ def main(args: argparse.Namespace) -> int:
         raise Gaze4HRIError("--address and --workers apply to --engine ray only", "gaze4hri-bench run",
                             "add --engine ray, or drop --address/--workers")
     if args.workers is not None and args.workers < 1:
-        raise Gaze4HRIError("--workers must be >= 1", "gaze4hri-bench run", "e.g. --workers 4, or leave it out to fill the cluster")
+        raise Gaze4HRIError("--workers must be >= 1", "gaze4hri-bench run",
+                            "e.g. --workers 4, or leave it out to fill the cluster")
     if args.engine == "ray":  # before any work: ray missing, or a cluster that does not answer, is one line
         from .engine_ray import _check_reachable, import_ray
 
@@ -163,9 +172,11 @@ def main(args: argparse.Namespace) -> int:
         methods=methods, data=args.data, out=args.out, input=args.input,
         detector=args.detector or default_detector(), subjects=tuple(args.subjects) if args.subjects else None,
         trials=tuple(args.trials) if args.trials else None, stride=args.stride, device=args.device,
-        batch=args.batch, fp16=args.fp16, models_dir=args.models_dir, threads=args.threads, streams=args.streams, blinks=args.blinks,
+        batch=args.batch, fp16=args.fp16, models_dir=args.models_dir, threads=args.threads, streams=args.streams,
+        blinks=args.blinks,
         ear_relative=args.ear_relative or None, ear_threshold=args.ear_threshold,
-        data_format=args.data_format, profile=args.profile, engine=args.engine, address=args.address, workers=args.workers,
+        data_format=args.data_format, profile=args.profile, engine=args.engine, address=args.address,
+        workers=args.workers,
         progress=not args.no_progress and sys.stderr.isatty(),
         command_line="gaze4hri-bench " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     )

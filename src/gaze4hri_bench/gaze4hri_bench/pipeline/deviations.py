@@ -8,7 +8,8 @@ through the oracle (methods.oracle: a perfect network in the method's own raw ou
 convention), decoded by the modified profile; the angle to the ``reference`` oracle's
 answer (the truth) is the setting's effect. ``clip_shift`` moves the output to a later
 frame (effect: the gaze change over the shift); a setting that leaves frames unscored
-(``unscored_tail``, ``pose_match``) counts them (``not_scored``, ``not_scored_pct``). Settings a perfect network is blind to
+(``unscored_tail``, ``pose_match``) counts them (``not_scored``, ``not_scored_pct``).
+Settings a perfect network is blind to
 (colour, mean/std, crop rule, clip windows, face-box rules, rectification centre and
 head axes under R^T) show 0 and say so: their effect needs real weights.
 
@@ -25,8 +26,8 @@ import numpy as np
 import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 
-__all__ = ["add_arguments", "main", "deviation_table", "frame_geometries", "trial_truths", "origin_table", "report_section", "DEFAULT_OUT",
-           "REPORT_SUBDIR"]
+__all__ = ["add_arguments", "main", "deviation_table", "frame_geometries", "trial_truths", "origin_table",
+           "report_section", "DEFAULT_OUT", "REPORT_SUBDIR"]
 
 DEFAULT_OUT = Path("out/deviations")
 #: where ``analyze``'s report looks for this command's output: REPORT/deviations
@@ -55,7 +56,8 @@ def frame_geometries(ds, tref) -> tuple[list, pd.DataFrame]:
     return geos, rows
 
 
-_PM = ["eye_cx", "eye_cy", "eye_cz", "face_cx", "face_cy", "face_cz"] + [f"R_head_{i}{j}" for i in range(3) for j in range(3)]
+_PM = (["eye_cx", "eye_cy", "eye_cz", "face_cx", "face_cy", "face_cz"]
+       + [f"R_head_{i}{j}" for i in range(3) for j in range(3)])
 
 
 def _with_pose_match(ds, tref, gt: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +69,8 @@ def _with_pose_match(ds, tref, gt: pd.DataFrame) -> pd.DataFrame:
 
     out = gt.copy()
     out["trial_last_frame"] = int(gt["frame"].max()) if len(gt) else -1
-    opt = pose_match_options(type("R", (), {"pose_match": "nearest_20ms"})(), "rectified", getattr(ds, "gt_options", None))
+    opt = pose_match_options(type("R", (), {"pose_match": "nearest_20ms"})(), "rectified",
+                             getattr(ds, "gt_options", None))
     try:
         near = ds.trial_ground_truth(tref, options=opt)
     except TypeError:  # a dataset without ground-truth options: no pose-match geometry
@@ -158,7 +161,8 @@ def _sequence(job, geos, frames, sel, rows: pd.DataFrame | None = None) -> np.nd
     if getattr(st, "unscored_tail", 0) and len(sel):
         from ..profiles import not_scored_mask
 
-        last = int(rows["trial_last_frame"].iloc[0]) if rows is not None and "trial_last_frame" in rows.columns else None
+        has_last = rows is not None and "trial_last_frame" in rows.columns
+        last = int(rows["trial_last_frame"].iloc[0]) if has_last else None
         out[not_scored_mask(np.asarray(frames)[sel], st, it, last_frame=last)] = np.nan
     return out
 
@@ -244,8 +248,8 @@ def origin_table(truths: list[tuple]) -> pd.DataFrame:
         face = r[need[3:6]].to_numpy(float)
         ok = np.isfinite(tgt).all(1) & np.isfinite(face).all(1)
         if ok.any():
-            recs.append((exp, np.asarray(angular_error_deg(normalize(tgt[ok] - face[ok]), r[need[6:]].to_numpy(float)[ok]),
-                                         float).reshape(-1)))
+            ang = angular_error_deg(normalize(tgt[ok] - face[ok]), r[need[6:]].to_numpy(float)[ok])
+            recs.append((exp, np.asarray(ang, float).reshape(-1)))
     rows = []
     for exp in sorted({e for e, _ in recs}):
         a = np.concatenate([x for e, x in recs if e == exp])
@@ -260,7 +264,8 @@ def _summary(tab: pd.DataFrame) -> pd.DataFrame:
     for s, g in tab.groupby("setting", sort=False):
         seen = g[(g["max_deg"] > 1e-3) | (g["not_scored"] > 0 if "not_scored" in g.columns else False)]
         rows.append({"setting": s, "verdict": g["verdict"].iloc[0], "methods": ", ".join(sorted(set(g["method"]))),
-                     "methods affected (oracle)": ", ".join(sorted(set(seen["method"]))) or "none (perfect network blind)",
+                     "methods affected (oracle)": (", ".join(sorted(set(seen["method"])))
+                                                   or "none (perfect network blind)"),
                      "median_deg (max over rows)": round(float(g["median_deg"].max()), 3),
                      "p95_deg (max over rows)": round(float(g["p95_deg"].max()), 3),
                      "frames not scored % (max over rows)": round(float(g["not_scored_pct"].max()), 2)
@@ -326,9 +331,10 @@ def _markdown(tab: pd.DataFrame, command: str, profile: str, net: pd.DataFrame |
         lines.append("Not run: no network weights were present (`gaze4hri-bench models` lists where to get them), or "
                      "`--network off`.")
         return "\n".join(lines) + "\n"
-    lines += ["Each setting alone (`run --profile " + profile + ":SETTING`) and the whole profile, run with the networks "
-              "through the full pipeline on the same sessions as `reference`: the angle between the two predictions of a "
-              "frame (median / p95, worst method, input and experiment), the mean change in angular error (variant - "
+    lines += ["Each setting alone (`run --profile " + profile + ":SETTING`) and the whole profile, run with the "
+              "networks through the full pipeline on the same sessions as `reference`: the angle between the two "
+              "predictions of a frame (median / p95, worst method, input and experiment), the mean change in angular "
+              "error (variant - "
               "reference, frames valid in both), and how many of the report's tested results (Holm-corrected, "
               "`reference` analysis profile) change outcome. Networks marked *random weights* are not gaze "
               "estimators: their rows measure how much a setting changes a network's input, not accuracy.", "",
@@ -339,7 +345,8 @@ def _markdown(tab: pd.DataFrame, command: str, profile: str, net: pd.DataFrame |
                      f"{r['p95_deg (max over rows)']:.3f} | {r['error change deg (largest)']:+.3f} | "
                      f"{r.get('significant results changed', '-')} |")
     if changes is not None and len(changes):
-        lines += ["", "Changed results:", "", "| setting | analysis | table | result | change | p reference | p variant |",
+        lines += ["", "Changed results:", "",
+                  "| setting | analysis | table | result | change | p reference | p variant |",
                   "|---|---|---|---|---|---|---|"]
         for r in changes.itertuples(index=False):
             lines.append(f"| `{r.setting}` | {r.analysis} | {r.table} | {r.key} | {r.change} | {r.p_reference:.3g} | "
@@ -365,8 +372,9 @@ def report_section(report_dir: Path) -> tuple[str, pd.DataFrame, Path | None] | 
     summ = _summary(tab).drop(columns=["methods"])
     net = _read_optional(d / "network.parquet")
     sig = _read_optional(d / "significance.parquet")
-    intro = ("Each documented setting of the study profile alone on top of `reference`, measured with the oracle (a perfect "
-             "network in each method's raw output convention, on these sessions' per-frame geometry): the angle between "
+    intro = ("Each documented setting of the study profile alone on top of `reference`, measured with the oracle "
+             "(a perfect network in each method's raw output convention, on these sessions' per-frame geometry): "
+             "the angle between "
              "the gaze it then reports and what `reference` reports, worst method and experiment. Settings a perfect "
              "network cannot see (image appearance, crop and face-box rules, clip windows) show 0 there. ")
     if net is not None and len(net):
@@ -375,10 +383,11 @@ def report_section(report_dir: Path) -> tuple[str, pd.DataFrame, Path | None] | 
             "error change deg (largest)": "error change deg"})
         summ = summ.merge(ns, on="setting", how="outer", sort=False)
         intro += ("The network columns run each setting through the whole pipeline with the networks named there "
-                  "(random weights are not gaze estimators: input sensitivity only), with the change in mean error and how "
-                  "many of this report's tested results change outcome. ")
+                  "(random weights are not gaze estimators: input sensitivity only), with the change in mean error "
+                  "and how many of this report's tested results change outcome. ")
     else:
-        intro += "No run with network weights: their effect, and whether a setting changes a significant result, is not measured. "
+        intro += ("No run with network weights: their effect, and whether a setting changes a significant result, "
+                  "is not measured. ")
     intro += f"Per experiment and input: `{REPORT_SUBDIR}/deviations.md`."
     png = d / "deviations.png"
     return intro, summ, (png if png.is_file() else None)
@@ -415,18 +424,24 @@ def _figure(tab: pd.DataFrame, path: Path) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..specs import SPECS
     from .cli_run import DEFAULT_DATA
-    from .run import DEFAULT_DETECTOR
+    from .jobs import DEFAULT_DETECTOR
 
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, metavar="DIR", help=f"recorded sessions (default {DEFAULT_DATA})")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, metavar="DIR",
+                   help=f"recorded sessions (default {DEFAULT_DATA})")
     p.add_argument("--format", choices=("auto", "session", "study"), default="auto", dest="data_format",
-                   help="dataset layout of --data: our MCAP sessions, the study's released per-trial folders, or auto-detected (default auto)")
-    p.add_argument("--profile", default="study", metavar="NAME", help="profile whose settings are measured (default study)")
+                   help="dataset layout of --data: our MCAP sessions, the study's released per-trial folders, "
+                        "or auto-detected (default auto)")
+    p.add_argument("--profile", default="study", metavar="NAME",
+                   help="profile whose settings are measured (default study)")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
                    help=f"networks (default all: {', '.join(SPECS)})")
     p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects (default: every subject in --data)")
-    p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids, e.g. illum100_P5 arc_P3 (default: every trial)")
-    p.add_argument("--stride", type=int, default=5, metavar="N", help="the oracle: every N-th frame (default 5; the runs with the networks use every frame)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR", help=f"output folder (default {DEFAULT_OUT})")
+    p.add_argument("--trials", nargs="+", metavar="TRIAL",
+                   help="only these trial ids, e.g. illum100_P5 arc_P3 (default: every trial)")
+    p.add_argument("--stride", type=int, default=5, metavar="N",
+                   help="the oracle: every N-th frame (default 5; the runs with the networks use every frame)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                   help=f"output folder (default {DEFAULT_OUT})")
     g = p.add_argument_group("with the networks (each setting through `run`, where weights are present)")
     g.add_argument("--network", choices=("auto", "on", "off"), default="auto",
                    help="auto: also run every setting with the networks whose weights are present; on: every named "
@@ -434,9 +449,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--runs", type=Path, default=None, metavar="DIR",
                    help="where the per-setting runs go (default OUT/runs; re-running resumes)")
     g.add_argument("--models-dir", type=Path, default=None, metavar="DIR", help="ONNX models folder (default models/)")
-    g.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "tensorrt"), help="inference device (default auto)")
+    g.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "tensorrt"),
+                   help="inference device (default auto)")
     g.add_argument("--batch", type=int, default=8, metavar="N", help="frames per inference batch (default 8)")
-    g.add_argument("--detector", default=DEFAULT_DETECTOR, metavar="NAME", help=f"face detector (default {DEFAULT_DETECTOR})")
+    g.add_argument("--detector", default=DEFAULT_DETECTOR, metavar="NAME",
+                   help=f"face detector (default {DEFAULT_DETECTOR})")
     g.add_argument("--alpha", type=float, default=0.05, help="significance level of the report's tests (default 0.05)")
     g.add_argument("--min-subjects", type=int, default=3, metavar="N", help="fewest subjects for a test (default 3)")
 
@@ -476,7 +493,8 @@ def _main(args: argparse.Namespace) -> int:
     if args.stride < 1:
         raise Gaze4HRIError("--stride must be >= 1", "gaze4hri-bench deviations", "e.g. --stride 5")
     if not 0 < args.alpha < 1 or args.min_subjects < 2 or args.batch < 1:
-        raise Gaze4HRIError(f"--alpha {args.alpha}, --min-subjects {args.min_subjects}, --batch {args.batch}: out of range",
+        raise Gaze4HRIError(f"--alpha {args.alpha}, --min-subjects {args.min_subjects}, --batch {args.batch}: "
+                            "out of range",
                             "gaze4hri-bench deviations", "alpha in (0, 1) e.g. 0.05, --min-subjects >= 2, --batch >= 1")
     if not args.data.is_dir():
         raise Gaze4HRIError(f"data folder {args.data} does not exist", "--data",
@@ -522,6 +540,6 @@ def _main(args: argparse.Namespace) -> int:
         changes.to_csv(args.out / "findings_changed.csv", index=False)
         print(_network_summary(net, sig).to_string(index=False))
     (args.out / "deviations.md").write_text(_markdown(tab, command, args.profile, net, sig, changes, origin))
-    print(f"wrote {args.out}/deviations.{{md,csv,parquet,png}}" + (" and network.*, significance.*, findings_changed.csv"
-                                                                   if net is not None else ""))
+    extra = " and network.*, significance.*, findings_changed.csv" if net is not None else ""
+    print(f"wrote {args.out}/deviations.{{md,csv,parquet,png}}" + extra)
     return 0

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 
-__all__ = ["Variant", "networks_present", "variants", "run_variants", "share_face_cache", "frame_effects", "significance_changes",
-           "BASELINES"]
+__all__ = ["Variant", "networks_present", "variants", "run_variants", "share_face_cache", "frame_effects",
+           "significance_changes", "BASELINES"]
 
 #: weight-free baselines run once under reference: every report compares against them
 BASELINES = ("head_pose", "straight")
@@ -160,7 +160,8 @@ def frame_effects(ref: Path, var: Path, v: Variant, network: dict[str, str]) -> 
                 pr = g[["pred_x_r", "pred_y_r", "pred_z_r"]].to_numpy(float)
                 pv = g[["pred_x_v", "pred_y_v", "pred_z_v"]].to_numpy(float)
                 both = np.isfinite(pr).all(1) & np.isfinite(pv).all(1)
-                ang = np.asarray(angular_error_deg(pr[both], pv[both]), float).reshape(-1) if both.any() else np.array([])
+                ang = (np.asarray(angular_error_deg(pr[both], pv[both]), float).reshape(-1) if both.any()
+                       else np.array([]))
                 vb = g["valid_r"].to_numpy(bool) & g["valid_v"].to_numpy(bool)
                 derr = (g["error_deg_v"] - g["error_deg_r"]).to_numpy(float)[vb]
                 rows.append({"setting": v.label, "method": m, "input": it, "experiment": str(exp),
@@ -205,8 +206,8 @@ def significance_changes(ref: Path, folders: dict[str, Path], vs: list[Variant],
                             "note": f"no test ran (fewer than {min_subjects} subjects, or no method pairs)"})
             continue
         ch = changed_findings(base, run(_result_set(ref, folders[v.label], v)))
-        summary.append({"setting": v.label, "tested": len(base), "significant_reference": int(base["significant"].sum()),
-                        "changed": len(ch), "note": ""})
+        summary.append({"setting": v.label, "tested": len(base),
+                        "significant_reference": int(base["significant"].sum()), "changed": len(ch), "note": ""})
         if len(ch):
             changes.append(ch.assign(setting=v.label))
     ch = pd.concat(changes, ignore_index=True) if changes else pd.DataFrame(

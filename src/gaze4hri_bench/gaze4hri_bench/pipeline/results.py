@@ -101,8 +101,9 @@ def check_profile(parts: Path, profile: str) -> None:
     for p in sorted(Path(parts).glob("*.parquet")) if Path(parts).is_dir() else []:
         got = read_part_timing(p).get("profile") or "reference"
         if got != profile:
-            raise Gaze4HRIError(f"{p.parent} holds trials run with pipeline profile {got!r}, this run asks for {profile!r}",
-                                "--profile", f"use another --out for profile {profile}, or run again with --profile {got}")
+            raise Gaze4HRIError(f"{p.parent} holds trials run with pipeline profile {got!r}, "
+                                f"this run asks for {profile!r}", "--profile",
+                                f"use another --out for profile {profile}, or run again with --profile {got}")
         return
 
 
@@ -196,9 +197,12 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
         "blinks": _blinks(cfg),
         "command_line": cfg.command_line or " ".join(sys.argv),
         "excluded_trials": timing.pop("excluded_trials", {}),  # subject__trial -> why the profile dropped it
-        "subjects": timing.pop("subjects", {}),  # subject -> metadata (study: subject_info.json; docs/results_schema.md)
-        "data_source": {"backends": timing.pop("data_backends", {})},  # subject -> sim/real/study: the report's status box
-        "camera_sources": timing.pop("camera_sources", {}),  # subject__trial -> FK vs camera rigid body (issue 13): the report's data section
+        # subject -> metadata (study: subject_info.json; docs/results_schema.md)
+        "subjects": timing.pop("subjects", {}),
+        # subject -> sim/real/study: the report's status box
+        "data_source": {"backends": timing.pop("data_backends", {})},
+        # subject__trial -> FK vs camera rigid body (issue 13): the report's data section
+        "camera_sources": timing.pop("camera_sources", {}),
         "timing": timing,
     }
 

@@ -169,7 +169,8 @@ class FrameEstimator:
     """
 
     def __init__(self, method: str, input: str = "best", models_dir: str | Path | None = None, device: str = "cpu",
-                 detector: str = "auto", threads: int | None = None, landmarks: bool = True, profile: str | None = None):
+                 detector: str = "auto", threads: int | None = None, landmarks: bool = True,
+                 profile: str | None = None):
         from .jobs import plan_job
         from .runtime import Runner
 
@@ -208,7 +209,8 @@ class FrameEstimator:
             from .face_pass import needs_profile_pass
 
             if needs_profile_pass(rec):
-                out.append(f"face rule (track_rule={rec.track_rule}, box_margin={rec.box_margin}, face_boxes={rec.face_boxes})")
+                out.append(f"face rule (track_rule={rec.track_rule}, box_margin={rec.box_margin}, "
+                           f"face_boxes={rec.face_boxes})")
             if rec.missing_face == "trial":
                 out.append("missing_face=trial")
         if rec.clip_shift:
@@ -289,7 +291,8 @@ class FrameEstimator:
             self._det.detect(img)
         if self.runner is not None:
             size = self.method.spec.size  # named image axes (MCGaze's H, W) at their largest
-            self.runner.run(*(np.zeros([1 if d == "B" else size if isinstance(d, str) else int(d) for d in dims], np.float32)
+            self.runner.run(*(np.zeros([1 if d == "B" else size if isinstance(d, str) else int(d) for d in dims],
+                                       np.float32)
                               for dims in self.method.spec.onnx_inputs.values()))
 
     @property
@@ -297,7 +300,8 @@ class FrameEstimator:
         return self.method.needs_face(self.input_type)
 
     # -- one frame ------------------------------------------------------------------
-    def step(self, index: int, t_ns: int, image: np.ndarray, K: np.ndarray, geometry: dict | None = None) -> list[Estimate]:
+    def step(self, index: int, t_ns: int, image: np.ndarray, K: np.ndarray,
+             geometry: dict | None = None) -> list[Estimate]:
         """Process one frame; ``geometry`` from :func:`mocap_geometry` (None: use landmarks)."""
         K = np.asarray(K, float)
         box = lm = None
