@@ -64,7 +64,7 @@ def test_disk_full_between_trials_leaves_the_rest_pending(full_disk, monkeypatch
     assert load_manifest(full_disk / "S01").trials["illum010_P2"].attempts == 0
     # the disk fills after that check (another writer): the recorder refuses to start,
     # and the trial goes back to pending instead of failed
-    monkeypatch.setattr(orch, "_check_trial_disk", lambda *a: None)
+    monkeypatch.setattr(orch, "check_trial_disk", lambda *a: None)
     with pytest.raises(SessionError, match="disk full before trial illum010_P2.*--resume"):
         run_session_args(SessionArgs(subject="S01", backend="sim", out_dir=full_disk, resume=True, trial_ids=(*SHORT_TRIALS, *MORE),
                                      resolution=(320, 180), trial_seconds=0.5, real_time_factor=50.0, quiet=True, yes=True))
