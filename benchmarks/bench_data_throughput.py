@@ -2,7 +2,7 @@
 """Throughput of the benchmark's data side on this CPU: bag decode, ground truth, face
 detection (+ tracking) and pre-processing (crop rules, data normalization, tensor).
 
-Writes real MCAP bags with the test fixture's writer (tests/bench/data/_session.py:
+Writes real MCAP bags with the test fixture's writer (gaze4hri_bench/testing/session.py:
 rosbags Writer, rgb8 frames showing a real face photograph) at 640x360 and at the
 study's 1920x1080, then times each stage per frame (median of the per-frame times,
 and frames per second over the whole pass). Prints JSON; ``--md`` writes the table.
@@ -27,12 +27,8 @@ from pathlib import Path
 import numpy as np
 from _machine import cpu_name  # benchmarks/_machine.py (this script's folder is on sys.path)
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("YOLO_CONFIG_DIR", os.path.join(tempfile.gettempdir(), "gaze4hri_yolo"))
-
-
 
 
 def _timed(fn, items):
@@ -52,8 +48,7 @@ def bench(size: tuple[int, int], seconds: float, tmp: Path, detectors: list[str]
     from gaze4hri_bench.faces.detectors import available, get_detector
     from gaze4hri_bench.faces.tracking import SubjectTracker
     from gaze4hri_bench.specs import get_spec
-
-    from tests.bench.data._session import TrialSpec, write_session
+    from gaze4hri_bench.testing.session import TrialSpec, write_session
 
     w, h = size
     root = tmp / f"root_{w}x{h}"

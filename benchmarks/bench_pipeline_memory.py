@@ -6,7 +6,7 @@ and stays under 2 GB for a 10-minute session.
 Records one trial of --minutes at 30 fps with the acquisition simulator (``--source
 sim``, default: the real nodes and recorder, the rendered face with its blinks; 640x360
 is 12 GB for 10 minutes) or with the synthetic test writer (``--source synthetic``,
-tests/bench/data/_session.py, which holds the whole trial in memory: small sizes only), runs
+gaze4hri_bench/testing/session.py, which holds the whole trial in memory: small sizes only), runs
 head_pose (decode + ground truth) and the tiny test network on rectified input (decode
 + data normalization + ONNX inference), with the default blink source: the first job
 runs the face pass (MediaPipe detection + face mesh -> EAR blinks) on every frame and
@@ -25,9 +25,6 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -41,9 +38,8 @@ def main() -> int:
     from gaze4hri_bench.methods.testing import TINY_SPEC, build_gradient_onnx
     from gaze4hri_bench.pipeline.results import read_metadata
     from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
+    from gaze4hri_bench.testing.session import TrialSpec, write_session
     from gaze4hri_bench.zoo import store
-
-    from tests.bench.data._session import TrialSpec, write_session
 
     w, h = (int(v) for v in a.size.split("x"))
     tmp = Path(tempfile.mkdtemp(prefix="g4h_mem_"))
@@ -60,8 +56,7 @@ def main() -> int:
         t0 = time.perf_counter()
         if a.source == "sim":
             from gaze4hri_acq.simulate import run_sim_session
-
-            from tests.bench.data._session import calibration_source
+            from gaze4hri_bench.testing.session import calibration_source
 
             cal = calibration_source(tmp, "S01")
             run_sim_session(tmp / "sessions", "S01", ["illum100_P5"], resolution=(w, h), trial_seconds=a.minutes * 60,

@@ -2,7 +2,7 @@
 """Pipeline throughput per method and input type on this machine's CPU, split into
 decode, detect (face detection + tracking), pre-process and infer, plus peak RSS.
 
-Data: one real MCAP session written like the data tests (tests/bench/data/_session.py:
+Data: one real MCAP session written like the data tests (gaze4hri_bench/testing/session.py:
 a face photograph moving across a 640x360 frame, 30 fps). Models: the zoo's
 random-init ONNX exports (same graphs as imported checkpoints; `gaze4hri-bench models
 export METHOD --random-init`, or the test cache ~/.cache/gaze4hri/tests/bench/zoo_onnx),
@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 from _machine import cpu_name  # noqa: E402 - benchmarks/_machine.py
 
@@ -70,8 +69,7 @@ def main() -> int:
     from gaze4hri_bench.pipeline.results import read_metadata
     from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
     from gaze4hri_bench.specs import SPECS
-
-    from tests.bench.data._session import TrialSpec, write_session
+    from gaze4hri_bench.testing.session import TrialSpec, write_session
 
     w, h = (int(v) for v in a.size.split("x"))
     methods = a.methods or list(SPECS) + ["head_pose", "straight"]

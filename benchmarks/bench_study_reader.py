@@ -3,7 +3,7 @@
 on the same 1080p trial, and peak memory against trial length (issue 12, "Numbers").
 
 One simulated trial is written as an MCAP session with the test fixture's writer
-(tests/bench/data/_session.py: rosbags, rgb8, 30 fps, a real face photograph), then
+(gaze4hri_bench/testing/session.py: rosbags, rgb8, 30 fps, a real face photograph), then
 exported to the study layout with ``gaze4hri_bench.export.study`` (rgb_video.mp4,
 mp4v, and the lossless FFV1 rgb_video.mkv). Each backend then reads every frame
 (decode, RGB) and computes the trial's ground truth, in a fresh child process so
@@ -29,9 +29,6 @@ import time
 from pathlib import Path
 
 from _machine import cpu_name  # benchmarks/_machine.py (this script's folder is on sys.path)
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 READERS = {  # label -> (Dataset format, study video choice)
     "session (MCAP, rgb8)": ("session", None),
@@ -73,8 +70,7 @@ def child(fmt: str, video: str | None, data: str) -> dict:
 
 def make(tmp: Path, seconds: float, size: tuple[int, int]) -> tuple[Path, Path, dict]:
     from gaze4hri_bench.export.study import export_study
-
-    from tests.bench.data._session import TrialSpec, write_session
+    from gaze4hri_bench.testing.session import TrialSpec, write_session
 
     root = tmp / f"sessions_{seconds:g}s"
     write_session(root, "S01", [TrialSpec("illum100_P5", seconds=seconds, size=size)], tmp=tmp)

@@ -16,9 +16,6 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
 TRIALS = ["arc_P1", "arc_P5", "illum010_P5", "mutual_h_fast", "mutual_v_slow"]
 
 
@@ -36,8 +33,7 @@ def main() -> int:
     from gaze4hri_bench.data.reader import Dataset
     from gaze4hri_bench.faces.detectors import get_detector
     from gaze4hri_bench.pipeline.face_pass import track_trial
-
-    from tests.bench.data._session import calibration_source
+    from gaze4hri_bench.testing.session import calibration_source
 
     w, h = (int(v) for v in a.size.split("x"))
     det = get_detector(a.detector)

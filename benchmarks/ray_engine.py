@@ -13,7 +13,7 @@ and its load average (before and after each run) head the table.
 
 Data: the demo sessions (out/demo/sessions, `gaze4hri-bench demo`), one subject by
 default; without them a 13-trial session is written like the data tests
-(tests/bench/data/_session.py). Models: the zoo's random-init exports from the test
+(gaze4hri_bench/testing/session.py). Models: the zoo's random-init exports from the test
 cache (benchmarks/bench_pipeline_throughput.py's _models), else tiny gradient models.
 
     .venv/bin/python benchmarks/ray_engine.py --md /tmp/ray.md
@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 from _machine import cpu_name  # noqa: E402 - benchmarks/_machine.py
 
@@ -46,8 +45,7 @@ def _data(args, tmp: Path) -> tuple[Path, str]:
     if demo.is_dir() and all((demo / s / "session.yaml").is_file() for s in args.subjects):
         return demo, f"demo sessions {demo.relative_to(REPO)} ({', '.join(args.subjects)})"
     from gaze4hri_bench.demo import DEMO_TRIALS
-
-    from tests.bench.data._session import TrialSpec, write_session
+    from gaze4hri_bench.testing.session import TrialSpec, write_session
 
     for s in args.subjects:
         write_session(tmp / "sessions", s, [TrialSpec(t, seconds=1.0, size=(640, 360)) for t in DEMO_TRIALS], tmp=tmp)

@@ -7,7 +7,7 @@ every fifth frame, the kinds in turn: a spoofed source (127.0.0.2), truncated pa
 runt, a NaN position, an infinite quaternion component, a non-unit quaternion.
 
 A fault is survived when exactly its counter moves by one, the next genuine frame is
-delivered, and a damaged frame arrives untracked (tests/acq/drivers/natnet_emulator.py
+delivered, and a damaged frame arrives untracked (gaze4hri_acq/testing/natnet_emulator.py
 replay_capture; the same run is test_mocap_natnet.py::
 test_whole_capture_with_a_fault_every_fifth_frame).
 
@@ -15,18 +15,13 @@ test_whole_capture_with_a_fault_every_fifth_frame).
 """
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def run(every: int = 5, speed: float = 10.0) -> dict:
     """Replay with faults; returns {"survived", "total", "by_kind": {kind: [survived, total]},
     "frames", "counters", "seconds", "line"}. Raises FileNotFoundError without the capture."""
-    from tests.acq.drivers.natnet_emulator import FAULT_KINDS, MotiveCapture, find_capture_dir, replay_capture
+    from gaze4hri_acq.testing.natnet_emulator import FAULT_KINDS, MotiveCapture, find_capture_dir, replay_capture
 
     d = find_capture_dir()
     if d is None:

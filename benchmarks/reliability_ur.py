@@ -11,7 +11,7 @@ limits (0.1 s loss timeout):
 - protective stop: the emulator's protective stop mid-motion: a protective_stop fault
   and ``protective_stop`` in the robot's /diagnostics (the operator view's robot row).
 
-The harness is tests/acq/drivers/ur_node_bed.py (as tests/acq/test_robot_node_real.py).
+The harness is gaze4hri_acq.testing.ur_node_bed (as tests/acq/test_robot_node_real.py).
 
     .venv/bin/python benchmarks/reliability_ur.py
 """
@@ -19,10 +19,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 TRIAL = "mutual_h_fast"
 
@@ -32,9 +28,8 @@ def run(trial: str = TRIAL, mocap_loss_timeout_s: float = 0.1) -> dict:
     import importlib.metadata
 
     import numpy as np
+    from gaze4hri_acq.testing.ur_node_bed import RobotNodeBed, run_trial, tcp, wait_for
     from gaze4hri_sim.arm import HOME_Q
-
-    from tests.acq.drivers.ur_node_bed import RobotNodeBed, run_trial, tcp, wait_for
 
     t_all = time.monotonic()
     res: dict = {"trial": trial, "mocap_loss_timeout_s": mocap_loss_timeout_s, "ur_rtde": importlib.metadata.version("ur_rtde")}

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("rclpy")
 pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs is not built: run scripts/bootstrap.sh (scripts/build_tf2_msgs.sh)")
 import rclpy  # noqa: E402
+from gaze4hri_acq.testing.wait import wait_for  # noqa: E402
 from gaze4hri_core.session import bag_dir  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -24,7 +25,6 @@ from rosbags.typesys import Stores, get_typestore  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from tests.acq._wait import wait_for  # noqa: E402
 from tests.acq.conftest import SHORT_TRIALS  # noqa: E402
 
 # tf2_ros's listener profiles (geometry2 tf2_ros/include/tf2_ros/qos.hpp:39-60), /tf kept whole

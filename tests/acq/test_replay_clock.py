@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("rclpy")
 import rclpy  # noqa: E402
 from gaze4hri_acq.replay import CLOCK_TOPIC, replay_session  # noqa: E402
+from gaze4hri_acq.testing.wait import wait_for  # noqa: E402
 from gaze4hri_core.session import bag_dir  # noqa: E402
 from rclpy.context import Context  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -19,8 +20,6 @@ from rosbags.rosbag2 import Reader  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 
 from gaze4hri_acq import replay as replay_mod  # noqa: E402
-
-from ._wait import wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.replay, pytest.mark.node]
 

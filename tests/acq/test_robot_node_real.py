@@ -12,10 +12,9 @@ import pytest
 
 pytest.importorskip("rclpy")
 pytest.importorskip("rtde_control")
+from gaze4hri_acq.testing.ur_node_bed import RobotNodeBed, run_trial, tcp, wait_for  # noqa: E402
 from gaze4hri_core.errors import Gaze4HRIError  # noqa: E402
 from gaze4hri_sim.arm import HOME_Q  # noqa: E402
-
-from .drivers.ur_node_bed import RobotNodeBed, run_trial, tcp, wait_for  # noqa: E402
 
 HOME = [f"{x:.6f}" for x in HOME_Q]
 

@@ -1,7 +1,7 @@
 """Issue 23: the results carry the camera's optical centre in the world per frame
 (schema ``cam_world_x/y/z``), copied from the ground truth's camera pose (registration x
 tool0 x hand-eye, data/frame_truth.py) on every frame, valid or not. Checked on a short
-simulated session (tests/bench/data/_session.py: a 0.5 s horizontal line scan) against the
+simulated session (gaze4hri_bench.testing.session: a 0.5 s horizontal line scan) against the
 camera pose the simulator moved (``camera_pose``), which the run never sees."""
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from gaze4hri_bench.testing.session import T0, TrialSpec, calibration_source, camera_pose, write_session
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.protocol import trial_by_id
-
-from .data._session import T0, TrialSpec, calibration_source, camera_pose, write_session
 
 pytestmark = pytest.mark.replay
 

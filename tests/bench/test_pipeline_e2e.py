@@ -1,4 +1,4 @@
-"""`gaze4hri-bench run` end to end on real MCAP sessions (tests/bench/data/_session.py:
+"""`gaze4hri-bench run` end to end on real MCAP sessions (gaze4hri_bench.testing.session:
 rosbags-written bags, a real face photograph moving across the frame), real face
 detection and tracking, tiny ONNX models, both input types, then resume, and the CLI's
 bad-input paths (one line, non-zero exit, no traceback)."""
@@ -13,8 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from gaze4hri_bench.cli import main as cli
 from gaze4hri_bench.schema import COLUMNS, METADATA_KEY
-
-from .data._session import TrialSpec, write_session
+from gaze4hri_bench.testing.session import TrialSpec, write_session
 
 pytestmark = [pytest.mark.replay, pytest.mark.slow]
 

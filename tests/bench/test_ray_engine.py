@@ -7,7 +7,7 @@ separate temp dirs), kills the worker node (its raylet and the processes under i
 its worker runs a unit and checks the results are still equal, with no row twice; then
 kills the driver mid-run and checks that the same command resumes.
 
-Data: real MCAP sessions (tests/bench/data/_session.py) every worker process opens from
+Data: real MCAP sessions (gaze4hri_bench.testing.session) every worker process opens from
 disk, tiny ONNX models (conftest.tiny_models), the OpenCV Haar face detector (no model
 download; the crop input runs real detection and tracking)."""
 from __future__ import annotations
@@ -27,8 +27,7 @@ import pytest
 from gaze4hri_bench.cli import main as cli
 from gaze4hri_bench.pipeline import results
 from gaze4hri_bench.pipeline.run import RunConfig, run_benchmark
-
-from .data._session import TrialSpec, write_session
+from gaze4hri_bench.testing.session import TrialSpec, write_session
 
 pytestmark = pytest.mark.replay
 

@@ -8,12 +8,7 @@ import numpy as np
 import pytest
 from gaze4hri_acq.drivers.mocap_natnet import ClockFrequencyEstimator
 from gaze4hri_acq.drivers.registry import make_mocap
-from gaze4hri_core.device_config import MocapConfig
-from gaze4hri_core.devices import DeviceError
-from gaze4hri_core.transforms import SE3, motive_yup_to_zup
-from scipy.spatial.transform import Rotation
-
-from .natnet_emulator import (
+from gaze4hri_acq.testing.natnet_emulator import (
     FAULT_KINDS,
     EmulatedBody,
     MotiveCapture,
@@ -26,6 +21,10 @@ from .natnet_emulator import (
     replay_capture,
     rigid_bodies_v3,
 )
+from gaze4hri_core.device_config import MocapConfig
+from gaze4hri_core.devices import DeviceError
+from gaze4hri_core.transforms import SE3, motive_yup_to_zup
+from scipy.spatial.transform import Rotation
 
 pytestmark = pytest.mark.replay
 NAMES = {"HeadBand": "head_band", "CalibTool": "calib_tool", "Probe": "probe"}

@@ -8,13 +8,12 @@ import time
 import numpy as np
 import pytest
 from gaze4hri_acq.drivers.robot_rtde import ClockMapper, RtdeRobot, build_path, probe_rtde
+from gaze4hri_acq.testing.ur_testbed import Controller, free_host, monitor
 from gaze4hri_core.device_config import RobotConfig
 from gaze4hri_core.devices import DeviceError, MotionRefused
 from gaze4hri_core.transforms import SE3
 
 from gaze4hri_core import kinematics
-
-from .ur_testbed import Controller, free_host, monitor
 
 pytest.importorskip("rtde_control")
 Q = [-2.885, -1.209, 1.569, -0.506, 2.346, -1.673]

@@ -6,13 +6,12 @@ import time
 
 import numpy as np
 import pytest
+from gaze4hri_acq.testing.ur_testbed import Controller, head_in_front, monitor, wait_for
 from gaze4hri_core.device_config import RobotConfig
 from gaze4hri_core.devices import MotionRefused
 from gaze4hri_core.transforms import SE3
 
 from gaze4hri_core import kinematics
-
-from .ur_testbed import Controller, head_in_front, monitor, wait_for
 
 rtde_control = pytest.importorskip("rtde_control")
 rtde_receive = pytest.importorskip("rtde_receive")

@@ -1,9 +1,8 @@
-"""Session fixtures: real MCAP bags written with rosbags (tests/bench/data/_session.py)."""
+"""Session fixtures: real MCAP bags written with rosbags (gaze4hri_bench.testing.session)."""
 from __future__ import annotations
 
 import pytest
-
-from ._session import TrialSpec, write_session
+from gaze4hri_bench.testing.session import TrialSpec, write_session
 
 
 @pytest.fixture(scope="session")

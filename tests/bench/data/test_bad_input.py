@@ -6,10 +6,9 @@ import shutil
 
 import pytest
 from gaze4hri_bench.data.reader import Dataset
+from gaze4hri_bench.testing.session import TrialSpec, write_session
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.session import Topics
-
-from ._session import TrialSpec, write_session
 
 pytestmark = pytest.mark.replay
 

@@ -52,10 +52,9 @@ def test_export_joint_states_and_fk(tmp_path):
     forward kinematics (core) x hand-eye reproduces camera_poses (body axes)."""
     from gaze4hri_bench.data import study_layout as L
     from gaze4hri_bench.export.study import export_study
+    from gaze4hri_bench.testing.session import TrialSpec, write_session
     from gaze4hri_core.calibration import load_calibration
     from gaze4hri_core.kinematics import forward
-
-    from ._session import TrialSpec, write_session
 
     root = tmp_path / "root"
     write_session(root, "S03", [TrialSpec("arc_P2", seconds=0.3, extra={"joints": True})], tmp=tmp_path)
@@ -91,7 +90,7 @@ def test_export_head_bboxes_read_back_as_face_boxes(sessions, tmp_path):
     """--boxes: the detector's subject box, grown 10 % per side, as head_bboxes.npy; the
     study reader gives it back per frame slot around the rendered face."""
     pytest.importorskip("mediapipe")
-    from ._session import render
+    from gaze4hri_bench.testing.session import render
 
     detector = "mediapipe"  # OpenCV's Haar cascade misses the 63-pixel face of these 160x90 frames
 

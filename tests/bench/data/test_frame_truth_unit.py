@@ -99,10 +99,9 @@ def test_fk_from_recorded_joint_states(tmp_path, cal):
     """A bag with /joint_states and no /robot/tcp_pose: the camera pose comes from the
     UR forward kinematics and the ground truth matches the exact truth."""
     from gaze4hri_bench.data.reader import Dataset
+    from gaze4hri_bench.testing.session import TrialSpec, write_session
     from gaze4hri_core.gaze import angular_error_deg
     from gaze4hri_core.session import Topics
-
-    from ._session import TrialSpec, write_session
 
     root = tmp_path / "root"
     write_session(root, "S01", [TrialSpec("arc_P3", seconds=0.6, omit_topics=(Topics.TCP_POSE,), extra={"joints": True})],

@@ -7,10 +7,9 @@ import inspect
 import numpy as np
 import pytest
 from gaze4hri_bench.data.reader import Dataset, build_frame_table
+from gaze4hri_bench.testing.session import T0, render
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.gaze import angular_error_deg
-
-from ._session import T0, render
 
 pytestmark = pytest.mark.replay
 

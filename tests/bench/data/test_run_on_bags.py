@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from ._session import TrialSpec, write_session
+from gaze4hri_bench.testing.session import TrialSpec, write_session
 
 pytestmark = pytest.mark.replay
 

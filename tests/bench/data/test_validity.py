@@ -6,9 +6,8 @@ import pytest
 from gaze4hri_bench.data import validity
 from gaze4hri_bench.data.frame_truth import GTOptions
 from gaze4hri_bench.data.reader import Dataset
+from gaze4hri_bench.testing.session import TrialSpec, write_session
 from gaze4hri_core.errors import Gaze4HRIError
-
-from ._session import TrialSpec, write_session
 
 
 @pytest.mark.replay

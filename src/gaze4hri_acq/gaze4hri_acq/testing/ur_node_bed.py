@@ -34,9 +34,10 @@ class HeadStream(threading.Thread):
 
     def __init__(self, node, bus, T_head: SE3, rate_hz: float = 120.0):
         super().__init__(name="head-stream", daemon=True)
+        from geometry_msgs.msg import PoseStamped
+
         from gaze4hri_acq.nodes._bus import FastPublisher
         from gaze4hri_acq.nodes.common import QOS_SENSOR
-        from geometry_msgs.msg import PoseStamped
 
         self.pub = FastPublisher(node, PoseStamped, Topics.HEAD_POSE, QOS_SENSOR, bus)
         self.T, self.period = T_head, 1.0 / rate_hz
@@ -91,9 +92,10 @@ class RobotNodeBed:
     default-tier test gives a loaded machine's thread scheduling more room."""
 
     def __init__(self, *emu_args: str, mocap_loss_timeout_s: float = 0.1, trajectory: TrajectorySettings | None = None):
+        from rclpy.lifecycle import TransitionCallbackReturn
+
         from gaze4hri_acq.orchestrator.client import DeviceClient
         from gaze4hri_acq.runner import Stack, StackConfig
-        from rclpy.lifecycle import TransitionCallbackReturn
 
         self.cal = load_calibration(DEFAULT_CALIBRATION, "default")
         self.settings = trajectory
@@ -115,7 +117,8 @@ class RobotNodeBed:
                     raise RuntimeError(f"robot node did not come up: {self.robot.last_error}")
             self.bring_up_s = time.monotonic() - t0
             self.head.resume()
-            wait_for(lambda: self.robot.state is not None and self.client.head is not None, 30, "robot state and head pose")
+            wait_for(lambda: self.robot.state is not None and self.client.head is not None, 30,
+                     "robot state and head pose")
         except BaseException:
             self.close()
             raise

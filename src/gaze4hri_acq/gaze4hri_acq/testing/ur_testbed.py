@@ -14,7 +14,7 @@ import numpy as np
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, monitor_for
 
-from .._wait import wait_for  # noqa: F401 - the testbed's users import it from here
+from .wait import wait_for  # noqa: F401 - the testbed's users import it from here
 
 PORTS = (30004, 29999, 30001, 30002, 30003, 30010)
 
@@ -47,7 +47,8 @@ class Controller:
     def __init__(self, *args: str, timeout_s: float = 30.0):
         self.host = free_host()
         self.proc = subprocess.Popen([sys.executable, "-m", "gaze4hri_sim.ur_controller", "--host", self.host,
-                                      "--lifetime", "300", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                      "--lifetime", "300", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().strip()  # blocks until the ports listen (or the process died)
         if line != "ready":
             self.proc.kill()

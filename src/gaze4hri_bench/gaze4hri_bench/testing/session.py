@@ -8,19 +8,20 @@ Images show the astronaut photograph (a real face) moving across a grey frame.
 """
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from gaze4hri_core.calibration import load_calibration
+from gaze4hri_core.device_config import DEFAULT_CALIBRATION
 from gaze4hri_core.groundtruth import gaze_in_camera
 from gaze4hri_core.protocol import trial_by_id
 from gaze4hri_core.rig import camera_on_arc
 from gaze4hri_core.session import MSG_TYPES, Topics, copy_calibration, mark, new_manifest, save_manifest
 from gaze4hri_core.transforms import SE3, look_at
 
-REPO = Path(__file__).resolve().parents[3]
 T0 = 1_763_700_000_000_000_000  # an epoch-like host stamp (ns)
 
 
@@ -51,7 +52,7 @@ def calibration_source(tmp: Path, subject: str) -> Path:
     """The repository's default calibration with a subject file for ``subject``."""
     src = tmp / "calib_src"
     if not src.exists():
-        shutil.copytree(REPO / "calibration", src)
+        shutil.copytree(DEFAULT_CALIBRATION, src)
     if not (src / "subjects" / f"{subject}.yaml").is_file():
         shutil.copy2(src / "subjects" / "default.yaml", src / "subjects" / f"{subject}.yaml")
     return src
@@ -139,18 +140,10 @@ def write_trial(session: Path, cal, spec: TrialSpec) -> tuple[Path, int]:
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     ts = _ts()
-    g = ts.types
-    trial = trial_by_id(spec.trial)
     bag = session / "bags" / spec.trial
     if bag.exists():
         shutil.rmtree(bag)
     bag.parent.mkdir(parents=True, exist_ok=True)
-    T_wb_inv = cal.T_world_base.inv()
-    T_ct = cal.T_tool0_camera.inv()
-    w, h = spec.size
-    K = cal.intrinsics.scaled(w, h).K
-    n_frames = int(round(spec.seconds * 30))
-    recorded = 0
     topics = [t for t in (Topics.IMAGE, Topics.CAMERA_INFO, Topics.FRAME_META, Topics.HEAD_POSE, Topics.TCP_POSE,
                           Topics.JOINT_STATES, Topics.SIM_GAZE_TRUTH, Topics.EVENTS) if t not in spec.omit_topics]
     with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as wr:
@@ -161,70 +154,101 @@ def write_trial(session: Path, cal, spec: TrialSpec) -> tuple[Path, int]:
             if topic in conns:
                 msgs.append((t_ns, topic, msg))
 
-        import json
-
-        put(Topics.EVENTS, T0, g["std_msgs/msg/String"](data=json.dumps({"event": "start", "trial": spec.trial, "target": trial.target})))
-        info = g["sensor_msgs/msg/CameraInfo"](
-            header=_header(ts, T0, "camera_color_optical_frame"), height=h, width=w, distortion_model="plumb_bob",
-            d=np.zeros(5), k=K.ravel(), r=np.eye(3).ravel(), p=np.hstack([K, np.zeros((3, 1))]).ravel(), binning_x=0, binning_y=0,
-            roi=g["sensor_msgs/msg/RegionOfInterest"](x_offset=0, y_offset=0, height=0, width=0, do_rectify=False))
-        put(Topics.CAMERA_INFO, T0, info)
-        # head band, 100 Hz (with a small stamp jitter), and robot, 125 Hz, covering the trial
-        dur = spec.seconds + 0.1
-        for k in range(int(dur * 100) + 1):
-            t = -0.05 + k * 0.01 + 0.0007 * np.sin(k)
-            if spec.mocap_gap and spec.mocap_gap[0] <= t <= spec.mocap_gap[1]:
-                continue
-            t_ns = T0 + int(round(t * 1e9))
-            put(Topics.HEAD_POSE, t_ns, _pose_msg(ts, t_ns, "world", head_pose(cal, t, spec.head_yaw_amp_deg)))
-        q_prev = None
-        for k in range(int(dur * 125) + 1):
-            t = -0.05 + k * 0.008
-            if spec.robot_gap and spec.robot_gap[0] <= t <= spec.robot_gap[1]:
-                continue
-            t_ns = T0 + int(round(t * 1e9))
-            T_bt = T_wb_inv @ camera_pose(cal, trial, t, spec.seconds) @ T_ct
-            put(Topics.TCP_POSE, t_ns, _pose_msg(ts, t_ns, "base", T_bt))
-            if spec.extra.get("joints"):
-                from gaze4hri_core.kinematics import inverse
-
-                q = inverse(T_bt.matrix, cal.robot_model, q_near=q_prev)[0]
-                q_prev = q
-                js = g["sensor_msgs/msg/JointState"](header=_header(ts, t_ns, "base"), name=[f"j{j}" for j in range(6)],
-                                                     position=np.asarray(q, float), velocity=np.zeros(0), effort=np.zeros(0))
-                put(Topics.JOINT_STATES, t_ns, js)
-        # frames, 30 Hz
-        period = 1.0 / 30.0
-        for i in range(n_frames):
-            t = 0.003 + i * period
-            t_ns = T0 + int(round(t * 1e9))
-            if i in spec.drop:
-                continue
-            img = render(spec.size, t)
-            if i in spec.no_face:
-                img[:] = 90
-            data = img[..., ::-1] if spec.encoding == "bgr8" else img
-            msg = g["sensor_msgs/msg/Image"](header=_header(ts, t_ns, "camera_color_optical_frame"), height=h, width=w,
-                                             encoding=spec.encoding, is_bigendian=0, step=w * 3,
-                                             data=np.ascontiguousarray(data).reshape(-1))
-            kv = g["diagnostic_msgs/msg/KeyValue"]
-            meta = g["diagnostic_msgs/msg/DiagnosticStatus"](level=b"\x00"[0], name="frame", message="", hardware_id="sim", values=[
-                kv(key="frame_number", value=str(1000 + i)), kv(key="stamp_ns", value=str(t_ns)),
-                kv(key="timestamp_domain", value="global_time"), kv(key="device_timestamp_ms", value=f"{t * 1000:.3f}")])
-            T_wc = camera_pose(cal, trial, t, spec.seconds)
-            T_wh = head_pose(cal, t, spec.head_yaw_amp_deg)
-            gv = gaze_in_camera(T_wh, cal.eye_in_head, T_wc.t if trial.target == "camera" else cal.targets[trial.target], T_wc)
-            truth = g["geometry_msgs/msg/Vector3Stamped"](header=_header(ts, t_ns, "camera_color_optical_frame"),
-                                                          vector=g["geometry_msgs/msg/Vector3"](x=gv[0], y=gv[1], z=gv[2]))
-            for _rep in range(2 if i in spec.duplicate else 1):
-                put(Topics.IMAGE, t_ns, msg)
-                put(Topics.FRAME_META, t_ns, meta)
-                recorded += 1
-            put(Topics.SIM_GAZE_TRUTH, t_ns, truth)
-        put(Topics.EVENTS, T0 + int(spec.seconds * 1e9), g["std_msgs/msg/String"](data=json.dumps({"event": "stop", "trial": spec.trial})))
-        for t_ns, topic, msg in sorted(msgs, key=lambda m: m[0]):
+        recorded = _put_trial(put, ts, cal, spec)
+        for t_ns, topic, msg in sorted(msgs, key=lambda m: m[0]):  # stable: same-stamp messages keep their order
             wr.write(conns[topic], t_ns, ts.serialize_cdr(msg, MSG_TYPES[topic]))
     return bag, recorded
+
+
+def _put_trial(put, ts, cal, spec: TrialSpec) -> int:
+    """Hand every message of one trial to ``put(topic, t_ns, msg)``: start event, camera info, poses,
+    frames, stop event, in that order; returns the recorded frame count."""
+    g = ts.types
+    trial = trial_by_id(spec.trial)
+    w, h = spec.size
+    K = cal.intrinsics.scaled(w, h).K
+    start = json.dumps({"event": "start", "trial": spec.trial, "target": trial.target})
+    put(Topics.EVENTS, T0, g["std_msgs/msg/String"](data=start))
+    info = g["sensor_msgs/msg/CameraInfo"](
+        header=_header(ts, T0, "camera_color_optical_frame"), height=h, width=w, distortion_model="plumb_bob",
+        d=np.zeros(5), k=K.ravel(), r=np.eye(3).ravel(), p=np.hstack([K, np.zeros((3, 1))]).ravel(),
+        binning_x=0, binning_y=0,
+        roi=g["sensor_msgs/msg/RegionOfInterest"](x_offset=0, y_offset=0, height=0, width=0, do_rectify=False))
+    put(Topics.CAMERA_INFO, T0, info)
+    _put_poses(put, ts, cal, spec, trial)
+    recorded = _put_frames(put, ts, cal, spec, trial)
+    stop = json.dumps({"event": "stop", "trial": spec.trial})
+    put(Topics.EVENTS, T0 + int(spec.seconds * 1e9), g["std_msgs/msg/String"](data=stop))
+    return recorded
+
+
+def _put_poses(put, ts, cal, spec: TrialSpec, trial) -> None:
+    """Head band at 100 Hz (with a small stamp jitter) and robot at 125 Hz, covering the trial."""
+    g = ts.types
+    T_wb_inv = cal.T_world_base.inv()
+    T_ct = cal.T_tool0_camera.inv()
+    dur = spec.seconds + 0.1
+    for k in range(int(dur * 100) + 1):
+        t = -0.05 + k * 0.01 + 0.0007 * np.sin(k)
+        if spec.mocap_gap and spec.mocap_gap[0] <= t <= spec.mocap_gap[1]:
+            continue
+        t_ns = T0 + int(round(t * 1e9))
+        put(Topics.HEAD_POSE, t_ns, _pose_msg(ts, t_ns, "world", head_pose(cal, t, spec.head_yaw_amp_deg)))
+    q_prev = None
+    for k in range(int(dur * 125) + 1):
+        t = -0.05 + k * 0.008
+        if spec.robot_gap and spec.robot_gap[0] <= t <= spec.robot_gap[1]:
+            continue
+        t_ns = T0 + int(round(t * 1e9))
+        T_bt = T_wb_inv @ camera_pose(cal, trial, t, spec.seconds) @ T_ct
+        put(Topics.TCP_POSE, t_ns, _pose_msg(ts, t_ns, "base", T_bt))
+        if spec.extra.get("joints"):
+            from gaze4hri_core.kinematics import inverse
+
+            q = inverse(T_bt.matrix, cal.robot_model, q_near=q_prev)[0]
+            q_prev = q
+            js = g["sensor_msgs/msg/JointState"](header=_header(ts, t_ns, "base"), name=[f"j{j}" for j in range(6)],
+                                                 position=np.asarray(q, float), velocity=np.zeros(0),
+                                                 effort=np.zeros(0))
+            put(Topics.JOINT_STATES, t_ns, js)
+
+
+def _put_frames(put, ts, cal, spec: TrialSpec, trial) -> int:
+    """Camera frames at 30 Hz with their metadata and the exact gaze at each stamp; returns the recorded count."""
+    g = ts.types
+    w, h = spec.size
+    kv = g["diagnostic_msgs/msg/KeyValue"]
+    period = 1.0 / 30.0
+    recorded = 0
+    for i in range(int(round(spec.seconds * 30))):
+        t = 0.003 + i * period
+        t_ns = T0 + int(round(t * 1e9))
+        if i in spec.drop:
+            continue
+        img = render(spec.size, t)
+        if i in spec.no_face:
+            img[:] = 90
+        data = img[..., ::-1] if spec.encoding == "bgr8" else img
+        msg = g["sensor_msgs/msg/Image"](header=_header(ts, t_ns, "camera_color_optical_frame"), height=h, width=w,
+                                         encoding=spec.encoding, is_bigendian=0, step=w * 3,
+                                         data=np.ascontiguousarray(data).reshape(-1))
+        meta = g["diagnostic_msgs/msg/DiagnosticStatus"](
+            level=b"\x00"[0], name="frame", message="", hardware_id="sim", values=[
+                kv(key="frame_number", value=str(1000 + i)), kv(key="stamp_ns", value=str(t_ns)),
+                kv(key="timestamp_domain", value="global_time"),
+                kv(key="device_timestamp_ms", value=f"{t * 1000:.3f}")])
+        T_wc = camera_pose(cal, trial, t, spec.seconds)
+        T_wh = head_pose(cal, t, spec.head_yaw_amp_deg)
+        target = T_wc.t if trial.target == "camera" else cal.targets[trial.target]
+        gv = gaze_in_camera(T_wh, cal.eye_in_head, target, T_wc)
+        truth = g["geometry_msgs/msg/Vector3Stamped"](header=_header(ts, t_ns, "camera_color_optical_frame"),
+                                                      vector=g["geometry_msgs/msg/Vector3"](x=gv[0], y=gv[1], z=gv[2]))
+        for _rep in range(2 if i in spec.duplicate else 1):
+            put(Topics.IMAGE, t_ns, msg)
+            put(Topics.FRAME_META, t_ns, meta)
+            recorded += 1
+        put(Topics.SIM_GAZE_TRUTH, t_ns, truth)
+    return recorded
 
 
 def write_session(root: Path, subject: str = "S01", specs: list[TrialSpec] | None = None, tmp: Path | None = None,

@@ -41,14 +41,16 @@ def _cstr(s: str) -> bytes:
 class EmulatedBody:
     name: str
     id: int
-    markers: list[tuple[float, float, float]] = field(default_factory=lambda: [(0.05, 0.0, 0.0), (-0.05, 0.0, 0.0), (0.0, 0.05, 0.02)])
+    markers: list[tuple[float, float, float]] = field(
+        default_factory=lambda: [(0.05, 0.0, 0.0), (-0.05, 0.0, 0.0), (0.0, 0.05, 0.02)])
 
 
 def server_info_packet(version=(4, 1, 0, 0), app="Motive", clock_hz: int = 10_000_000, data_port: int = 1511) -> bytes:
     """NAT_SERVERINFO: szName[256], Version[4], NatNetVersion[4], then the 3.0+ connection
     info (HighResClockFrequency uint64, DataPort uint16, IsMulticast bool, MulticastGroupAddress[4])."""
     name = app.encode()[:255].ljust(256, b"\0")
-    payload = name + bytes([3, 1, 0, 0]) + bytes(version) + struct.pack("<QHB4B", clock_hz, data_port, 0, 239, 255, 42, 99)
+    payload = (name + bytes([3, 1, 0, 0]) + bytes(version)
+               + struct.pack("<QHB4B", clock_hz, data_port, 0, 239, 255, 42, 99))
     return _msg(NAT_SERVERINFO, payload)
 
 
@@ -72,7 +74,8 @@ def _dataset(items: list[bytes]) -> bytes:
 
 
 def frame_packet(frame_number: int, bodies: dict[int, tuple], timestamp_s: float, mid_exposure_ticks: int,
-                 data_received_ticks: int, transmit_ticks: int, labeled: list[tuple[int, tuple]] | None = None) -> bytes:
+                 data_received_ticks: int, transmit_ticks: int,
+                 labeled: list[tuple[int, tuple]] | None = None) -> bytes:
     """NAT_FRAMEOFDATA for NatNet 4.1.
 
     ``bodies``: id -> (pos (3,), quat xyzw (4,), tracking_valid, mean_error).
@@ -97,7 +100,8 @@ def frame_packet(frame_number: int, bodies: dict[int, tuple], timestamp_s: float
     p += _dataset([])  # devices
     secs = int(timestamp_s)
     frac = int((timestamp_s - secs) * 2**32) & 0xFFFFFFFF
-    p += struct.pack("<IIdQQQIIH", 0, 0, timestamp_s, mid_exposure_ticks, data_received_ticks, transmit_ticks, secs, frac, 0)
+    p += struct.pack("<IIdQQQIIH", 0, 0, timestamp_s, mid_exposure_ticks, data_received_ticks, transmit_ticks,
+                     secs, frac, 0)
     return _msg(NAT_FRAMEOFDATA, p)
 
 
@@ -194,7 +198,7 @@ EXTRA_PACKET_KINDS = {"spoofed_source": "packets_foreign", "truncated": "packets
 
 def find_capture_dir() -> Path | None:
     """The capture folder in shared/ beside the repository (CI lays it there), else None."""
-    repo = Path(__file__).resolve().parents[3]
+    repo = Path(__file__).resolve().parents[4]  # the checkout: src/gaze4hri_acq/gaze4hri_acq/testing/
     for base in (repo.parent / "shared", repo / "shared", Path("/work/shared")):
         d = base / "reference" / "reliability_data" / CAPTURE_NAME
         if (d / "traffic.pcapng").is_file():
@@ -227,7 +231,8 @@ def load_capture(path: Path) -> tuple[CapturedPacket, ...]:
             ip = dpkt.ethernet.Ethernet(buf).data
             if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.udp.UDP):
                 u = ip.data
-                out.append(CapturedPacket(ts, socket.inet_ntoa(ip.src), u.sport, socket.inet_ntoa(ip.dst), u.dport, bytes(u.data)))
+                out.append(CapturedPacket(ts, socket.inet_ntoa(ip.src), u.sport, socket.inet_ntoa(ip.dst), u.dport,
+                                          bytes(u.data)))
     return tuple(out)
 
 
@@ -421,8 +426,9 @@ def replay_capture(capture: MotiveCapture, n_frames: int | None = None, speed: f
     (an extra bad datagram is never delivered; a damaged frame is delivered untracked).
     The sender waits for the client to catch up every ``sync_every`` datagrams (the
     loopback socket buffer is finite), never on a fixed sleep."""
-    from gaze4hri_acq.drivers.registry import make_mocap
     from gaze4hri_core.device_config import MocapConfig
+
+    from gaze4hri_acq.drivers.registry import make_mocap
 
     frames = capture.frames[: n_frames or len(capture.frames)]
     faults = dict(faults or {})
@@ -454,7 +460,8 @@ def replay_capture(capture: MotiveCapture, n_frames: int | None = None, speed: f
                     k += 1
                     continue
                 if not sync():
-                    outcomes.append(FaultOutcome(kind, frame_number_v3(frames[k].payload), False, "stream stalled before it"))
+                    outcomes.append(FaultOutcome(kind, frame_number_v3(frames[k].payload), False,
+                                                 "stream stalled before it"))
                     break
                 c0, n0 = dict(m.counters), len(delivered)
                 fn = frame_number_v3(frames[k].payload)
