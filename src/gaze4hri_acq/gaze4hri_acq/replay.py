@@ -1,7 +1,7 @@
 """Republish a recorded session on its original topics (lab replay, Foxglove, RViz):
 the bags' CDR bytes go out unchanged, paced by their log times (``rate`` 2 = twice as
 fast), trial after trial in protocol order. A bag whose MCAP CRCs disagree with its
-bytes (recorder.bag.require_intact) is not replayed: one line names it, the other
+bytes (recorder.bag_files.require_intact) is not replayed: one line names it, the other
 trials play. The CRCs are checked one bag ahead of the playback (a background thread
 checks the next bag while one plays; each bag's verdict is awaited before its first
 message), so a long session starts publishing after its first bag's check, not after
@@ -36,7 +36,8 @@ from gaze4hri_core.errors import SessionError
 from gaze4hri_core.session import bag_dir, load_manifest
 
 from .nodes.common import QOS_LATCHED, QOS_RELIABLE
-from .recorder.bag import repair_bag, require_intact
+from .recorder.bag_files import require_intact
+from .recorder.repair import repair_bag
 from .recorder.tf import TF, TF_STATIC, tf_qos, tf_static_qos
 
 __all__ = ["replay_session", "trial_bags", "CLOCK_TOPIC", "CLOCK_HZ"]
@@ -50,7 +51,8 @@ def _msg_class(type_name: str):
     try:
         return getattr(importlib.import_module(f"{pkg}.msg"), name)
     except (ImportError, AttributeError):
-        raise SessionError(f"message type {type_name} is not installed", None, f"install the {pkg} message package") from None
+        raise SessionError(f"message type {type_name} is not installed", None,
+                           f"install the {pkg} message package") from None
 
 
 # types the recorder writes itself that rclpy from PyPI cannot publish unless built
@@ -91,7 +93,7 @@ def trial_bags(session: Path, trials: list[str] | None = None) -> list[tuple[str
 
 
 class _BagChecks:
-    """The CRC verdicts of the bags (recorder.bag.require_intact), each computed once in a
+    """The CRC verdicts of the bags (recorder.bag_files.require_intact), each computed once in a
     daemon thread started one bag ahead of the playback: ``verdict(i)`` waits for bag
     ``i``'s check (None when intact, else its one-line SessionError) and starts bag
     ``i + 1``'s. zlib.crc32 releases the GIL on buffers over 5 KiB (CPython
@@ -136,7 +138,8 @@ class _ClockOut:
 
         self._msg = Clock()
         # rclcpp::ClockQoS (best effort, keep last 1), as rosbag2's player publishes it
-        self._pub = node.create_publisher(Clock, CLOCK_TOPIC, QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+        self._pub = node.create_publisher(Clock, CLOCK_TOPIC,
+                                          QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
         self.last_ns: int | None = None
         self._last_wall = 0.0
 
@@ -153,16 +156,15 @@ class _ClockOut:
             self.at(t_ns)
 
 
-def replay_session(session: Path, trials: list[str] | None = None, rate: float = 1.0, loop: bool = False, quiet: bool = False,
-                   context=None, on_trial: Callable[[str], None] | None = None, max_messages: int | None = None,
-                   clock: bool | None = None) -> int:
+def replay_session(session: Path, trials: list[str] | None = None, rate: float = 1.0, loop: bool = False,
+                   quiet: bool = False, context=None, on_trial: Callable[[str], None] | None = None,
+                   max_messages: int | None = None, clock: bool | None = None) -> int:
     """Publish the session's messages with their original spacing divided by ``rate``, and
     /clock from their log times unless ``clock`` is False (None: the node's ROS parameter
     ``clock``, default true; with its own context the process' ``--ros-args`` are read, as
     launch passes them). Returns the number of messages published (without /clock)."""
     import rclpy
     from rclpy.context import Context
-    from rosbags.rosbag2 import Reader
 
     if not rate > 0:
         raise SessionError(f"rate must be positive, got {rate}", None, "use e.g. --rate 1 or --rate 0.5")
@@ -175,72 +177,112 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
         rclpy.init(context=context, args=sys.argv)  # rcl reads only what follows --ros-args (launch's parameters)
     node = rclpy.create_node("replay", context=context)
     want_clock = node.declare_parameter("clock", True).value if clock is None else clock
-    clock_out = _ClockOut(node) if want_clock else None
-    pubs: dict[str, object] = {}
+    out = _Playback(node, _ClockOut(node) if want_clock else None, rate, max_messages)
     skipped: dict[int, SessionError] = {}
-    n = 0
     try:
         while True:
-            if clock_out is not None:
-                clock_out.last_ns = None  # a loop starts the bag's time over
+            if out.clock is not None:
+                out.clock.last_ns = None  # a loop starts the bag's time over
             for i, (tid, b) in enumerate(bags):
-                damage = checks.verdict(i)  # before the bag's first message: a damaged bag is never played
-                if damage is not None:
-                    if i not in skipped:
-                        skipped[i] = damage
-                        print(f"replay: skipping damaged bag: {damage.line()}", file=sys.stderr)
-                    if len(skipped) == len(bags):
-                        raise skipped[0]  # nothing to play: the first damaged bag is the error
+                if _skip_damaged(checks, i, skipped, len(bags)):
                     continue
-                try:
-                    reader = Reader(b)
-                    reader.open()
-                except Exception:
-                    repair_bag(b)  # an interrupted bag: readable as far as written
-                    reader = Reader(b)
-                    reader.open()
+                reader = _open_reader(b)
                 if on_trial is not None:
                     on_trial(tid)
                 if not quiet:
                     print(f"replaying {tid} ({reader.message_count} messages, {reader.duration / 1e9:.1f} s)")
                 try:
-                    t_first = None
-                    wall0 = time.monotonic()
-                    for conn, t, raw in reader.messages():
-                        p = pubs.get(conn.topic)
-                        if p is None:
-                            if conn.msgtype in _NOT_PUBLISHABLE and not _installed(conn.msgtype):
-                                if not any(v is False for v in pubs.values()):  # one line for /tf and /tf_static
-                                    print(f"note: {conn.msgtype} is not installed here, so /tf and /tf_static are not "
-                                          "republished (they stay in the bag): run scripts/bootstrap.sh (builds tf2_msgs) "
-                                          "or 'sudo apt-get install ros-<distro>-tf2-msgs'", file=sys.stderr)
-                                pubs[conn.topic] = False
-                                continue
-                            qos = (tf_static_qos() if conn.topic == TF_STATIC else tf_qos() if conn.topic == TF
-                                   else QOS_LATCHED if conn.topic.endswith("camera_info") else QOS_RELIABLE)
-                            p = pubs[conn.topic] = node.create_publisher(_msg_class(conn.msgtype), conn.topic, qos)
-                        if p is False:
-                            continue
-                        if t_first is None:
-                            t_first = t
-                        due = wall0 + (t - t_first) / 1e9 / rate
-                        while (dt := due - time.monotonic()) > 0:
-                            if clock_out is None:
-                                time.sleep(dt)
-                                break
-                            clock_out.tick(t_first + int((time.monotonic() - wall0) * rate * 1e9))  # the bag time reached
-                            time.sleep(min(dt, 1.0 / CLOCK_HZ))
-                        if clock_out is not None:
-                            clock_out.at(t)
-                        p.publish(bytes(raw))
-                        n += 1
-                        if max_messages is not None and n >= max_messages:
-                            return n
+                    if out.play(reader):
+                        return out.n
                 finally:
                     reader.close()
             if not loop:
-                return n
+                return out.n
     finally:
         node.destroy_node()
         if own and context.ok():
             rclpy.shutdown(context=context)
+
+
+def _skip_damaged(checks: _BagChecks, i: int, skipped: dict[int, SessionError], n_bags: int) -> bool:
+    """Whether bag ``i`` is damaged (awaited before its first message: a damaged bag is
+    never played), said once per bag; every bag damaged: the first one's line is the error."""
+    damage = checks.verdict(i)
+    if damage is None:
+        return False
+    if i not in skipped:
+        skipped[i] = damage
+        print(f"replay: skipping damaged bag: {damage.line()}", file=sys.stderr)
+    if len(skipped) == n_bags:
+        raise skipped[0]  # nothing to play: the first damaged bag is the error
+    return True
+
+
+def _open_reader(b: Path):
+    """rosbags' Reader on the bag, opened; an interrupted bag is repaired first (readable as far as written)."""
+    from rosbags.rosbag2 import Reader
+
+    try:
+        reader = Reader(b)
+        reader.open()
+    except Exception:
+        repair_bag(b)
+        reader = Reader(b)
+        reader.open()
+    return reader
+
+
+class _Playback:
+    """The node's publishers (one per topic, made at its first message) and the pacing:
+    each message at its log time's offset from the bag's first, divided by ``rate``."""
+
+    def __init__(self, node, clock: _ClockOut | None, rate: float, max_messages: int | None):
+        self._node, self.clock, self._rate, self._max = node, clock, rate, max_messages
+        self._pubs: dict[str, object] = {}  # topic -> publisher, False: its type cannot be published here
+        self.n = 0
+
+    def play(self, reader) -> bool:
+        """Publish one bag's messages; True when ``max_messages`` is reached."""
+        t_first = None
+        wall0 = time.monotonic()
+        for conn, t, raw in reader.messages():
+            p = self._publisher(conn)
+            if p is False:
+                continue
+            if t_first is None:
+                t_first = t
+            self._wait(wall0 + (t - t_first) / 1e9 / self._rate, t_first, wall0)
+            if self.clock is not None:
+                self.clock.at(t)
+            p.publish(bytes(raw))
+            self.n += 1
+            if self._max is not None and self.n >= self._max:
+                return True
+        return False
+
+    def _wait(self, due: float, t_first: int, wall0: float) -> None:
+        """Sleep until ``due`` (wall time), /clock ticking the bag time reached meanwhile."""
+        while (dt := due - time.monotonic()) > 0:
+            if self.clock is None:
+                time.sleep(dt)
+                break
+            self.clock.tick(t_first + int((time.monotonic() - wall0) * self._rate * 1e9))  # the bag time reached
+            time.sleep(min(dt, 1.0 / CLOCK_HZ))
+
+    def _publisher(self, conn):
+        """The topic's publisher, made with the QoS its publishers use (tf2's for /tf and
+        /tf_static); False for a type not installed here (said once for /tf and /tf_static)."""
+        p = self._pubs.get(conn.topic)
+        if p is not None:
+            return p
+        if conn.msgtype in _NOT_PUBLISHABLE and not _installed(conn.msgtype):
+            if not any(v is False for v in self._pubs.values()):  # one line for /tf and /tf_static
+                print(f"note: {conn.msgtype} is not installed here, so /tf and /tf_static are not "
+                      "republished (they stay in the bag): run scripts/bootstrap.sh (builds tf2_msgs) "
+                      "or 'sudo apt-get install ros-<distro>-tf2-msgs'", file=sys.stderr)
+            self._pubs[conn.topic] = False
+            return False
+        qos = (tf_static_qos() if conn.topic == TF_STATIC else tf_qos() if conn.topic == TF
+               else QOS_LATCHED if conn.topic.endswith("camera_info") else QOS_RELIABLE)
+        p = self._pubs[conn.topic] = self._node.create_publisher(_msg_class(conn.msgtype), conn.topic, qos)
+        return p

@@ -46,8 +46,8 @@ DISCOVERY_PATIENCE_S = 30.0
 class DeviceClient(Node):
     """Orchestrator node: everything it knows about the devices arrives on topics."""
 
-    def __init__(self, name: str = "orchestrator", *, bus: IntraProcessBus | None = None, context=None, session_id: str = "",
-                 parameter_overrides=None):
+    def __init__(self, name: str = "orchestrator", *, bus: IntraProcessBus | None = None, context=None,
+                 session_id: str = "", parameter_overrides=None):
         overrides = [Parameter(k, value=v) for k, v in (parameter_overrides or {}).items()]
         super().__init__(name, context=context, parameter_overrides=overrides)
         self.bus = bus
@@ -148,7 +148,8 @@ class DeviceClient(Node):
     def _lifecycle_clients(self, node: str):
         c = self._lc_clients.get(node)
         if c is None:
-            c = (self.create_client(ChangeState, f"/{node}/change_state"), self.create_client(GetState, f"/{node}/get_state"))
+            c = (self.create_client(ChangeState, f"/{node}/change_state"),
+                 self.create_client(GetState, f"/{node}/get_state"))
             self._lc_clients[node] = c
         return c
 
@@ -180,8 +181,10 @@ class DeviceClient(Node):
         change, _ = self._lifecycle_clients(node)
         state = self.lifecycle_state(node, min(timeout_s, DISCOVERY_PATIENCE_S))
         if state is None:
-            raise DeviceError(node, address, "node not running (no lifecycle service)", f"start it (ros2 launch gaze4hri_acq session.launch.py) or check /{node}")
-        for tid, label, want in ((Transition.TRANSITION_CONFIGURE, "configure", "inactive"), (Transition.TRANSITION_ACTIVATE, "activate", "active")):
+            raise DeviceError(node, address, "node not running (no lifecycle service)",
+                              f"start it (ros2 launch gaze4hri_acq session.launch.py) or check /{node}")
+        for tid, label, want in ((Transition.TRANSITION_CONFIGURE, "configure", "inactive"),
+                                 (Transition.TRANSITION_ACTIVATE, "activate", "active")):
             if state == want or (state == "active" and want == "inactive"):
                 continue
             r = self._call(change, ChangeState.Request(transition=Transition(id=tid)), timeout_s)
@@ -191,7 +194,9 @@ class DeviceClient(Node):
                 if why:  # the driver's own line names the device, its address and the fix
                     raise Gaze4HRIError(f"{node} node: {why}")
                 what = "no answer" if r is None else f"state {state}"
-                raise DeviceError(node, address, f"{label} failed ({what} after {timeout_s:.0f} s)" if r is None else f"{label} failed ({what})",
+                raise DeviceError(node, address,
+                                  f"{label} failed ({what} after {timeout_s:.0f} s)" if r is None
+                                  else f"{label} failed ({what})",
                                   "check the device, its address and cables, then retry")
 
     def shut_down(self, node: str, timeout_s: float = 5.0) -> None:

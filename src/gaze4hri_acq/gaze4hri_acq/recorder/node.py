@@ -72,7 +72,8 @@ _STAMP_FROM = {Topics.FRAME_META: Topics.IMAGE, Topics.SIM_BLINK_TRUTH: Topics.I
 # Status topics are logged at their receipt on the session clock (rosbag2's receive
 # time), since nodes stamp them from timers that may run on the host clock.
 _RECEIPT_TIME = {Topics.DIAGNOSTICS, Topics.SAFETY}
-RECORDED_TOPICS = {t: ty for t, ty in MSG_TYPES.items() if t not in TF_TYPES}  # subscribed; /tf and /tf_static are derived (tf.py)
+# subscribed; /tf and /tf_static are derived (tf.py)
+RECORDED_TOPICS = {t: ty for t, ty in MSG_TYPES.items() if t not in TF_TYPES}
 _POSE_TAIL_NS = 20_000_000
 # Streams published with each camera frame, right after its image: a frame is kept or
 # dropped whole, and a stop waits until each of them has caught up with the last image
@@ -86,14 +87,22 @@ _POSE_STALLED_NS = 1_000_000_000
 
 PARAMS = (
     Param("compression", "none", "MCAP chunk compression (lossless either way)", COMPRESSIONS),
-    Param("flush_interval_s", 1.0, "close the pending chunk and flush at least this often (s): what a crash can lose", range=(0.05, 60.0)),
-    Param("queue_bytes", 768 * 1024 * 1024, "bytes buffered between the subscriptions and the writer thread", range=(16 * 1024 * 1024, 4 * 1024**3)),
-    Param("backpressure", False, "when the queue is full make publishers wait (simulation) instead of dropping (live devices)"),
+    Param("flush_interval_s", 1.0, "close the pending chunk and flush at least this often (s): what a crash can lose",
+          range=(0.05, 60.0)),
+    Param("queue_bytes", 768 * 1024 * 1024, "bytes buffered between the subscriptions and the writer thread",
+          range=(16 * 1024 * 1024, 4 * 1024**3)),
+    Param("backpressure", False,
+          "when the queue is full make publishers wait (simulation) instead of dropping (live devices)"),
     Param("record_sim_truth", True, "record /sim/truth/* topics when present"),
-    Param("min_free_bytes", 256 * 1024 * 1024, "refuse to start a trial with less free disk than this, unless the start request estimates the trial's bytes", range=(0, 1 << 50)),
-    Param("reserve_bytes", 64 * 1024 * 1024, "stop writing a trial when free disk would fall below this, so the bag, its metadata and session.yaml still fit (bytes)", range=(0, 1 << 40)),
-    Param("ballast_bytes", 16 * 1024 * 1024, "bytes reserved in a file beside the bags while a trial records, released at disk full so the bag and session.yaml can be closed whoever filled the disk (0: off)", range=(0, 1 << 34)),
-    Param("fail_after_bytes", -1, "test hook: behave as if the disk filled after this many bytes in a bag (-1: off)", range=(-1, 1 << 50)),
+    Param("min_free_bytes", 256 * 1024 * 1024, "refuse to start a trial with less free disk than this, unless the "
+          "start request estimates the trial's bytes", range=(0, 1 << 50)),
+    Param("reserve_bytes", 64 * 1024 * 1024, "stop writing a trial when free disk would fall below this, so the bag, "
+          "its metadata and session.yaml still fit (bytes)", range=(0, 1 << 40)),
+    Param("ballast_bytes", 16 * 1024 * 1024, "bytes reserved in a file beside the bags while a trial records, "
+          "released at disk full so the bag and session.yaml can be closed whoever filled the disk (0: off)",
+          range=(0, 1 << 34)),
+    Param("fail_after_bytes", -1, "test hook: behave as if the disk filled after this many bytes in a bag (-1: off)",
+          range=(-1, 1 << 50)),
 )
 
 
@@ -109,7 +118,8 @@ class _Barrier:
 class RecorderNode(ControlMixin, Node):
     """Writes one bag per trial; controlled through /gaze4hri/control."""
 
-    def __init__(self, name: str = "recorder", *, bus: IntraProcessBus | None = None, context=None, parameter_overrides=None):
+    def __init__(self, name: str = "recorder", *, bus: IntraProcessBus | None = None, context=None,
+                 parameter_overrides=None):
         overrides = [Parameter(k, value=v) for k, v in (parameter_overrides or {}).items()]
         super().__init__(name, context=context, parameter_overrides=overrides)
         self.control_name = name
@@ -139,9 +149,11 @@ class RecorderNode(ControlMixin, Node):
         self._recent_lock = threading.Lock()
         self._writer_done = threading.Event()
         self._writer_error: BaseException | None = None
-        self._types = {t: ty for t, ty in RECORDED_TOPICS.items() if self.params["record_sim_truth"] or not t.startswith("/sim/")}
+        self._types = {t: ty for t, ty in RECORDED_TOPICS.items()
+                       if self.params["record_sim_truth"] or not t.startswith("/sim/")}
         for topic, ty in self._types.items():
-            qos = QOS_LATCHED if topic == Topics.CAMERA_INFO else (QOS_SENSOR if topic in (Topics.IMAGE,) else QOS_RELIABLE)
+            qos = (QOS_LATCHED if topic == Topics.CAMERA_INFO
+                   else (QOS_SENSOR if topic in (Topics.IMAGE,) else QOS_RELIABLE))
             subscribe(self, bus, _msg_class(ty), topic, self._on_data, qos, raw=True)
         self._events = FastPublisher(self, String, Topics.EVENTS, QOS_RELIABLE, bus)
         self._status = FastPublisher(self, DiagnosticArray, Topics.DIAGNOSTICS, QOS_RELIABLE, bus)
@@ -192,7 +204,8 @@ class RecorderNode(ControlMixin, Node):
         # pose streams run 20 ms past the window's end and from 20 ms before its start
         # (longer than the robot's 8 ms and the motion capture's 10 ms periods), so the
         # first and the last frame are bracketed by poses on both sides
-        tail = _POSE_TAIL_NS if pose else 0  # frame-bound streams (images, their metadata and truth) end with the window
+        # frame-bound streams (images, their metadata and truth) end with the window
+        tail = _POSE_TAIL_NS if pose else 0
         head = _POSE_TAIL_NS if pose else 0
         late = self._end_ns is not None and t > self._end_ns + tail and not self._image_taken(topic, t)
         if stamped and (t < self._start_ns - head or late):
@@ -342,7 +355,8 @@ class RecorderNode(ControlMixin, Node):
         self.get_logger().error(self.fault)
         if self._robot_stop.service_is_ready():
             self._robot_stop.call_async(Trigger.Request())
-        self._events.publish(to_json({"event": "fault", "source": "recorder", "code": "disk_full", "reason": self.fault, "trial": self.trial}))
+        self._events.publish(to_json({"event": "fault", "source": "recorder", "code": "disk_full", "reason": self.fault,
+                                      "trial": self.trial}))
 
     # --------------------------------------------------------------- control
     def handle_start(self, req: dict) -> dict:
@@ -352,7 +366,8 @@ class RecorderNode(ControlMixin, Node):
         free = disk_free_bytes(bag_dir.parent)
         need = int(req.get("need_bytes", self.params["min_free_bytes"]))  # the orchestrator's estimate for this trial
         if free < need:
-            raise Gaze4HRIError(f"recorder: only {free / 1e6:.0f} MB free", str(bag_dir.parent), "free disk space, then run the session with --resume")
+            raise Gaze4HRIError(f"recorder: only {free / 1e6:.0f} MB free", str(bag_dir.parent),
+                                "free disk space, then run the session with --resume")
         self.fault = None
         fab = int(req.get("fail_after_bytes", self.params["fail_after_bytes"]))
         # the reserve: reserve_bytes, but at most a quarter of the space free at the trial's
@@ -371,11 +386,13 @@ class RecorderNode(ControlMixin, Node):
             static = None
             self.get_logger().warning(f"no /tf_static in {bag_dir.name}: {e.line()}")
         try:
-            bag = TrialBag(bag_dir, {**self._types, **TF_TYPES}, compression=str(req.get("compression", self.params["compression"])),
+            bag = TrialBag(bag_dir, {**self._types, **TF_TYPES},
+                           compression=str(req.get("compression", self.params["compression"])),
                            flush_interval_s=self.params["flush_interval_s"], fail_after_bytes=fab if fab >= 0 else None,
                            reserve_bytes=reserve, offered_qos=self._offered_qos())
         except OSError as e:
-            raise Gaze4HRIError(f"recorder: cannot create the bag ({e.strerror})", str(bag_dir), "check the output directory and free space") from None
+            raise Gaze4HRIError(f"recorder: cannot create the bag ({e.strerror})", str(bag_dir),
+                                "check the output directory and free space") from None
         self.trial = str(req.get("trial"))
         self.dropped_messages = 0
         # the window opens after everything already delivered, so no stream has
@@ -432,12 +449,14 @@ class RecorderNode(ControlMixin, Node):
             self._end_ns = int(req["end_ns"])
         late = self._await_frame_companions()
         if late:
-            self.get_logger().warning(f"{self.trial}: stopped without the last frame's {', '.join(late)} (not delivered within {_COMPANION_WAIT_S:g} s)")
+            self.get_logger().warning(f"{self.trial}: stopped without the last frame's {', '.join(late)} "
+                                      f"(not delivered within {_COMPANION_WAIT_S:g} s)")
         # only a trial's regular end (the orchestrator's stop names it) waits for the poses: an
         # abort or a shutdown stops at once (the devices may already be gone)
         late = self._await_pose_tails() if req.get("end_ns") is not None else []
         if late:
-            self.get_logger().warning(f"{self.trial}: stopped before {', '.join(late)} passed the last frame (not delivered within {_COMPANION_WAIT_S:g} s)")
+            self.get_logger().warning(f"{self.trial}: stopped before {', '.join(late)} passed the last frame "
+                                      f"(not delivered within {_COMPANION_WAIT_S:g} s)")
         barrier = _Barrier(threading.Event(), bag)
         with self._put_lock:
             self._q.put(barrier)
@@ -484,7 +503,8 @@ class RecorderNode(ControlMixin, Node):
     def _publish_status(self) -> None:
         s = self.status_dict()
         level = 2 if self.fault else 0
-        self._status.publish(diag_array(self.latest_ns or time.time_ns(), [diag_status("gaze4hri/recorder", level, self.fault or "ok", s)]))
+        self._status.publish(diag_array(self.latest_ns or time.time_ns(),
+                                        [diag_status("gaze4hri/recorder", level, self.fault or "ok", s)]))
 
     def shutdown(self) -> None:
         """Close an open bag (SIGINT/SIGTERM path) and stop the writer thread."""

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 from gaze4hri_core.session import FRAMES, Topics
 
-__all__ = ["TF", "TF_STATIC", "TF_TYPES", "tf_cdr", "pose_to_tf", "pose_transform", "is_pose_topic", "static_transforms",
-           "static_cdr", "body_frame", "LiveTf", "tf_qos", "tf_static_qos"]
+__all__ = ["TF", "TF_STATIC", "TF_TYPES", "tf_cdr", "pose_to_tf", "pose_transform", "is_pose_topic",
+           "static_transforms", "static_cdr", "body_frame", "LiveTf", "tf_qos", "tf_static_qos"]
 
 TF = Topics.TF
 TF_STATIC = Topics.TF_STATIC
