@@ -26,7 +26,8 @@ def run(*args, timeout=120):
 
 def _one_line_error(p):
     assert p.returncode != 0
-    lines = [ln for ln in p.stderr.splitlines() if ln.strip() and not ln.startswith("[")]  # [LEVEL] lines are ROS node logs
+    # [LEVEL] lines are ROS node logs
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip() and not ln.startswith("[")]
     assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr
     assert "Traceback" not in p.stderr
     return lines[0]
@@ -56,7 +57,8 @@ def test_bad_input_is_one_line(tmp_path, args, needle):
 @pytest.mark.node
 def test_absent_device_names_device_address_and_fix(tmp_path):
     """backend real on a machine without the lab: the camera refuses first."""
-    p = run("session", "--subject", "default", "--backend", "real", "--out-dir", str(tmp_path), "--resolution", "640x360", "--quiet")
+    p = run("session", "--subject", "default", "--backend", "real", "--out-dir", str(tmp_path),
+            "--resolution", "640x360", "--quiet")
     line = _one_line_error(p)
     assert "camera" in line and ("RealSense" in line or "pyrealsense2" in line)
     assert not (tmp_path / "default").exists()
@@ -144,11 +146,13 @@ def test_real_disk_full_on_a_small_tmpfs(tmp_path):
     is told in one line."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mnt)], capture_output=True).returncode != 0:
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", str(mnt)], capture_output=True)
+    if mounted.returncode != 0:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         p = subprocess.Popen([*CLI, "session", "--subject", "S09", "--backend", "sim", "--out-dir", str(mnt), "--quiet",
-                              "--trials", "illum010_P1", "--resolution", "320x180", "--trial-seconds", "4", "--real-time-factor", "1"],
+                              "--trials", "illum010_P1", "--resolution", "320x180", "--trial-seconds", "4",
+                              "--real-time-factor", "1"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
         t0 = time.monotonic()
         bag = bag_dir(mnt / "S09", "illum010_P1") / "illum010_P1_0.mcap"  # rosbag2's name from the start
@@ -206,8 +210,8 @@ def test_version_and_help_on_every_option():
     assert "exit codes:" in top and all(f"  {k}" in top for k in EXIT_CODES)
     parser = build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    missing = [f"{name} {'/'.join(a.option_strings) or a.dest}" for name, sp in subs.choices.items() for a in sp._actions
-               if a.help is None and not isinstance(a, argparse._HelpAction)]
+    missing = [f"{name} {'/'.join(a.option_strings) or a.dest}" for name, sp in subs.choices.items()
+               for a in sp._actions if a.help is None and not isinstance(a, argparse._HelpAction)]
     assert not missing, f"options without help: {missing}"
     for name, sp in subs.choices.items():
         h = sp.format_help()
@@ -224,7 +228,8 @@ def test_resume_adds_trials_and_a_failed_trial_exits_1(tmp_path):
               "--trial-seconds", "0.5", "--real-time-factor", "50", "--quiet"]
     p = run("session", *common, "--trials", "illum010_P1")
     assert p.returncode == 0, p.stderr[-2000:]
-    q = run("session", *common, "--resume", "--trials", "arc_P5", "--sim-mocap-dropout", "arc_P5", "1.0", "0.5", timeout=180)
+    q = run("session", *common, "--resume", "--trials", "arc_P5", "--sim-mocap-dropout", "arc_P5", "1.0", "0.5",
+            timeout=180)
     m = load_manifest(tmp_path / "S01")
     assert list(m.trials) == ["illum010_P1", "arc_P5"]  # added, in protocol order
     assert m.trials["arc_P5"].status == "failed" and m.trials["arc_P5"].attempts == 1

@@ -29,7 +29,8 @@ CONFIG = PKG / "config"
 COLCON = Path(sys.executable).with_name("colcon")
 # CI checks the repository out next to shared/ (a fresh clone: <root>/main and <root>/shared)
 VENDOR = Path(os.environ.get("GAZE4HRI_ROS2_LAUNCH", REPO.parent / "shared" / "vendor" / "ros2-launch"))
-TRIALS = "illum100_P5 mutual_v_fast"  # a fixed camera and a line scan (motion capture checked by the robot across processes)
+# a fixed camera and a line scan (motion capture checked by the robot across processes)
+TRIALS = "illum100_P5 mutual_v_fast"
 COMMON = {"resolution": "320x180", "trial_seconds": "1.0", "fps": "30"}
 
 
@@ -92,7 +93,8 @@ def test_session_config_strings_round_trip_and_bad_values_are_one_line():
     from gaze4hri_acq.session_config import from_strings, session_config
     from gaze4hri_core.errors import Gaze4HRIError
 
-    cfg = session_config(subject="S12", trial_ids=("illum100_P5", "arc_P5"), resolution=(424, 240), resume=True, calibration_dir="/tmp/c")
+    cfg = session_config(subject="S12", trial_ids=("illum100_P5", "arc_P5"), resolution=(424, 240), resume=True,
+                         calibration_dir="/tmp/c")
     again = from_strings(cfg.as_strings())
     assert again == cfg
     assert from_strings({"subject": "012"}).subject == "012"
@@ -119,7 +121,8 @@ def test_cli_session_defaults_come_from_the_session_config():
 
     ns = build_parser().parse_args(["session", "--subject", "S1"])
     for name in ("backend", "out_dir", "fps", "trial_seconds", "compression", "seed", "real_time_factor",
-                 "robot_ip", "robot_model", "motive_ip", "local_ip", "camera_serial", "fail_after_bytes", "camera_pose_source"):
+                 "robot_ip", "robot_model", "motive_ip", "local_ip", "camera_serial", "fail_after_bytes",
+                 "camera_pose_source"):
         assert getattr(ns, name) == SessionConfig.model_fields[name].default, name
 
 
@@ -185,6 +188,8 @@ def test_invalid_parameter_fails_at_start_up_naming_it():
 
     with pytest.raises(Gaze4HRIError, match="parameter 'width'.*allowed range is \\[64, 1920\\]"):
         Stack(StackConfig(backend="sim", params={"camera": {"width": 5000}}))
+    with pytest.raises(Gaze4HRIError, match="parameter 'fps'.*use a whole number"):  # the camera runs at whole rates
+        Stack(StackConfig(backend="sim", params={"camera": {"fps": 29.97}}))
 
 
 # ---------------------------------------------------------------- launch tier
@@ -221,7 +226,8 @@ _DRIVER = textwrap.dedent("""
         print("ARGS", " ".join(a.name for a in ld.get_launch_arguments()))
         sys.exit(0)
     ls = LaunchService(argv=sys.argv[2:])
-    ls.include_launch_description(LaunchDescription([IncludeLaunchDescription(PythonLaunchDescriptionSource(path), launch_arguments=args)]))
+    include = IncludeLaunchDescription(PythonLaunchDescriptionSource(path), launch_arguments=args)
+    ls.include_launch_description(LaunchDescription([include]))
     sys.exit(ls.run())
 """)
 
@@ -232,7 +238,8 @@ class Workspace:
         pkgs = ("gaze4hri_acq", "gaze4hri_core", "gaze4hri_sim")
         site = [str(next((install / p / "lib").glob("python3*/site-packages"))) for p in pkgs]
         self.env = {**os.environ,
-                    "AMENT_PREFIX_PATH": os.pathsep.join([str(install / p) for p in pkgs] + [os.environ.get("AMENT_PREFIX_PATH", "")]).rstrip(os.pathsep),
+                    "AMENT_PREFIX_PATH": os.pathsep.join([*(str(install / p) for p in pkgs),
+                                                          os.environ.get("AMENT_PREFIX_PATH", "")]).rstrip(os.pathsep),
                     # the installed packages first: the editable source checkout must not stand in for them
                     "PYTHONPATH": os.pathsep.join(site + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                     "G4_LAUNCH_PATH": os.pathsep.join(launch_path),
@@ -253,7 +260,8 @@ def ws(tmp_path_factory) -> Workspace:
         pytest.skip("colcon is not installed in this environment (requirements/ros.txt)")
     root = tmp_path_factory.mktemp("ws")
     out = subprocess.run([str(COLCON), "--log-base", "log", "build", "--base-paths", str(REPO / "ros2_ws" / "src"),
-                          "--build-base", "build", "--install-base", "install"], cwd=root, capture_output=True, text=True, timeout=300)
+                          "--build-base", "build", "--install-base", "install"], cwd=root, capture_output=True,
+                         text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     return Workspace(root / "install", launch_path)
 
@@ -303,9 +311,11 @@ def test_session_launch_records_what_the_cli_records(ws, launched_session, tmp_p
     assert {t: r.status for t, r in m.trials.items()} == {t: "done" for t in TRIALS.split()}, log
     assert m.settings["resolution"] == [320, 180]
     # the one-process CLI, same arguments
-    cli = subprocess.run([sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "S77", "--backend", "sim", "--out-dir", str(tmp_path),
+    cli = subprocess.run([sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "S77", "--backend", "sim",
+                          "--out-dir", str(tmp_path),
                           "--trials", *TRIALS.split(), "--resolution", "320x180", "--trial-seconds", "1.0", "--quiet"],
-                         capture_output=True, text=True, timeout=240, env={**ws.env, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF"})
+                         capture_output=True, text=True, timeout=240,
+                         env={**ws.env, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF"})
     assert cli.returncode == 0, cli.stderr[-2000:]
     # A fixed-camera trial lasts trial_seconds: the same frame count within one frame at
     # each end of the window. A moving trial lasts from the recording's start to its
@@ -324,12 +334,14 @@ def test_session_launch_records_what_the_cli_records(ws, launched_session, tmp_p
             ma, mb = _frames_in_motion(bag_dir(sdir, tid)), _frames_in_motion(bag_dir(tmp_path / "S77", tid))
             assert mb > 30 and abs(ma - mb) <= 2, (tid, ma, mb, fa, fb)
         assert a["/tf_static"] == b["/tf_static"] == 1
-        wall_clock = {"/diagnostics", "/camera/color/camera_info"}  # periodic on wall time (1 Hz), not on the session clock
+        # periodic on wall time (1 Hz), not on the session clock
+        wall_clock = {"/diagnostics", "/camera/color/camera_info"}
         assert all(a[t] >= 1 for t in wall_clock), a
         for topic in set(b) - wall_clock - {"/gaze4hri/events"}:
             per_frame = max(1, -(-b[topic] // max(1, fb)))  # messages of this topic per camera frame
-            expect = b[topic] if fixed else b[topic] * fa / max(1, fb)  # moving: the CLI's rate over the launched length
-            assert abs(a[topic] - expect) <= 2 * per_frame + 1, (tid, topic, a[topic], b[topic], fa, fb)  # a frame at each end
+            # moving: the CLI's rate over the launched length; within a frame at each end
+            expect = b[topic] if fixed else b[topic] * fa / max(1, fb)
+            assert abs(a[topic] - expect) <= 2 * per_frame + 1, (tid, topic, a[topic], b[topic], fa, fb)
 
 
 def _frames_in_motion(bag: Path) -> int:
@@ -356,11 +368,13 @@ def _frames_in_motion(bag: Path) -> int:
 
 @pytest.mark.launch
 def test_session_launch_fails_non_zero_when_the_orchestrator_fails(ws, tmp_path):
-    p = ws.launch("session.launch.py", subject="S78", backend="sim", out_dir=str(tmp_path), trial_ids="illum010_P99", timeout=120)
+    p = ws.launch("session.launch.py", subject="S78", backend="sim", out_dir=str(tmp_path), trial_ids="illum010_P99",
+                  timeout=120)
     assert p.returncode != 0
     err = [ln for ln in (p.stdout + p.stderr).splitlines() if "error:" in ln]
     assert err and "unknown trial" in err[0], p.stdout[-2000:] + p.stderr[-2000:]
-    assert "process has finished cleanly" in p.stdout + p.stderr or "sending signal" in p.stdout + p.stderr  # the devices went down too
+    log = p.stdout + p.stderr
+    assert "process has finished cleanly" in log or "sending signal" in log  # the devices went down too
     assert not (tmp_path / "S78").exists()
 
 
@@ -371,7 +385,8 @@ def test_calibrate_launch_runs_a_simulated_eye_head_calibration(ws, tmp_path):
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     data = yaml.safe_load((out / "subjects" / "S77.yaml").read_text())
     assert data  # the subject's eye-head offset, from the installed calibration's simulated world
-    assert (out / "registration.yaml").is_file()  # started from the package's calibration (share/gaze4hri_acq/calibration)
+    # started from the package's calibration (share/gaze4hri_acq/calibration)
+    assert (out / "registration.yaml").is_file()
 
 
 @pytest.mark.launch
@@ -386,7 +401,8 @@ def test_replay_launch_republishes_the_launched_session(ws, launched_session):
 
     want = 0
     for t in TRIALS.split():
-        with Reader(bag_dir(sdir, t)) as r:  # every message whose type this Python can publish (tf2_msgs: a ROS install)
+        # every message whose type this Python can publish (tf2_msgs: a ROS install)
+        with Reader(bag_dir(sdir, t)) as r:
             want += sum(1 for c, _t, _raw in r.messages() if _installed(c.msgtype))
     assert n == want
 
@@ -418,12 +434,14 @@ def test_live_gaze_launch_estimates_gaze_on_a_replayed_session(ws, launched_sess
     import threading
 
     _p, sdir = launched_session
-    listener = subprocess.Popen([sys.executable, "-c", _LISTENER, "120", "20"], env=ws.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    listener = subprocess.Popen([sys.executable, "-c", _LISTENER, "120", "20"], env=ws.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
     # its own process group, like a terminal's: Ctrl-C reaches the launch and its processes
     # at once (launch does not forward a SIGINT it got itself: launch/actions/execute_local.py, due_to_sigint)
-    gaze = subprocess.Popen([sys.executable, "-c", _DRIVER, "live_gaze.launch.py", "method:=head_pose", "head_pose:=mocap",
-                             f"calibration_dir:={sdir / 'calibration'}", "subject:=S77"],
-                            env=ws.env, cwd=ws.install.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    gaze = subprocess.Popen([sys.executable, "-c", _DRIVER, "live_gaze.launch.py", "method:=head_pose",
+                             "head_pose:=mocap", f"calibration_dir:={sdir / 'calibration'}", "subject:=S77"],
+                            env=ws.env, cwd=ws.install.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
     lines: list[str] = []
     active = threading.Event()
 
@@ -440,8 +458,9 @@ def test_live_gaze_launch_estimates_gaze_on_a_replayed_session(ws, launched_sess
     try:
         assert listener.stdout.readline().startswith("LISTENING")
         assert active.wait(120), "".join(lines)[-3000:]  # autostart: configured and activated by itself
-        replay = subprocess.Popen([sys.executable, "-c", _DRIVER, "replay.launch.py", f"session:={sdir}", "rate:=1", "trial:=illum100_P5", "loop:=true"],
-                                  env=ws.env, cwd=ws.install.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        replay = subprocess.Popen([sys.executable, "-c", _DRIVER, "replay.launch.py", f"session:={sdir}", "rate:=1",
+                                   "trial:=illum100_P5", "loop:=true"], env=ws.env, cwd=ws.install.parent,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             out, err = listener.communicate(timeout=120)
         except subprocess.TimeoutExpired:
@@ -469,8 +488,10 @@ def test_live_gaze_launch_estimates_gaze_on_a_replayed_session(ws, launched_sess
         reader.join(timeout=5)
     log = "".join(lines)
     line = next((ln for ln in out.splitlines() if ln.startswith("GAZE")), "")
-    assert line and int(line.split()[1]) >= 20 and line.split()[2] == "camera_color_optical_frame", out + err + log[-3000:]
-    assert "Traceback" not in log and "escalating to 'SIGTERM'" not in log and stopped_s < 10, log[-3000:]  # Ctrl-C ends it
+    assert line and int(line.split()[1]) >= 20 and line.split()[2] == "camera_color_optical_frame", \
+        out + err + log[-3000:]
+    # Ctrl-C ends it
+    assert "Traceback" not in log and "escalating to 'SIGTERM'" not in log and stopped_s < 10, log[-3000:]
 
 
 @pytest.mark.launch
@@ -486,9 +507,11 @@ def test_ctrl_c_during_a_launched_trial_stops_cleanly(ws, tmp_path):
     from rosbags.rosbag2 import Reader
 
     args = {**COMMON, "trial_seconds": "6.0"}
-    p = subprocess.Popen([sys.executable, "-c", _DRIVER, "session.launch.py", "subject:=S78", "backend:=sim", f"out_dir:={tmp_path}",
+    p = subprocess.Popen([sys.executable, "-c", _DRIVER, "session.launch.py", "subject:=S78", "backend:=sim",
+                          f"out_dir:={tmp_path}",
                           "trial_ids:=illum100_P1 illum100_P2", *(f"{k}:={v}" for k, v in args.items())],
-                         env=ws.env, cwd=ws.install.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                         env=ws.env, cwd=ws.install.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
     sdir, tid = tmp_path / "S78", "illum100_P1"
     try:
         deadline = time.monotonic() + 240
@@ -531,8 +554,10 @@ def test_live_gaze_launch_fails_loudly_without_the_benchmark_package(ws, tmp_pat
     hide.mkdir(parents=True)
     (hide / "__init__.py").write_text("raise ImportError(\"No module named 'gaze4hri_bench'\")\n")
     env = {**ws.env, "PYTHONPATH": os.pathsep.join([str(hide.parent), ws.env.get("PYTHONPATH", "")])}
-    p = subprocess.run([sys.executable, "-c", _DRIVER, "live_gaze.launch.py", "method:=head_pose"], env=env, cwd=ws.install.parent,
+    p = subprocess.run([sys.executable, "-c", _DRIVER, "live_gaze.launch.py", "method:=head_pose"], env=env,
+                       cwd=ws.install.parent,
                        capture_output=True, text=True, timeout=180)
     log = p.stdout + p.stderr
     assert p.returncode != 0, log[-3000:]
-    assert "benchmark package does not import" in log and "pip install -e src/gaze4hri_core -e src/gaze4hri_bench" in log, log[-3000:]
+    assert "benchmark package does not import" in log, log[-3000:]
+    assert "pip install -e src/gaze4hri_core -e src/gaze4hri_bench" in log, log[-3000:]

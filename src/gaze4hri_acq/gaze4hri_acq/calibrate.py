@@ -26,92 +26,116 @@ def _prepare_out(src: Path, out: Path) -> Path:
 
 
 def run_calibration(ns) -> Path:
-    from gaze4hri_core.device_config import DEFAULT_CALIBRATION, MocapConfig, RobotConfig, SimConfig, validate
+    """One calibration run as ``gaze4hri-acq calibrate`` asks (``ns``: its options);
+    returns the directory the result was written into, validated."""
+    from gaze4hri_core.device_config import DEFAULT_CALIBRATION
 
-    from .calib_runs import (
-        RegistrationRun,
-        TargetSurveyRun,
-        run_registration,
-        run_target_survey,
-        validate_directory,
-    )
-    from .drivers.registry import make_mocap, make_robot, make_world, robot_monitor
-    from .drivers.safety_feed import MonitoredMocap
+    from .calib_runs import validate_directory
 
     src = Path(ns.calibration_dir or DEFAULT_CALIBRATION)
     if not src.is_dir():
         raise Gaze4HRIError("calibration directory not found", str(src), "pass --calibration DIR")
     if ns.backend == "sim" and ns.out is None:
-        raise Gaze4HRIError("a simulated calibration run needs --out", None, "pass --out DIR (the lab's calibration is never overwritten by the simulator)")
+        raise Gaze4HRIError("a simulated calibration run needs --out", None,
+                            "pass --out DIR (the lab's calibration is never overwritten by the simulator)")
     out = _prepare_out(src, Path(ns.out)) if ns.out is not None else src
     if ns.procedure == "eye-head" and not ns.subject:
         raise Gaze4HRIError("eye-head calibration needs --subject", None, "pass --subject S12")
-
-    world = None
-    if ns.backend == "sim":
-        sim = {"real_time_factor": 20.0, "seed": int(ns.seed), "calibration_dir": src}
-        if ns.procedure == "eye-head" and ns.subject:
-            sim["subject"] = ns.subject  # calibrate the simulated subject's own offset
-        world = make_world(validate(SimConfig, sim, "simulation"))
-        clock = world.clock
-    else:
-        import time
-
-        class _Host:
-            @staticmethod
-            def sleep(s: float) -> None:
-                time.sleep(s)
-
-            @staticmethod
-            def now_ns() -> int:
-                return time.time_ns()
-
-        clock = _Host()
-    mocap = make_mocap(ns.backend, validate(MocapConfig, {"server_ip": ns.motive_ip}, "mocap"), world=world) if ns.backend == "sim" \
-        else make_mocap(ns.backend, validate(MocapConfig, {"server_ip": ns.motive_ip}, "mocap"))
-    monitor = None
-    if ns.procedure == "registration":
-        # the robot moves: its one safety monitor, fed with the head band by the motion
-        # capture the run reads anyway (the subject's eye midpoint when --subject has a file)
-        robot_cfg = validate(RobotConfig, {"host": ns.robot_ip, "calibration_dir": src, "subject": ns.subject}, "robot")
-        monitor = robot_monitor(robot_cfg)
-        mocap = MonitoredMocap(mocap, monitor)
+    world = _sim_world(ns, src) if ns.backend == "sim" else None
+    mocap, robot_cfg, monitor = _mocap(ns, src, world)
     mocap.connect()
     try:
         if ns.procedure == "registration":
-            robot = make_robot(ns.backend, robot_cfg, world=world, safety=monitor)
-            robot.connect()
-            if world is not None:
-                world.enable_robot_marker(True)
-            try:
-                from gaze4hri_core.calibration import load_calibration
-                from gaze4hri_core.trajectories import front_camera_pose, tool0_for_camera
-
-                cal = load_calibration(src)
-                centre = tool0_for_camera(cal, front_camera_pose(cal))
-                run = RegistrationRun(out, robot_model=cal.robot_model)
-                rep = run_registration(robot, mocap, run, centre, clock)
-                print(f"registration: RMS {rep.rms_m * 1e3:.2f} mm over {rep.n_points} points")
-            finally:
-                robot.close()
+            _registration(ns.backend, robot_cfg, monitor, mocap, world, src, out)
         elif ns.procedure == "eye-head":
-            r = _eye_head(mocap, world, out, ns.subject, (lambda msg: True) if world is not None else _ask)
-            print(r.message)
+            print(_eye_head(mocap, world, out, ns.subject, (lambda msg: True) if world is not None else _ask).message)
         else:
-            run = TargetSurveyRun(out)
-
-            def place(name: str) -> None:
-                if world is not None:
-                    world.place_probe(name)
-                else:
-                    input(f"hold the probe tip on {name}, press Enter ")
-
-            rep = run_target_survey(mocap, run, place)
-            print(f"target survey: {len(rep.targets)} targets")
+            _target_survey(mocap, world, out)
     finally:
         mocap.close()
     validate_directory(out, ns.subject if ns.procedure == "eye-head" else None)
     return out
+
+
+class _HostClock:
+    """The lab's clock for a calibration run (the simulated lab has its world's)."""
+
+    @staticmethod
+    def sleep(s: float) -> None:
+        import time
+
+        time.sleep(s)
+
+    @staticmethod
+    def now_ns() -> int:
+        import time
+
+        return time.time_ns()
+
+
+def _sim_world(ns, src: Path):
+    from gaze4hri_core.device_config import SimConfig, validate
+
+    from .drivers.registry import make_world
+
+    sim = {"real_time_factor": 20.0, "seed": int(ns.seed), "calibration_dir": src}
+    if ns.procedure == "eye-head" and ns.subject:
+        sim["subject"] = ns.subject  # calibrate the simulated subject's own offset
+    return make_world(validate(SimConfig, sim, "simulation"))
+
+
+def _mocap(ns, src: Path, world):
+    """The run's motion capture; for a registration (the robot moves) also the robot's
+    configuration and its one safety monitor, fed with the head band by the motion
+    capture the run reads anyway (the subject's eye midpoint when --subject has a file)."""
+    from gaze4hri_core.device_config import MocapConfig, RobotConfig, validate
+
+    from .drivers.registry import make_mocap, robot_monitor
+    from .drivers.safety_feed import MonitoredMocap
+
+    mcfg = validate(MocapConfig, {"server_ip": ns.motive_ip}, "mocap")
+    mocap = make_mocap(ns.backend, mcfg, world=world) if world is not None else make_mocap(ns.backend, mcfg)
+    if ns.procedure != "registration":
+        return mocap, None, None
+    robot_cfg = validate(RobotConfig, {"host": ns.robot_ip, "calibration_dir": src, "subject": ns.subject}, "robot")
+    monitor = robot_monitor(robot_cfg)
+    return MonitoredMocap(mocap, monitor), robot_cfg, monitor
+
+
+def _registration(backend: str, robot_cfg, monitor, mocap, world, src: Path, out: Path) -> None:
+    """The world-base registration: the robot's marker at points around the front camera pose."""
+    from gaze4hri_core.calibration import load_calibration
+    from gaze4hri_core.trajectories import front_camera_pose, tool0_for_camera
+
+    from .calib_runs import RegistrationRun, run_registration
+    from .drivers.registry import make_robot
+
+    robot = make_robot(backend, robot_cfg, world=world, safety=monitor)
+    robot.connect()
+    if world is not None:
+        world.enable_robot_marker(True)
+    try:
+        cal = load_calibration(src)
+        centre = tool0_for_camera(cal, front_camera_pose(cal))
+        run = RegistrationRun(out, robot_model=cal.robot_model)
+        rep = run_registration(robot, mocap, run, centre, world.clock if world is not None else _HostClock())
+        print(f"registration: RMS {rep.rms_m * 1e3:.2f} mm over {rep.n_points} points")
+    finally:
+        robot.close()
+
+
+def _target_survey(mocap, world, out: Path) -> None:
+    """The targets' survey: the probe tip on each target (the operator's Enter, or the simulated probe)."""
+    from .calib_runs import TargetSurveyRun, run_target_survey
+
+    def place(name: str) -> None:
+        if world is not None:
+            world.place_probe(name)
+        else:
+            input(f"hold the probe tip on {name}, press Enter ")
+
+    rep = run_target_survey(mocap, TargetSurveyRun(out), place)
+    print(f"target survey: {len(rep.targets)} targets")
 
 
 @dataclass(frozen=True)
@@ -139,12 +163,14 @@ def _eye_head(mocap, world, out: Path, subject: str, prompt) -> EyeHeadResult:
     # the recovered midpoint must lie within the run's own position limit of the truth
     if err > run.max_position_rms_m:
         raise Gaze4HRIError(f"simulated eye-head calibration is {err * 1e3:.2f} mm from the simulated subject's truth "
-                            f"(limit {run.max_position_rms_m * 1e3:.1f} mm)", str(out), "report this as a simulator bug")
-    return EyeHeadResult(out / "subjects" / f"{subject}.yaml", f"{d.message}; {err * 1e3:.2f} mm from the simulated truth", err)
+                            f"(limit {run.max_position_rms_m * 1e3:.1f} mm)", str(out),
+                            "report this as a simulator bug")
+    return EyeHeadResult(out / "subjects" / f"{subject}.yaml",
+                         f"{d.message}; {err * 1e3:.2f} mm from the simulated truth", err)
 
 
-def eye_head_for_session(backend: str, subject: str, src: Path, out: Path, *, seed: int = 0, motive_ip: str = "127.0.0.1",
-                         local_ip: str = "127.0.0.1", prompt=None) -> EyeHeadResult:
+def eye_head_for_session(backend: str, subject: str, src: Path, out: Path, *, seed: int = 0,
+                         motive_ip: str = "127.0.0.1", local_ip: str = "127.0.0.1", prompt=None) -> EyeHeadResult:
     """The eye-head calibration a session starts with (Sezer et al. Sec. III-B: once per
     subject before the experiments): the motion-capture driver of ``backend`` (real:
     NatNet; sim: the simulated lab with subject ``subject``), the subject's file written
@@ -157,8 +183,8 @@ def eye_head_for_session(backend: str, subject: str, src: Path, out: Path, *, se
         _prepare_out(src, out)
     world = None
     if backend == "sim":
-        world = make_world(validate(SimConfig, {"real_time_factor": 50.0, "seed": int(seed), "calibration_dir": src, "subject": subject},
-                                    "simulation"))
+        sim = {"real_time_factor": 50.0, "seed": int(seed), "calibration_dir": src, "subject": subject}
+        world = make_world(validate(SimConfig, sim, "simulation"))
         mocap = make_mocap("sim", MocapConfig(), world=world)
     else:
         mocap = make_mocap(backend, validate(MocapConfig, {"server_ip": motive_ip, "local_ip": local_ip}, "mocap"))

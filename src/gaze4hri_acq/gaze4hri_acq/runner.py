@@ -77,7 +77,9 @@ class Stack:
                 if spec.name not in cfg.nodes:
                     continue
                 cls = node_class(spec.name)
-                over = {"backend": cfg.backend, **cfg.params.get(spec.name, {})} if spec.lifecycle else cfg.params.get(spec.name, {})
+                over = dict(cfg.params.get(spec.name, {}))
+                if spec.lifecycle:
+                    over = {"backend": cfg.backend, **over}
                 params = node_parameters(spec.name, over) if cfg.load_config else dict(over)
                 if spec.name == "orchestrator":
                     params = {}
@@ -158,7 +160,8 @@ class Stack:
             from std_msgs.msg import String
 
             self._sim_node = rclpy.create_node("sim_world", context=self.context)
-            self._sim_node.create_subscription(String, Topics.EVENTS, lambda m: on_event(Topics.EVENTS, serialize_message(m)), 10)
+            self._sim_node.create_subscription(String, Topics.EVENTS,
+                                               lambda m: on_event(Topics.EVENTS, serialize_message(m)), 10)
             self._extra_nodes.append(self._sim_node)
             self._follow_session_clock(self._sim_node)
 
@@ -306,15 +309,17 @@ class Stack:
 
 def _is_teardown_error(e: BaseException) -> bool:
     """rclpy's error for an entity used after its destruction was requested."""
-    return "Destroyable" in str(e) or type(e).__name__ in ("InvalidHandle", "ExternalShutdownException", "ShutdownException")
+    names = ("InvalidHandle", "ExternalShutdownException", "ShutdownException")
+    return "Destroyable" in str(e) or type(e).__name__ in names
 
 
 class _Pacer(threading.Thread):
     """Drives the simulation clock: as fast as every active stream keeps up (the clock
     never leads the slowest of camera, motion capture and robot by more than
-    ``lead_s``, which must exceed the longest sample period, 33 ms at 30 fps) and at most ``max_rate`` simulated seconds per wall second. So no
-    simulated device ever falls behind its own clock, and a session runs as fast as
-    this machine renders and records it (docs/acquisition.md, "Simulation time").
+    ``lead_s``, which must exceed the longest sample period, 33 ms at 30 fps) and at
+    most ``max_rate`` simulated seconds per wall second. So no simulated device ever
+    falls behind its own clock, and a session runs as fast as this machine renders and
+    records it (docs/acquisition.md, "Simulation time").
 
     An event clock, not a polling loop: each device sleeps in ``SimClock.sleep_until``
     on its next sample time; the pacer sleeps until the earliest of those is due at

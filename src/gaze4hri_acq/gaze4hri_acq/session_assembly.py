@@ -2,10 +2,10 @@
 running session (the nodes, the orchestrator, the operator view, the signal
 handling, the exit code), below the three entry points that call it: the CLI
 (``gaze4hri-acq session``), the launch files' orchestrator process (``gaze4hri-acq
-node orchestrator``, nodes/host.py) and the Python API (simulate.py).
+node orchestrator``, node_host.py) and the Python API (simulate.py).
 
-Layering: cli.py, nodes/host.py and simulate.py import this module; it imports
-neither of them (before, cli.py and nodes/host.py imported each other)."""
+Layering: cli.py, node_host.py and simulate.py import this module; it imports
+none of them (before, cli.py and nodes/host.py imported each other)."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -37,7 +37,8 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     nodes = ("orchestrator",) if a.external_devices else None
     scfg = StackConfig(backend=a.backend, params=params, sim=sim, share_graph=a.external_devices or a.backend == "real",
                        intra_process=not a.external_devices, **({"nodes": nodes} if nodes else {}))
-    inputs = check_inputs(a)  # bad input fails here, before any node starts; the only check (run_session takes its result)
+    # bad input fails here, before any node starts; the only check (run_session takes its result)
+    inputs = check_inputs(a)
     since = _dt.datetime.now(_dt.timezone.utc)  # trials the manifest marks interrupted after this: this run's
     stop = {"reason": None}
 
@@ -62,12 +63,13 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
             if not a.quiet:
                 from .operator_view import OperatorView
 
-                view = OperatorView(client, Path(a.out_dir), subject=a.subject, yaw_tolerance_deg=a.head_yaw_tolerance_deg,
-                                    should_stop=lambda: stop["reason"])
+                view = OperatorView(client, Path(a.out_dir), subject=a.subject,
+                                    yaw_tolerance_deg=a.head_yaw_tolerance_deg, should_stop=lambda: stop["reason"])
                 view.start()
             confirm = None if a.auto_confirm else (view.confirm if view is not None else _confirm_enter)
             try:
-                sdir = run_session(a, client, inputs=inputs, view=view, confirm=confirm, should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a, view))
+                sdir = run_session(a, client, inputs=inputs, view=view, confirm=confirm,
+                                   should_stop=lambda: stop["reason"], eye_head=_eye_head_run(a, view))
             except Interrupted as e:
                 err = SessionError(f"session interrupted ({e.reason})", str(Path(a.out_dir) / a.subject),
                                    interrupt_hint(Path(a.out_dir) / a.subject, since))
@@ -96,7 +98,8 @@ def _live_view(a: SessionArgs):
 
     # its address is said even by the launch's quiet orchestrator (the operator needs it)
     log = None if a.quiet and not a.external_devices else (lambda s: print(s, file=sys.stderr, flush=True))
-    return start_live_view(a.live_view, subject=a.subject, session_dir=Path(a.out_dir) / a.subject, calibration_dir=a.calibration_dir,
+    return start_live_view(a.live_view, subject=a.subject, session_dir=Path(a.out_dir) / a.subject,
+                           calibration_dir=a.calibration_dir,
                            default=a.live_view == DEFAULT_ADDRESS, log=log)
 
 
@@ -167,7 +170,8 @@ def _inject_sim_faults(stack, client, a: SessionArgs) -> None:
             world.inject_dropout("head_band", float(a.mocap_dropout[2]), now + int(float(a.mocap_dropout[1]) * 1e9))
         if a.protective_stop and tid == a.protective_stop[0]:
             world.arm.inject_protective_stop(now + int(float(a.protective_stop[1]) * 1e9))
-        if a.table_nudge and tid == a.table_nudge[0]:  # the table is bumped; the subject keeps looking at the moving target
+        # the table is bumped; the subject keeps looking at the moving target
+        if a.table_nudge and tid == a.table_nudge[0]:
             world.nudge_table(*(float(x) for x in a.table_nudge[2:]), at_ns=now + int(float(a.table_nudge[1]) * 1e9))
             world.set_trial(world.current_trial)
 
@@ -184,7 +188,8 @@ def _confirm_enter(prompt: str) -> None:
     try:
         input(f"\n>>> {prompt} ")
     except EOFError:
-        raise Gaze4HRIError("no operator input (stdin closed)", None, "run with --yes to auto-confirm prompts") from None
+        raise Gaze4HRIError("no operator input (stdin closed)", None,
+                            "run with --yes to auto-confirm prompts") from None
 
 
 def session_exit_code(sdir: Path, redo: tuple[str, ...] = (), trial_ids=None, experiments=None) -> int:

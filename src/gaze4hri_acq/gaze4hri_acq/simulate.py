@@ -13,17 +13,18 @@ DEFAULT_REAL_TIME_FACTOR = 6.0
 
 def run_sim_session(out_dir: Path, subject: str = "S01", trial_ids: list[str] | None = None, resolution=(640, 360),
                     trial_seconds: float = 2.0, seed: int = 0, calibration_dir: Path | None = None, quiet: bool = True,
-                    *, resume: bool = False, compression: str = "none", real_time_factor: float = DEFAULT_REAL_TIME_FACTOR,
-                    experiments: list[str] | None = None) -> Path:
+                    *, resume: bool = False, compression: str = "none",
+                    real_time_factor: float = DEFAULT_REAL_TIME_FACTOR, experiments: list[str] | None = None) -> Path:
     """Record a simulated session into ``out_dir/<subject>``; returns the session directory.
 
     Raises Gaze4HRIError (one line) on bad input; an existing session is resumed
     only with ``resume=True``.
     """
-    from .session_assembly import SessionArgs, run_session_args
+    from .session_assembly import run_session_args
+    from .session_config import session_config
 
-    args = SessionArgs(subject=subject, backend="sim", out_dir=Path(out_dir), trial_ids=tuple(trial_ids) if trial_ids else None,
-                       experiments=tuple(experiments) if experiments else None, resolution=tuple(resolution),
-                       trial_seconds=trial_seconds, seed=seed, calibration_dir=Path(calibration_dir) if calibration_dir else None,
-                       quiet=quiet, resume=resume, compression=compression, real_time_factor=real_time_factor, yes=True)
+    args = session_config("run_sim_session", subject=subject, backend="sim", out_dir=Path(out_dir), trial_ids=trial_ids,
+                          experiments=experiments, resolution=tuple(resolution), trial_seconds=trial_seconds, seed=seed,
+                          calibration_dir=calibration_dir, quiet=quiet, resume=resume, compression=compression,
+                          real_time_factor=real_time_factor, yes=True)
     return run_session_args(args)

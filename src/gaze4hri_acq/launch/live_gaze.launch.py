@@ -9,15 +9,28 @@ is plain data so tests read it without the launch packages (tests/acq/test_live_
 from __future__ import annotations
 
 ARGUMENTS = [
-    {"name": "method", "default": "puregaze_eth", "description": "registered method name or alias (`gaze4hri-bench methods` lists them and their weights)"},
-    {"name": "profile", "default": "reference", "description": "pipeline profile (gaze4hri_bench.profiles): each method's official code, or the study's", "choices": ["reference", "study"]},
-    {"name": "input", "default": "best", "description": "network input: the study's best one per method, a face crop, or data normalization", "choices": ["best", "crop", "rectified"]},
-    {"name": "device", "default": "cpu", "description": "ONNX Runtime device (a missing device is an error, never a silent fallback)", "choices": ["auto", "cpu", "cuda", "tensorrt"]},
-    {"name": "models_dir", "default": "", "description": "folder of imported ONNX models; empty: $GAZE4HRI_MODELS or the repository's models/"},
-    {"name": "detector", "default": "auto", "description": "face detector name (gaze4hri_bench.faces.detectors registry)"},
-    {"name": "head_pose", "default": "auto", "description": "head pose source: motion capture when its poses arrive, else face landmarks; or force one", "choices": ["auto", "mocap", "landmarks"]},
-    {"name": "calibration_dir", "default": "", "description": "calibration directory for the motion-capture head pose; empty: the package's calibration"},
-    {"name": "subject", "default": "default", "description": "subject id of the eye-head calibration (subjects/<id>.yaml)"},
+    {"name": "method", "default": "puregaze_eth",
+     "description": "registered method name or alias (`gaze4hri-bench methods` lists them and their weights)"},
+    {"name": "profile", "default": "reference",
+     "description": "pipeline profile (gaze4hri_bench.profiles): each method's official code, or the study's",
+     "choices": ["reference", "study"]},
+    {"name": "input", "default": "best",
+     "description": "network input: the study's best one per method, a face crop, or data normalization",
+     "choices": ["best", "crop", "rectified"]},
+    {"name": "device", "default": "cpu",
+     "description": "ONNX Runtime device (a missing device is an error, never a silent fallback)",
+     "choices": ["auto", "cpu", "cuda", "tensorrt"]},
+    {"name": "models_dir", "default": "",
+     "description": "folder of imported ONNX models; empty: $GAZE4HRI_MODELS or the repository's models/"},
+    {"name": "detector", "default": "auto",
+     "description": "face detector name (gaze4hri_bench.faces.detectors registry)"},
+    {"name": "head_pose", "default": "auto",
+     "description": "head pose source: motion capture when its poses arrive, else face landmarks; or force one",
+     "choices": ["auto", "mocap", "landmarks"]},
+    {"name": "calibration_dir", "default": "",
+     "description": "calibration directory for the motion-capture head pose; empty: the package's calibration"},
+    {"name": "subject", "default": "default",
+     "description": "subject id of the eye-head calibration (subjects/<id>.yaml)"},
 ]
 
 # The node keeps its own name "gaze" (no name= remap: its parameters are keyed by it in config/gaze.yaml).
@@ -26,14 +39,15 @@ NODE = "gaze"
 
 def overrides(args: dict) -> dict:
     """Node parameters from the launch arguments (autostart: configure and activate)."""
-    return {**{k: args[k] for k in ("method", "profile", "input", "device", "models_dir", "detector", "head_pose", "calibration_dir", "subject")},
+    return {**{k: args[k] for k in ("method", "profile", "input", "device", "models_dir", "detector", "head_pose",
+                                    "calibration_dir", "subject")},
             "autostart": True}
 
 
 def generate_launch_description():
     from ament_index_python.packages import get_package_share_directory
-    from launch.actions import DeclareLaunchArgument, OpaqueFunction
-    from launch.substitutions import LaunchConfiguration
+    from gaze4hri_acq.launching import declare, exit_handler, performed
+    from launch.actions import OpaqueFunction
     from launch_ros.actions import Node
 
     from launch import LaunchDescription
@@ -41,15 +55,11 @@ def generate_launch_description():
     share = get_package_share_directory("gaze4hri_acq")
 
     def launch_setup(context):
-        a = {d["name"]: LaunchConfiguration(d["name"]).perform(context) for d in ARGUMENTS}
-        from gaze4hri_acq.launching import exit_handler
-
+        a = performed(context, ARGUMENTS)
         node = Node(package="gaze4hri_acq", executable="gaze4hri-acq", arguments=["node", NODE, "--backend", "real"],
                     parameters=[f"{share}/config/{NODE}.yaml", overrides(a)], output="screen")
         # the node's process ends non-zero when it cannot start (its error line is in the
         # log): the launch ends with it and fails (issue 21: it idled silently)
         return [node, exit_handler(node, "the live gaze node")]
 
-    decl = [DeclareLaunchArgument(d["name"], default_value=d["default"], description=d["description"], **({"choices": d["choices"]} if "choices" in d else {}))
-            for d in ARGUMENTS]
-    return LaunchDescription([*decl, OpaqueFunction(function=launch_setup)])
+    return LaunchDescription([*declare(ARGUMENTS), OpaqueFunction(function=launch_setup)])

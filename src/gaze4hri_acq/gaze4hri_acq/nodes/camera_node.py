@@ -35,7 +35,8 @@ PARAMS = (
     # colour settings fixed for the session (gaze4hri_core.device_config.CameraSettings: the study's values)
     Param("auto_exposure", False, "colour auto exposure (off: brightness follows the light level, as in the study)"),
     Param("auto_white_balance", False, "colour auto white balance"),
-    Param("exposure", 250.0, "manual colour exposure (RealSense units of 100 us; the study: 250)", range=(1.0, 10000.0)),
+    Param("exposure", 250.0, "manual colour exposure (RealSense units of 100 us; the study: 250)",
+          range=(1.0, 10000.0)),
     Param("gain", 90.0, "manual colour gain (the study: 90)", range=(0.0, 128.0)),
     Param("white_balance", 3000.0, "colour white balance (K; the study: 3000)", range=(2800.0, 6500.0)),
     Param("saturation", 68.0, "colour saturation (the study: 68)", range=(0.0, 100.0)),
@@ -138,7 +139,8 @@ class CameraNode(DeviceNode):
         else:
             v.vector.x = v.vector.y = v.vector.z = float("nan")
         self.pub_gaze_truth.publish(v)
-        self.pub_blink_truth.publish(diag_status("blink", 0, "", {"stamp_ns": stamp_ns, "blink": "true" if truth.blink else "false"}))
+        values = {"stamp_ns": stamp_ns, "blink": "true" if truth.blink else "false"}
+        self.pub_blink_truth.publish(diag_status("blink", 0, "", values))
 
     def fps(self) -> float:
         if len(self._stamps) < 2:
@@ -155,7 +157,9 @@ class CameraNode(DeviceNode):
         each trial's start and records the answer with the trial)."""
         d = self.driver
         read = getattr(d, "read_settings", None)
-        applied = dict(read() if read is not None else (getattr(d, "settings_applied", {}) or {})) if d is not None else {}
+        applied = {}
+        if d is not None:
+            applied = dict(read() if read is not None else (getattr(d, "settings_applied", {}) or {}))
         return {"settings": applied, "requested": color_settings(self.params), "backend": self.params.get("backend")}
 
     def handle_reset_counters(self, req: dict) -> dict:

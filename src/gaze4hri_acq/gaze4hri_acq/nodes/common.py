@@ -33,7 +33,8 @@ __all__ = [
 ]
 
 CONTROL = "/gaze4hri/control"
-SESSION_CLOCK = "/gaze4hri/session_clock"  # rosgraph_msgs/Clock: the device time the orchestrator has seen (runner.Stack)
+# rosgraph_msgs/Clock: the device time the orchestrator has seen (runner.Stack)
+SESSION_CLOCK = "/gaze4hri/session_clock"
 ACK = "/gaze4hri/ack"
 
 
@@ -88,7 +89,8 @@ class Param:
 
     def check(self, node_name: str, value: Any) -> Any:
         if self.choices and value not in self.choices:
-            raise ParameterError(f"parameter '{self.name}' is {value!r}", node_name, f"use one of {', '.join(map(str, self.choices))}")
+            raise ParameterError(f"parameter '{self.name}' is {value!r}", node_name,
+                                 f"use one of {', '.join(map(str, self.choices))}")
         if self.range is not None and not isinstance(value, (bool, str)):
             lo, hi = self.range
             if not (lo <= value <= hi):
@@ -100,13 +102,18 @@ def declare_params(node, params: tuple[Param, ...]) -> None:
     """Declare with descriptions and ranges; an override outside them fails in one line."""
     from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 
+    kinds = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
     for p in params:
         try:
             node.declare_parameter(p.name, p.default, p.descriptor())
         except (InvalidParameterValueException, InvalidParameterTypeException) as e:
             allowed = f"allowed range is [{p.range[0]}, {p.range[1]}]" if p.range else (
-                f"use one of {', '.join(map(str, p.choices))}" if p.choices else f"use a {type(p.default).__name__}")
-            raise ParameterError(f"parameter '{p.name}' rejected ({e})".replace("\n", " "), node.get_name(), allowed) from None
+                f"use one of {', '.join(map(str, p.choices))}" if p.choices else "")
+            if isinstance(e, InvalidParameterTypeException):  # e.g. 30.0 for an integer parameter
+                kind = kinds.get(type(p.default), type(p.default).__name__)
+                allowed = f"use {kind}" + (f"; {allowed}" if allowed else "")
+            raise ParameterError(f"parameter '{p.name}' rejected ({e})".replace("\n", " "), node.get_name(),
+                                 allowed or None) from None
 
 
 def read_params(node, params: tuple[Param, ...]) -> dict[str, Any]:
@@ -159,7 +166,8 @@ def disk_free_bytes(path: Path) -> int:
     return shutil.disk_usage(p).free
 
 
-def subscribe(node, bus: IntraProcessBus | None, msg_type, topic: str, callback: Callable, qos=QOS_RELIABLE, raw: bool = False):
+def subscribe(node, bus: IntraProcessBus | None, msg_type, topic: str, callback: Callable, qos=QOS_RELIABLE,
+              raw: bool = False):
     """Subscribe through the in-process bus when given (one-process runner), else (or
     for the bus's ``dds_topics``, published by other processes too) over DDS.
     ``raw`` callbacks get (topic, cdr_bytes); others get the message."""

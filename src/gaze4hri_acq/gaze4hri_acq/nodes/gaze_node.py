@@ -75,18 +75,23 @@ MSG_TYPES = {
 }
 
 PARAMS = (
-    Param("backend", "real", "where the frames come from (informational: the node only subscribes)", ("sim", "real", "replay")),
+    Param("backend", "real", "where the frames come from (informational: the node only subscribes)",
+          ("sim", "real", "replay")),
     Param("method", "puregaze_eth", "registered method name or alias (`gaze4hri-bench methods` lists them)"),
     Param("profile", "reference", "pipeline profile of the method (gaze4hri_bench.profiles: reference, study)"),
-    Param("input", "best", "network input: the study's best one per method, a face crop, or data normalization", ("best", "crop", "rectified")),
+    Param("input", "best", "network input: the study's best one per method, a face crop, or data normalization",
+          ("best", "crop", "rectified")),
     Param("models_dir", "", "folder of imported ONNX models; empty: $GAZE4HRI_MODELS or the repository's models/"),
     Param("device", "cpu", "ONNX Runtime device (never a silent fallback)", ("auto", "cpu", "cuda", "tensorrt")),
     Param("detector", "auto", "face detector (gaze4hri_bench.faces.detectors registry)"),
     Param("threads", 0, "ONNX Runtime intra-op threads; 0: its default", range=(0, 64)),
-    Param("head_pose", "auto", "head pose source: motion capture when its poses arrive, else landmarks; or force one", ("auto", "mocap", "landmarks")),
-    Param("calibration_dir", "", "calibration directory for the motion-capture head pose; empty: the repository's calibration/"),
+    Param("head_pose", "auto", "head pose source: motion capture when its poses arrive, else landmarks; or force one",
+          ("auto", "mocap", "landmarks")),
+    Param("calibration_dir", "",
+          "calibration directory for the motion-capture head pose; empty: the repository's calibration/"),
     Param("subject", "default", "subject id of the eye-head calibration file subjects/<id>.yaml"),
-    Param("pose_wait_s", 0.05, "longest wait for a head and robot pose after a frame's stamp (interpolation)", range=(0.0, 1.0)),
+    Param("pose_wait_s", 0.05, "longest wait for a head and robot pose after a frame's stamp (interpolation)",
+          range=(0.0, 1.0)),
     Param("arrow_length_m", 0.4, "length of the gaze arrow marker (m)", range=(0.01, 5.0)),
     Param("frame_id", FRAMES["camera"], "frame id of the gaze, markers and box (the camera optical frame)"),
     Param("autostart", False, "configure and activate at start-up (live_gaze.launch.py sets it)"),
@@ -125,7 +130,8 @@ def decode_image_cdr(cdr: bytes | memoryview) -> tuple[int, str, np.ndarray]:
     off += 8
     ch = {"rgb8": 3, "bgr8": 3, "mono8": 1}.get(enc)
     if ch is None:
-        raise Gaze4HRIError(f"image encoding {enc!r} not supported", Topics.IMAGE, "publish rgb8 (what the camera node does)")
+        raise Gaze4HRIError(f"image encoding {enc!r} not supported", Topics.IMAGE,
+                            "publish rgb8 (what the camera node does)")
     img = np.frombuffer(mv[off: off + n], np.uint8).reshape(h, step)[:, : w * ch].reshape(h, w, ch)
     if enc == "bgr8":
         img = img[..., ::-1]
@@ -142,7 +148,8 @@ def target_markers(targets: dict, stamp_ns: int, frame_id: str = FRAMES["world"]
             m = Marker()
             stamp_msg(m.header, stamp_ns, frame_id)
             m.ns, m.id, m.type, m.action = ("targets" if kind == Marker.SPHERE else "target_names"), i, kind, Marker.ADD
-            m.pose.position = Point(x=float(p[0]), y=float(p[1]), z=float(p[2]) + (0.0 if kind == Marker.SPHERE else 0.04))
+            lift = 0.0 if kind == Marker.SPHERE else 0.04
+            m.pose.position = Point(x=float(p[0]), y=float(p[1]), z=float(p[2]) + lift)
             m.pose.orientation.w = 1.0
             m.scale.x = m.scale.y = m.scale.z = 0.025
             m.color.r, m.color.g, m.color.b, m.color.a = 1.0, 0.85, 0.1, 1.0
@@ -185,8 +192,8 @@ class GazeNode(ControlMixin, LifecycleNode):
 
     PARAMS = PARAMS
 
-    def __init__(self, name: str = "gaze", *, bus: IntraProcessBus | None = None, context=None, parameter_overrides=None,
-                 namespace: str = "", driver_factory=None, estimator_factory=None):
+    def __init__(self, name: str = "gaze", *, bus: IntraProcessBus | None = None, context=None,
+                 parameter_overrides=None, namespace: str = "", driver_factory=None, estimator_factory=None):
         from rclpy.parameter import Parameter
 
         overrides = [Parameter(k, value=v) for k, v in (parameter_overrides or {}).items()]
@@ -244,12 +251,15 @@ class GazeNode(ControlMixin, LifecycleNode):
                 try:
                     from gaze4hri_bench.pipeline.single_frame import FrameEstimator
                 except ImportError as e:  # rclpy would turn it into a silent ERROR transition
-                    raise Gaze4HRIError(f"live gaze: the benchmark package does not import in this Python ({e})", "gaze node configure",
-                                        "install it beside the workspace: pip install -e src/gaze4hri_core -e src/gaze4hri_bench "
+                    raise Gaze4HRIError(f"live gaze: the benchmark package does not import in this Python ({e})",
+                                        "gaze node configure",
+                                        "install it beside the workspace: "
+                                        "pip install -e src/gaze4hri_core -e src/gaze4hri_bench "
                                         "in the Python that runs ros2 launch (README, Lab install)") from None
 
-                self.estimator = FrameEstimator(p["method"], p["input"], p["models_dir"] or None, p["device"], p["detector"],
-                                                p["threads"] or None, landmarks=p["head_pose"] != "mocap", profile=p["profile"])
+                self.estimator = FrameEstimator(p["method"], p["input"], p["models_dir"] or None, p["device"],
+                                                p["detector"], p["threads"] or None,
+                                                landmarks=p["head_pose"] != "mocap", profile=p["profile"])
                 skipped = self.estimator.offline_only()
                 if skipped:
                     self.get_logger().warning(f"profile {p['profile']}: {', '.join(skipped)} need the whole trial; "
@@ -260,7 +270,8 @@ class GazeNode(ControlMixin, LifecycleNode):
                 from gaze4hri_core.calibration import load_calibration
                 from gaze4hri_core.device_config import DEFAULT_CALIBRATION
 
-                self.cal = load_calibration(Path(p["calibration_dir"]) if p["calibration_dir"] else DEFAULT_CALIBRATION, p["subject"])
+                cal_dir = Path(p["calibration_dir"]) if p["calibration_dir"] else DEFAULT_CALIBRATION
+                self.cal = load_calibration(cal_dir, p["subject"])
                 self._warm_geometry()
         except Gaze4HRIError as e:
             self.last_error = e.line()
@@ -300,8 +311,8 @@ class GazeNode(ControlMixin, LifecycleNode):
         self._thread = threading.Thread(target=self._work, name=f"{self.get_name()}-infer", daemon=True)
         self._thread.start()
         p = self.params
-        self.get_logger().info(f"active: {p.get('method')} (input {p.get('input')}, profile {p.get('profile')}, head pose {p.get('head_pose')}); "
-                               f"gaze on {GazeTopics.GAZE}")
+        self.get_logger().info(f"active: {p.get('method')} (input {p.get('input')}, profile {p.get('profile')}, "
+                               f"head pose {p.get('head_pose')}); gaze on {GazeTopics.GAZE}")
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -434,7 +445,7 @@ class GazeNode(ControlMixin, LifecycleNode):
             b = PolygonStamped()
             stamp_msg(b.header, est.t_ns, fid)
             x1, y1, x2, y2 = (float(x) for x in est.box)
-            b.polygon.points = [Point32(x=x1, y=y1, z=0.0), Point32(x=x2, y=y1, z=0.0), Point32(x=x2, y=y2, z=0.0), Point32(x=x1, y=y2, z=0.0)]
+            b.polygon.points = [Point32(x=x, y=y, z=0.0) for x, y in ((x1, y1), (x2, y1), (x2, y2), (x1, y2))]
             self.pub_box.publish(b)
         now = time.monotonic()
         t_in = self._recv_t.pop(est.index, None)
@@ -456,7 +467,7 @@ class GazeNode(ControlMixin, LifecycleNode):
         if ok:
             a = est.eye
             b = est.eye + self.params["arrow_length_m"] * est.gaze
-            arrow.points = [Point(x=float(a[0]), y=float(a[1]), z=float(a[2])), Point(x=float(b[0]), y=float(b[1]), z=float(b[2]))]
+            arrow.points = [Point(x=float(v[0]), y=float(v[1]), z=float(v[2])) for v in (a, b)]
             arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.01, 0.02, 0.03
             arrow.color.r, arrow.color.g, arrow.color.b, arrow.color.a = 1.0, 0.3, 0.1, 1.0
             arrow.pose.orientation.w = 1.0
@@ -482,9 +493,11 @@ class GazeNode(ControlMixin, LifecycleNode):
         def pct(q):
             return (lat[min(len(lat) - 1, int(math.ceil(q * len(lat))) - 1)] if lat else float("nan"))
         return {"method": self.params.get("method"), "received": self.received, "processed": self.processed,
-                "dropped": self.dropped, "skipped_no_camera_info": self.skipped, "published": self.published, "latency_ms_median": round(pct(0.5), 2),
+                "dropped": self.dropped, "skipped_no_camera_info": self.skipped, "published": self.published,
+                "latency_ms_median": round(pct(0.5), 2),
                 "latency_ms_p95": round(pct(0.95), 2), "rate_hz": round(self.rate_hz(), 2),
-                **{f"{k}_ms_median": round(float(np.median(v)), 2) if v else float("nan") for k, v in self.stage_ms.items()},
+                **{f"{k}_ms_median": round(float(np.median(v)), 2) if v else float("nan")
+                   for k, v in self.stage_ms.items()},
                 **{f"head_pose_{k}": v for k, v in sorted(self.sources.items())}}
 
     def _publish_diag(self) -> None:

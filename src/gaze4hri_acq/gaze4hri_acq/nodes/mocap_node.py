@@ -48,8 +48,9 @@ class MocapNode(DeviceNode):
         from ..drivers.registry import make_mocap
 
         p = self.params
-        cfg = validate(MocapConfig, {"server_ip": p["motive_ip"], "local_ip": p["local_ip"], "use_multicast": p["multicast"],
-                                     "rate_hz": p["rate_hz"]}, "mocap parameters")
+        vals = {"server_ip": p["motive_ip"], "local_ip": p["local_ip"], "use_multicast": p["multicast"],
+                "rate_hz": p["rate_hz"]}
+        cfg = validate(MocapConfig, vals, "mocap parameters")
         return make_mocap(p["backend"], cfg)
 
     def address(self) -> str:
@@ -80,9 +81,10 @@ class MocapNode(DeviceNode):
             self.tracked[name] = bool(b.tracking_valid)
             if b.tracking_valid:
                 self._pub(name).publish(pose_msg(f.stamp_ns, FRAMES["world"], b.position, b.quat_xyzw))
+            values = {"id": b.id, "tracking_valid": b.tracking_valid, "marker_error_m": b.marker_error_m,
+                      "frame_number": f.frame_number}
             statuses.append(diag_status(name, 0 if b.tracking_valid else 1, "tracked" if b.tracking_valid else "lost",
-                                        {"id": b.id, "tracking_valid": b.tracking_valid, "marker_error_m": b.marker_error_m,
-                                         "frame_number": f.frame_number}))
+                                        values))
         self.pub_status.publish(diag_array(f.stamp_ns, statuses, frame_id=FRAMES["world"]))
         self.frames += 1
         self.stream_ns = f.stamp_ns

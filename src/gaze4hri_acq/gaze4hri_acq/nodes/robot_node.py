@@ -29,19 +29,22 @@ from .mocap_node import pose_msg
 
 __all__ = ["RobotNode", "PARAMS", "JOINT_NAMES", "move_to_json", "move_from_json"]
 
-JOINT_NAMES = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
+JOINT_NAMES = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+               "wrist_3_joint"]
 _SL = SafetyLimits()
 
 PARAMS = (
     Param("backend", "sim", "device backend: simulated UR5 or a UR controller over RTDE", ("sim", "real")),
     Param("robot_ip", DEFAULT_ROBOT_IP, "IP address of the UR controller (RTDE)"),
     Param("robot_model", "ur5", "arm model (DH parameters)", ("ur5", "ur5e")),
-    Param("calibration_dir", "", "calibration directory (registration, hand-eye, scene); empty: the repository's calibration/"),
+    Param("calibration_dir", "",
+          "calibration directory (registration, hand-eye, scene); empty: the repository's calibration/"),
     Param("subject", "", "subject id whose eye-head calibration places the eyes for the head-distance check"),
     Param("max_tcp_speed", float(_SL.max_tcp_speed), "TCP speed limit (m/s)", range=(0.01, 1.0)),
     Param("max_tcp_accel", float(_SL.max_tcp_accel), "TCP acceleration limit (m/s^2)", range=(0.01, 5.0)),
     Param("min_camera_head_m", float(_SL.min_camera_head_m), "minimum camera-to-head distance (m)", range=(0.0, 2.0)),
-    Param("mocap_loss_timeout_s", float(_SL.mocap_loss_timeout_s), "stop a motion when the head band is lost this long (s)", range=(0.01, 5.0)),
+    Param("mocap_loss_timeout_s", float(_SL.mocap_loss_timeout_s),
+          "stop a motion when the head band is lost this long (s)", range=(0.01, 5.0)),
     Param("require_head", True, "refuse and stop motions while the head band is not tracked"),
     Param("connect_timeout_s", 2.0, "give up connecting to the controller after this long (s)", range=(0.1, 30.0)),
 )
@@ -85,8 +88,8 @@ class RobotNode(DeviceNode):
         from gaze4hri_core.device_config import RobotConfig, validate
 
         p = self.params
-        vals = {"host": p["robot_ip"], "model": p["robot_model"], "limits": self._limits(), "connect_timeout_s": p["connect_timeout_s"],
-                "subject": p["subject"] or None}
+        vals = {"host": p["robot_ip"], "model": p["robot_model"], "limits": self._limits(),
+                "connect_timeout_s": p["connect_timeout_s"], "subject": p["subject"] or None}
         if p["calibration_dir"]:
             vals["calibration_dir"] = p["calibration_dir"]
         return validate(RobotConfig, vals, "robot parameters")
@@ -106,8 +109,9 @@ class RobotNode(DeviceNode):
 
     def _limits(self) -> SafetyLimits:
         p = self.params
-        return SafetyLimits(max_tcp_speed=p["max_tcp_speed"], max_tcp_accel=p["max_tcp_accel"], min_camera_head_m=p["min_camera_head_m"],
-                            mocap_loss_timeout_s=p["mocap_loss_timeout_s"], require_head=p["require_head"])
+        return SafetyLimits(max_tcp_speed=p["max_tcp_speed"], max_tcp_accel=p["max_tcp_accel"],
+                            min_camera_head_m=p["min_camera_head_m"], mocap_loss_timeout_s=p["mocap_loss_timeout_s"],
+                            require_head=p["require_head"])
 
     def address(self) -> str:
         return f"UR controller at {self.params.get('robot_ip', '?')}"
@@ -228,14 +232,17 @@ class RobotNode(DeviceNode):
         key = (st.protective_stop, st.moving, st.connected, round(st.speed_scaling, 3))
         if key != self._status_key or st.stamp_ns - self._status_ns >= 100_000_000:  # 10 Hz and on every change
             self._status_key, self._status_ns = key, st.stamp_ns
-            self.pub_status.publish(diag_array(st.stamp_ns, [diag_status("robot", 2 if st.protective_stop else 0, "protective stop" if st.protective_stop else "ok", {
-                "speed_scaling": st.speed_scaling, "protective_stop": st.protective_stop, "moving": st.moving, "connected": st.connected,
-                "controller_time_s": st.controller_time_s})], frame_id=base))
+            values = {"speed_scaling": st.speed_scaling, "protective_stop": st.protective_stop, "moving": st.moving,
+                      "connected": st.connected, "controller_time_s": st.controller_time_s}
+            status = diag_status("robot", 2 if st.protective_stop else 0,
+                                 "protective stop" if st.protective_stop else "ok", values)
+            self.pub_status.publish(diag_array(st.stamp_ns, [status], frame_id=base))
         if st.protective_stop and not self._was_protective:
             self._fault("protective_stop", "robot protective stop (controller)", st.stamp_ns)
         self._was_protective = st.protective_stop
         if self.monitor is not None and (st.moving or self._motion is not None):
-            v = self.monitor.check(self.safety_now_ns(st.stamp_ns), st.T_base_tool0, float(np.linalg.norm(st.tcp_speed[:3])), moving=True)
+            v = self.monitor.check(self.safety_now_ns(st.stamp_ns), st.T_base_tool0,
+                                   float(np.linalg.norm(st.tcp_speed[:3])), moving=True)
             silent = self.mocap_silent(st.stamp_ns) if v.ok else None
             if silent is not None:
                 v = Verdict(False, f"motion capture silent (no frame for {silent:.1f} s)", "mocap_loss")
@@ -253,8 +260,8 @@ class RobotNode(DeviceNode):
                     # with the driver's code when it has one (the real driver's watchdog
                     # stops a lost head band 'mocap_loss' before this node's own check)
                     code = getattr(self.driver, "stop_code", None) or "driver_stop"
-                    self._fault(code, f"robot stopped by itself {off * 1e3:.0f} mm before the end of '{self._motion['name']}'"
-                                + (f": {reason}" if reason else ""), st.stamp_ns)
+                    self._fault(code, f"robot stopped by itself {off * 1e3:.0f} mm before the end of "
+                                      f"'{self._motion['name']}'" + (f": {reason}" if reason else ""), st.stamp_ns)
                 else:
                     name = self._motion["name"]
                     self._motion = None
@@ -267,8 +274,10 @@ class RobotNode(DeviceNode):
         name = self._motion["name"] if self._motion else None
         self._motion = None
         self.get_logger().warning(f"robot stopped: {reason}")
-        self.pub_events.publish(to_json({"event": "fault", "source": "robot", "code": code, "reason": reason, "motion": name, "stamp_ns": stamp_ns}))
-        self.pub_safety.publish(diag_array(stamp_ns, [diag_status("safety", 2, reason, {"code": code})], frame_id=FRAMES["base"]))
+        self.pub_events.publish(to_json({"event": "fault", "source": "robot", "code": code, "reason": reason,
+                                         "motion": name, "stamp_ns": stamp_ns}))
+        self.pub_safety.publish(diag_array(stamp_ns, [diag_status("safety", 2, reason, {"code": code})],
+                                           frame_id=FRAMES["base"]))
 
     def on_stream_error(self, reason: str) -> None:
         try:
@@ -287,7 +296,8 @@ class RobotNode(DeviceNode):
         pv = preview_move(move, st.T_base_tool0, st.q, self.monitor, now_ns=self.safety_now_ns(st.stamp_ns),
                           check_mocap=bool(req.get("check_mocap", True)))
         if not pv.ok:
-            raise Gaze4HRIError(f"robot: motion '{move.name}' refused: {pv.verdict.reason}", self.address(), "check the subject's position and the calibration")
+            raise Gaze4HRIError(f"robot: motion '{move.name}' refused: {pv.verdict.reason}", self.address(),
+                                "check the subject's position and the calibration")
         self.safety_reason = None
         # stamped when the command goes to the controller, on the device clock: the last
         # state sample can be a few ms older (a whole sample period on a busy machine)
@@ -298,7 +308,8 @@ class RobotNode(DeviceNode):
         except BaseException:
             self._motion = None  # refused by the driver (protective stop...): no motion to watch, no false fault
             raise
-        self.pub_events.publish(to_json({"event": "motion_start", "name": move.name, "duration_s": pv.duration_s, "stamp_ns": t_cmd}))
+        self.pub_events.publish(to_json({"event": "motion_start", "name": move.name, "duration_s": pv.duration_s,
+                                         "stamp_ns": t_cmd}))
         return {"duration_s": pv.duration_s}
 
     def handle_eye_head(self, req: dict) -> dict:
@@ -306,11 +317,13 @@ class RobotNode(DeviceNode):
         the session's eye-head calibration: the distance limit is from the eyes from now on."""
         eye = req.get("eye_in_head")
         if self.monitor is None:
-            raise Gaze4HRIError("robot: not configured yet", self.address(), "bring the robot node up before sending the eye-head offset")
+            raise Gaze4HRIError("robot: not configured yet", self.address(),
+                                "bring the robot node up before sending the eye-head offset")
         try:
             self.monitor.set_eye_in_head(None if eye is None else [float(x) for x in eye])
         except (TypeError, ValueError) as e:
-            raise Gaze4HRIError(f"robot: bad eye-head offset {eye!r} ({e})", self.address(), "send three finite numbers (m)") from None
+            raise Gaze4HRIError(f"robot: bad eye-head offset {eye!r} ({e})", self.address(),
+                                "send three finite numbers (m)") from None
         return {"eye_in_head": None if self.monitor.eye_in_head is None else self.monitor.eye_in_head.tolist()}
 
     def handle_stop(self, req: dict) -> dict:
