@@ -321,12 +321,14 @@ def test_closed_input_or_ctrl_c_end_the_wait(tmp_path):
 @pytest.mark.unit
 def test_key_reader_on_a_terminal_reads_single_keys():
     import pty
+    import termios
 
     master, slave = pty.openpty()
     keys, eof = [], threading.Event()
     kr = KeyReader(os.fdopen(slave, "rb", buffering=0), keys.append, eof.set)
     kr.start()
-    time.sleep(0.3)  # cbreak mode set
+    # keys typed before cbreak mode is set would be flushed with the pending line: wait for the mode
+    assert _until(lambda: not termios.tcgetattr(slave)[3] & termios.ICANON, timeout=30), "cbreak mode never set"
     os.write(master, b"s\r")
     _until(lambda: len(keys) >= 2)
     kr.stop()
