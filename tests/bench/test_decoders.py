@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gaze4hri_bench.methods.decoders import DECODERS, decode, l2cs_angles_deg
+from gaze4hri_bench.decoders import DECODERS, decode, l2cs_angles_deg
 from gaze4hri_core.gaze import vector_to_pitchyaw
 
 pytestmark = pytest.mark.unit

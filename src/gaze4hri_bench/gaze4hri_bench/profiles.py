@@ -71,7 +71,7 @@ class MethodProfile:
     ray). Rectification: ``rect_centre`` (ETH face centre or eye midpoint),
     ``head_axes`` (the head x axis, or the study's axis chain), ``denorm``
     (``rotation``: R^T; ``inverse_warp``: M^-1 = R^T S^-1). Tensor: ``colour``,
-    ``mean``/``std``. ``output``: decoder (methods.decoders.DECODERS). Clips: ``clip``
+    ``mean``/``std``. ``output``: decoder (decoders.DECODERS). Clips: ``clip``
     (``official`` window of the method's code, or ``causal`` f-T+1..f read at the last
     position), ``clip_shift`` (the prediction of frame f is compared with frame
     f + shift) and ``smoothing`` (alpha of the official MCGaze evaluation's temporal
@@ -105,8 +105,8 @@ class MethodProfile:
 
     def validate(self, where: str) -> None:
         """Raise Gaze4HRIError naming the first invalid field."""
+        from .decoders import DECODERS
         from .faces.crops import CROP_RULES
-        from .methods.decoders import DECODERS
 
         choices = {**FIELD_CHOICES, "crop_rule": tuple(CROP_RULES), "output": tuple(DECODERS)}
         for f in dataclasses.fields(self):

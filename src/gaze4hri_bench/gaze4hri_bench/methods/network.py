@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 from gaze4hri_core.gaze import normalize, ray_frame_to_camera
 
+from ..decoders import decode
 from ..profiles import DEFAULT_CROP_RULE, MethodProfile, Profile, get_profile
 from ..specs import FRAME_HW, MethodSpec, get_spec
 from .base import FrameContext, GazeMethod, Prepared
 from .clips import policy_for
-from .decoders import decode
 
 __all__ = ["OnnxMethod", "DEFAULT_CROP_RULE", "ray_basis", "box_ray"]
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from gaze4hri_core.gaze import convert_frame, normalize, vector_to_pitchyaw
 
+from ..decoders import L2CS_BIN_DEG, L2CS_BINS, L2CS_OFFSET_DEG
 from .base import FrameContext
-from .decoders import L2CS_BIN_DEG, L2CS_BINS, L2CS_OFFSET_DEG
 
 __all__ = ["FrameGeometry", "encode_raw", "oracle_vector", "oracle_context", "face_box_from_geometry"]
 

@@ -240,7 +240,7 @@ def max_gaze_difference_deg(spec: MethodSpec, a: list[np.ndarray], b: list[np.nd
     counts as infinitely far."""
     from gaze4hri_core.gaze import angular_error_deg
 
-    from ..methods.decoders import decode
+    from ..decoders import decode
 
     ang = angular_error_deg(decode(rule or spec.output, a), decode(rule or spec.output, b))
     return float("inf") if np.isnan(ang).any() else float(np.max(ang))
