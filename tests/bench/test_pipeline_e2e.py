@@ -194,18 +194,15 @@ def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session
 def _tiny_run(data, models, out, prof, input_type="crop", share_faces=None):
     """tiny_test through run_benchmark with a hand-made profile (jobs=: the loop is the one users run)."""
     import pandas as pd
-    from gaze4hri_bench.methods import get_method
-    from gaze4hri_bench.pipeline.run import Job, RunConfig, run_benchmark
-    from gaze4hri_bench.pipeline.runtime import resolve_model
+    from gaze4hri_bench.pipeline.run import RunConfig, plan_job, run_benchmark
 
-    m = get_method("tiny_test", profile=prof)
     if share_faces is not None:  # the reference run's face tables: detect once (as `deviations` does)
         from gaze4hri_bench.pipeline.deviations_real import share_face_cache
 
         share_face_cache(share_faces, out)
     cfg = RunConfig(methods=("tiny_test",), data=data, out=out, input=input_type, models_dir=models, progress=False,
-                    batch=4, profile=prof.name if ":" in prof.name else "reference")
-    run_benchmark(cfg, log=lambda *_: None, jobs=[Job(m, input_type, model=resolve_model(m.spec, models))])
+                    batch=4)
+    run_benchmark(cfg, log=lambda *_: None, jobs=[plan_job("tiny_test", input_type, prof, models)])
     df = pd.read_parquet(out / f"tiny_test__{input_type}.parquet")
     return df, json.loads(pq.read_schema(out / f"tiny_test__{input_type}.parquet").metadata[METADATA_KEY])
 
@@ -250,11 +247,10 @@ def test_mcgaze_clips_reach_the_network_at_their_official_padded_size(session_ro
     official padded size of its frames; every frame with a face gets a prediction."""
     import pandas as pd
     from gaze4hri_bench.faces.crops import clip_pad_size
-    from gaze4hri_bench.methods import get_method
-    from gaze4hri_bench.pipeline import run as run_mod
+    from gaze4hri_bench.pipeline import engine
     from gaze4hri_bench.pipeline.deviations_real import share_face_cache
-    from gaze4hri_bench.pipeline.run import Job, RunConfig, run_benchmark
-    from gaze4hri_bench.pipeline.runtime import Runner, resolve_model
+    from gaze4hri_bench.pipeline.run import RunConfig, plan_job, run_benchmark
+    from gaze4hri_bench.pipeline.runtime import Runner
 
     calls = []
 
@@ -263,12 +259,11 @@ def test_mcgaze_clips_reach_the_network_at_their_official_padded_size(session_ro
             calls.append((xs[0].shape, np.array(xs[1])))
             return super().run(*xs)
 
-    monkeypatch.setattr(run_mod, "Runner", Recording)
+    monkeypatch.setattr(engine, "Runner", Recording)
     share_face_cache(run_out[0], tmp_path)
-    m = get_method("mcgaze_gaze360")
     cfg = RunConfig(methods=("mcgaze_gaze360",), data=session_root, out=tmp_path, input="crop", models_dir=tiny_models,
                     progress=False, batch=4)
-    run_benchmark(cfg, log=lambda *_: None, jobs=[Job(m, "crop", model=resolve_model(m.spec, tiny_models))])
+    run_benchmark(cfg, log=lambda *_: None, jobs=[plan_job("mcgaze_gaze360", "crop", None, tiny_models)])
     assert calls
     for shape, hw in calls:
         assert hw.shape == (shape[0], 7, 2)
