@@ -140,7 +140,7 @@ def test_extremes_index_and_report_links(results, tmp_path, monkeypatch):
     idx = extremes.render_extremes(results, report / "review", log=lambda *_: None)
     entries = json.loads(idx.read_text())
     assert len(entries) == 4 and all((idx.parent / e["mp4"]).is_file() and (idx.parent / e["png"]).is_file() for e in entries)
-    # the HTML report links each method's best and worst clip (stats.report reads review/index.json)
+    # the HTML report links each method's best and worst clip (stats.review_links reads review/index.json)
     from gaze4hri_bench.stats import analyze
 
     analyze([results], report, figures=False)

@@ -17,7 +17,7 @@ from gaze4hri_bench.review.draw import (
 )
 from gaze4hri_bench.review.overlay import frame_arrows
 from gaze4hri_bench.review.render import _colors
-from gaze4hri_bench.stats.figures import method_color
+from gaze4hri_bench.style import method_color
 
 H, W = 720, 1280
 K = np.array([[900.0, 0, 639.5], [0, 900.0, 359.5], [0, 0, 1]])

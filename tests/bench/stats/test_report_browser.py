@@ -121,8 +121,9 @@ def screenshot(html_path: Path, png: Path, work: Path, width: int = 1280, height
 
 def _with_review_clips(report: Path, work: Path) -> Path:
     """A copy of the report with the "Review clips" section that ``analyze`` adds when
-    ``review --extremes`` ran (review.extremes.report_links: the real markup)."""
-    from gaze4hri_bench.review.extremes import INDEX, report_links
+    ``review --extremes`` ran (stats.review_links.report_links: the real markup)."""
+    from gaze4hri_bench.report_layout import REVIEW_INDEX as INDEX
+    from gaze4hri_bench.stats.review_links import report_links
 
     (work / "review").mkdir(parents=True, exist_ok=True)
     (work / "review" / INDEX).write_text(json.dumps([

@@ -17,7 +17,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from gaze4hri_bench.stats import analyze
-from gaze4hri_bench.stats.report import _count, _Doc, _human, _span
+from gaze4hri_bench.stats.document import Doc as _Doc
+from gaze4hri_bench.stats.document import humanize as _human
+from gaze4hri_bench.stats.narrative import _count, _span
 
 #: Rendered headers that stay as they are: symbols, and the codes that a caption defines
 #: (mutual-gaze scans: "h/v: horizontal/vertical scan, slow 0.05 m/s, fast 0.1 m/s").
@@ -82,7 +84,7 @@ def test_an_empty_table_is_a_sentence_that_says_why():
 def test_significance_stars_contrast_with_their_cell(tmp_path):
     """The stars' colour, read back from the SVG, against the cell colour the scale gives them."""
     import pandas as pd
-    from gaze4hri_bench.review.draw import contrast_ratio
+    from gaze4hri_bench.style import contrast_ratio
     from gaze4hri_bench.stats import figures as F
     from matplotlib import colormaps
     from matplotlib.colors import TwoSlopeNorm

@@ -4,7 +4,7 @@ angular error, and the frame's validity reason (OpenCV drawing on an RGB copy).
 Readable at a glance (issue 24): the legend's text is at least 1/30 of the frame height
 (:func:`text_height`), white on a dark backing box (contrast ratio well above WCAG's
 4.5:1 on any video), each method named next to a swatch in its fixed colour from the
-report's palette (``stats.figures.method_color``; the text itself stays white so that a
+report's palette (``gaze4hri_bench.style.method_color``; the text itself stays white so that a
 dark method colour such as ``head_pose``'s grey stays legible). Arrows carry a halo
 that contrasts with their colour (light under dark colours, dark under light ones). A
 gaze along the camera's viewing ray (the ``straight`` baseline, a subject looking into
@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..style import contrast_ratio, hex_rgb, relative_luminance
 from .overlay import Arrow
 
 __all__ = ["hex_rgb", "draw_frame", "text_height", "marker_radius", "relative_luminance", "contrast_ratio",
@@ -31,24 +32,6 @@ REASON_COLOR = (255, 140, 140)
 #: 7:1 over a white frame (box luminance 0.25 of white -> about 0.05).
 BOX_ALPHA = 0.75
 _FONT = 0  # cv2.FONT_HERSHEY_SIMPLEX
-
-
-def hex_rgb(h: str) -> tuple[int, int, int]:
-    h = h.lstrip("#")
-    return tuple(int(h[i:i + 2], 16) for i in (0, 2, 4))
-
-
-def relative_luminance(rgb) -> float:
-    """WCAG 2 relative luminance of an sRGB colour (0-255 per channel)."""
-    c = np.asarray(rgb, float) / 255.0
-    lin = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-    return float(lin @ np.array([0.2126, 0.7152, 0.0722]))
-
-
-def contrast_ratio(a, b) -> float:
-    """WCAG 2 contrast ratio (1-21) between two sRGB colours."""
-    la, lb = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
-    return (la + 0.05) / (lb + 0.05)
 
 
 def text_height(frame_h: int) -> int:

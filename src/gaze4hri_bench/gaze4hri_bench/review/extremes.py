@@ -1,7 +1,7 @@
 """Each method's best and worst trial (lowest and highest mean angular error over its
 valid frames, trials with at least ``min_valid`` valid frames), rendered as review
 clips under ``<out>/review/`` with an ``index.json`` that the HTML report links
-(stats.report reads it when present)."""
+(``analyze`` reads it when present: stats/review_links.py)."""
 from __future__ import annotations
 
 import json
@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..report_layout import REVIEW_INDEX
 from .render import ReviewConfig, result_files, review_trial
 
 __all__ = ["trial_means", "best_worst", "render_extremes", "INDEX"]
 
-INDEX = "index.json"
+INDEX = REVIEW_INDEX
 
 
 def trial_means(files: dict[str, Path]) -> pd.DataFrame:
@@ -60,31 +61,3 @@ def render_extremes(results: Path, out: Path | None = None, data: Path | None = 
     tmp.write_text(json.dumps(entries, indent=1), "utf-8")
     os.replace(tmp, idx)
     return idx
-
-
-def report_links(report_dir: Path) -> tuple[str, str, str] | None:
-    """(intro, Markdown, HTML) linking the clips listed in ``<report_dir>/review/index.json``
-    (what ``gaze4hri-bench review RESULTS --extremes --out REPORT/review`` writes), or
-    None when there is none. Paths stay relative, so the report folder moves as a whole."""
-    import html
-
-    idx = Path(report_dir) / "review" / INDEX
-    if not idx.is_file():
-        return None
-    try:
-        entries = json.loads(idx.read_text("utf-8"))
-    except ValueError:
-        return None
-    if not entries:
-        return None
-    md, hs = [], []
-    for e in entries:
-        mp4, png = f"review/{e['mp4']}", f"review/{e['png']}"
-        label = f"{e['key']} {e['which']}: {e['subject']}/{e['trial']}, mean {e['mean_error_deg']:.1f} deg over {e['valid_frames']} valid frames"
-        md.append(f"- {label}: [clip]({mp4}), [contact sheet]({png})")
-        hs.append(f"<figure class='review'><video controls preload='none' width='480' style='max-width:100%;height:auto' src='{html.escape(mp4)}' "
-                  f"poster='{html.escape(png)}'></video><figcaption>{html.escape(label)} "
-                  f"(<a href='{html.escape(mp4)}'>clip</a>, <a href='{html.escape(png)}'>contact sheet</a>)</figcaption></figure>")
-    intro = ("Each method's best and worst trial (lowest and highest mean angular error over valid frames): ground truth "
-             "(green) and the method's gaze arrow from the eye midpoint, the error and each frame's validity reason.")
-    return intro, "\n".join(md) + "\n", "\n".join(hs)

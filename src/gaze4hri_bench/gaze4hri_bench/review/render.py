@@ -137,8 +137,7 @@ def _intrinsics(ds, tref, shape) -> np.ndarray:
 
 
 def _colors(keys: list[str]) -> dict[str, tuple[int, int, int]]:
-    from ..stats.figures import method_color
-    from .draw import hex_rgb
+    from ..style import hex_rgb, method_color
 
     return {k: hex_rgb(method_color(k.split("__")[0])) for k in keys}
 

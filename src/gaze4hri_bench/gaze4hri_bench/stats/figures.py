@@ -16,12 +16,13 @@ the unit of analysis).
 from __future__ import annotations
 
 import functools
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from gaze4hri_core.protocol import P_GRID
+
+from ..style import BASELINES, CONDITION_COLORS, METHOD_COLORS, condition_color, contrast_ratio, method_color
 
 __all__ = [
     "METHOD_COLORS", "CONDITION_COLORS", "BASELINES", "method_color", "condition_color", "star_color", "is_baseline", "t_ci",
@@ -31,24 +32,6 @@ __all__ = [
 
 STYLE = {"svg.hashsalt": "gaze4hri", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
 
-#: One fixed colour per method, in every figure keyed by method (Okabe-Ito and tab10 hues).
-METHOD_COLORS = {
-    "puregaze_eth": "#0072B2", "gazetr_eth": "#D55E00", "puregaze_gaze360": "#56B4E9", "gazetr_gaze360": "#E69F00",
-    "l2cs_gaze360": "#009E73", "mcgaze_gaze360": "#CC79A7", "gat_gaze360": "#7B3294",
-    "head_pose": "#555555", "straight": "#999999", "tiny_test": "#B8860B",
-}
-#: Colours for methods not listed above, picked by a stable hash of the name.
-_EXTRA = ("#1B9E77", "#E7298A", "#66A61E", "#A6761D", "#1F78B4", "#E31A1C", "#6A3D9A", "#B15928")
-#: Weight-free baselines: reference lines, not bars; kept off the networks' colour scales.
-BASELINES = frozenset({"head_pose", "straight"})
-#: One fixed colour per condition, hues that no method uses (greys and earth tones).
-CONDITION_COLORS = {
-    "fixed camera": "#4D4D4D", "fixed": "#4D4D4D", "arc": "#BDBDBD",
-    "crop": "#8C6D46", "rectified": "#D9C7A7",
-    "h_slow": "#3F3F3F", "h_fast": "#7F7F7F", "v_slow": "#A68A64", "v_fast": "#E0D2B8",
-    "10": "#2B2B2B", "25": "#6B6B6B", "50": "#A5A5A5", "100": "#D6D6D6",
-}
-_COND_EXTRA = ("#5E5E5E", "#B09A7A", "#8F8F8F", "#CDBB9C", "#363636")
 _HATCH = ("", "//", "..", "xx", "\\\\", "++")
 #: The 3x3 grid as the subject sees the table: top row farthest, the subject's left is
 #: the camera's right (protocol.P_GRID names columns from the camera).
@@ -56,26 +39,12 @@ SUBJECT_VIEW_GRID = (("farthest", ("right", "middle", "left")), ("middle", ("rig
 _SUBJECT_COLS = ("subject's left", "middle", "subject's right")
 
 
-def method_color(method: str) -> str:
-    """The method's fixed colour (its registered name; unknown names by a stable hash)."""
-    m = str(method)
-    return METHOD_COLORS.get(m) or _EXTRA[zlib.crc32(m.encode()) % len(_EXTRA)]
-
-
 def star_color(rgba) -> str:
     """Black or white, whichever contrasts more with a cell of colour ``rgba`` (0-1
     floats): significance stars stay legible on the darkest cells of a diverging scale
     (WCAG 2 relative luminance; black wins above about 0.18)."""
-    from ..review.draw import contrast_ratio  # the one WCAG computation (review legends too)
-
     c = np.asarray(rgba, float)[:3] * 255.0
     return "#000000" if contrast_ratio(c, (0, 0, 0)) >= contrast_ratio(c, (255, 255, 255)) else "#ffffff"
-
-
-def condition_color(condition) -> str:
-    """The condition's fixed colour (no method uses it)."""
-    c = str(condition)
-    return CONDITION_COLORS.get(c) or _COND_EXTRA[zlib.crc32(c.encode()) % len(_COND_EXTRA)]
 
 
 @functools.lru_cache(maxsize=256)

@@ -261,12 +261,15 @@ def load_results(paths: list[Path]) -> LoadedResults:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _load(files, hashes, infos, handles) -> LoadedResults:
+def _open(files, infos, handles) -> None:
+    """Open every file's Parquet footer (metadata, columns) into ``infos`` and ``handles``; refuse
+    unreadable files and a mix of schema versions."""
     for p in files:
         try:
             pf = pq.ParquetFile(p)
         except (pa.ArrowInvalid, OSError) as e:
-            raise Gaze4HRIError(f"{p} is not a readable Parquet file ({str(e).splitlines()[0]})", "analyze RESULTS", "pass per-frame results written by gaze4hri-bench run") from None
+            raise Gaze4HRIError(f"{p} is not a readable Parquet file ({str(e).splitlines()[0]})", "analyze RESULTS",
+                                "pass per-frame results written by gaze4hri-bench run") from None
         meta = _metadata(pf)
         cols = set(pf.schema_arrow.names)
         info = FileInfo(
@@ -281,9 +284,63 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
     if len(versions) > 1:
         by = {v: [Path(i.path).name for i in infos if i.schema == v] for v in sorted(versions)}
         desc = "; ".join(f"{v}: {', '.join(n[:3])}{' ...' if len(n) > 3 else ''}" for v, n in by.items())
-        raise Gaze4HRIError(f"results mix schema versions ({desc})", "analyze RESULTS", f"analyse files of one version ({SCHEMA_VERSION}) or re-run the pipeline")
+        raise Gaze4HRIError(f"results mix schema versions ({desc})", "analyze RESULTS",
+                            f"analyse files of one version ({SCHEMA_VERSION}) or re-run the pipeline")
     if versions and versions != {SCHEMA_VERSION}:
-        raise Gaze4HRIError(f"results have schema {versions.pop()}, this version reads {SCHEMA_VERSION}", "analyze RESULTS", "use the gaze4hri-bench version that wrote them or re-run the pipeline")
+        raise Gaze4HRIError(f"results have schema {versions.pop()}, this version reads {SCHEMA_VERSION}",
+                            "analyze RESULTS", "use the gaze4hri-bench version that wrote them or re-run the pipeline")
+
+
+def _read_table(info: FileInfo, pf, has: set[str]) -> pa.Table:
+    """The columns the analyses need of one file, string keys dictionary-encoded, error_deg as float64."""
+    want = list(CORE_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in has]
+    want += ["invalid_reason"] if "invalid_reason" in has else []
+    want += ["t_ns"] if _PATH <= has else []
+    # string keys read dictionary-encoded: Arrow then hashes small integer codes
+    dict_cols = [c for c in [*_KEYS, "invalid_reason"] if c in has and (
+        pa.types.is_string(pf.schema_arrow.field(c).type) or pa.types.is_large_string(pf.schema_arrow.field(c).type))]
+    table = pq.ParquetFile(info.path, read_dictionary=dict_cols).read(columns=want).unify_dictionaries()
+    for c in _KEYS:
+        if not pa.types.is_string(table[c].type) and not pa.types.is_dictionary(table[c].type):
+            table = table.set_column(table.schema.get_field_index(c), c, pc.cast(table[c], pa.string()))
+    i = table.schema.get_field_index("error_deg")
+    return table.set_column(i, "error_deg", pc.cast(table["error_deg"], pa.float64()))
+
+
+def _assemble(vids, mutuals, reasons, subj_meta) -> tuple[pd.DataFrame, int, list, pd.DataFrame, pd.DataFrame,
+                                                           pd.DataFrame]:
+    """The files' parts as one table each: videos (duplicates dropped, counted), the methods without a
+    valid frame, mutual-gaze frames, invalid frames per reason and subject metadata."""
+    videos = pd.concat(vids, ignore_index=True)
+    for c in _KEYS:
+        videos[c] = videos[c].astype(str).astype("category")
+    # the same (subject, method, input, trial) in two files: keep one, count it
+    dup = videos.duplicated(["subject", "method", "input", "trial"], keep="first")
+    duplicates = int(dup.sum())
+    if duplicates:
+        videos = videos[~dup].reset_index(drop=True)
+    nv = videos.groupby(["method", "input"], observed=True)["n_valid"].sum()
+    no_valid = [(str(m), str(i)) for (m, i), n in nv.items() if n == 0]
+    cols = ["subject", "method", "input", "condition", "trial", "error_deg", "abs_pitch_deg", "abs_yaw_deg"]
+    mutual = pd.concat(mutuals, ignore_index=True) if mutuals else pd.DataFrame({c: [] for c in cols})
+    for c in ["subject", "method", "input", "condition", "trial"]:
+        mutual[c] = mutual[c].astype(str).astype("category")
+    inv = (pd.concat(reasons, ignore_index=True) if reasons
+           else pd.DataFrame(columns=["method", "input", "invalid_reason", "count_all"]))
+    inv = inv.rename(columns={"invalid_reason": "reason", "count_all": "frames"})
+    for c in ("method", "input", "reason"):
+        inv[c] = inv[c].astype(str).replace({"": "(none given)", "None": "(none given)"})
+    inv = inv.groupby(["method", "input", "reason"], as_index=False)["frames"].sum()
+    subjects = pd.DataFrame(columns=["subject"])
+    if subj_meta:
+        subjects = pd.concat(subj_meta, ignore_index=True)
+        subjects["subject"] = subjects["subject"].astype(str)
+        subjects = subjects.groupby("subject", as_index=False).first()
+    return videos, duplicates, no_valid, mutual, inv, subjects
+
+
+def _load(files, hashes, infos, handles) -> LoadedResults:
+    _open(files, infos, handles)
     vids, mutuals, reasons, subj_meta = [], [], [], []
     missing: dict[tuple[str, str], set[str]] = {}
     for info, pf in zip(infos, handles, strict=True):
@@ -292,17 +349,10 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
             info.status, info.reason = "excluded", f"missing required column(s) {', '.join(lacking)}"
             continue
         has = set(pf.schema_arrow.names)
-        want = list(CORE_COLUMNS) + [c for c in OPTIONAL_COLUMNS if c in has] + (["invalid_reason"] if "invalid_reason" in has else [])
-        want += ["t_ns"] if _PATH <= has else []
-        # string keys read dictionary-encoded: Arrow then hashes small integer codes
-        dict_cols = [c for c in [*_KEYS, "invalid_reason"] if c in has and (pa.types.is_string(pf.schema_arrow.field(c).type) or pa.types.is_large_string(pf.schema_arrow.field(c).type))]
-        table = pq.ParquetFile(info.path, read_dictionary=dict_cols).read(columns=want).unify_dictionaries()
-        for c in _KEYS:
-            if not pa.types.is_string(table[c].type) and not pa.types.is_dictionary(table[c].type):
-                table = table.set_column(table.schema.get_field_index(c), c, pc.cast(table[c], pa.string()))
-        table = table.set_column(table.schema.get_field_index("error_deg"), "error_deg", pc.cast(table["error_deg"], pa.float64()))
+        table = _read_table(info, pf, has)
         vid, mut = _reduce(table, has)
-        meta_cols = {k: next(c for c in names if c in has) for k, names in SUBJECT_META.items() if any(c in has for c in names)}
+        meta_cols = {k: next(c for c in names if c in has) for k, names in SUBJECT_META.items()
+                     if any(c in has for c in names)}
         if meta_cols:
             sm = pq.ParquetFile(info.path).read(columns=["subject", *meta_cols.values()]).to_pandas()
             subj_meta.append(sm.rename(columns={v: k for k, v in meta_cols.items()}).drop_duplicates("subject"))
@@ -321,32 +371,10 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
             mutuals.append(mut)
     for info, h in zip(infos, hashes, strict=True):
         info.sha256 = h.result()
-    used = [i for i in infos if i.status == "used"]
-    if not used:
-        reasons = "; ".join(f"{Path(i.path).name}: {i.reason}" for i in infos)
-        raise Gaze4HRIError(f"no usable results file ({reasons})", "analyze RESULTS", f"results need the columns {', '.join(CORE_COLUMNS)} (docs/results_schema.md)")
-    videos = pd.concat(vids, ignore_index=True)
-    for c in _KEYS:
-        videos[c] = videos[c].astype(str).astype("category")
-    # the same (subject, method, input, trial) in two files: keep one, count it
-    dup = videos.duplicated(["subject", "method", "input", "trial"], keep="first")
-    duplicates = int(dup.sum())
-    if duplicates:
-        videos = videos[~dup].reset_index(drop=True)
-    nv = videos.groupby(["method", "input"], observed=True)["n_valid"].sum()
-    no_valid = [(str(m), str(i)) for (m, i), n in nv.items() if n == 0]
-    cols = ["subject", "method", "input", "condition", "trial", "error_deg", "abs_pitch_deg", "abs_yaw_deg"]
-    mutual = pd.concat(mutuals, ignore_index=True) if mutuals else pd.DataFrame({c: [] for c in cols})
-    for c in ["subject", "method", "input", "condition", "trial"]:
-        mutual[c] = mutual[c].astype(str).astype("category")
-    inv = pd.concat(reasons, ignore_index=True) if reasons else pd.DataFrame(columns=["method", "input", "invalid_reason", "count_all"])
-    inv = inv.rename(columns={"invalid_reason": "reason", "count_all": "frames"})
-    for c in ("method", "input", "reason"):
-        inv[c] = inv[c].astype(str).replace({"": "(none given)", "None": "(none given)"})
-    inv = inv.groupby(["method", "input", "reason"], as_index=False)["frames"].sum()
-    subjects = pd.DataFrame(columns=["subject"])
-    if subj_meta:
-        subjects = pd.concat(subj_meta, ignore_index=True)
-        subjects["subject"] = subjects["subject"].astype(str)
-        subjects = subjects.groupby("subject", as_index=False).first()
-    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid, duplicates=duplicates, invalid=inv, subjects=subjects)
+    if not [i for i in infos if i.status == "used"]:
+        why = "; ".join(f"{Path(i.path).name}: {i.reason}" for i in infos)
+        raise Gaze4HRIError(f"no usable results file ({why})", "analyze RESULTS",
+                            f"results need the columns {', '.join(CORE_COLUMNS)} (docs/results_schema.md)")
+    videos, duplicates, no_valid, mutual, inv, subjects = _assemble(vids, mutuals, reasons, subj_meta)
+    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid,
+                         duplicates=duplicates, invalid=inv, subjects=subjects)
