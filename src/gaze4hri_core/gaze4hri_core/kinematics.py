@@ -161,10 +161,12 @@ def inverse(T, model: str = "ur5", q_near=None, frame: str = "base", tol: float 
                 # so theta6 is not determined by the pose; snap theta5 and try theta6
                 # candidates (the current joint first) until the planar 3R part solves.
                 t5 = 0.0 if np.cos(t5) > 0 else np.pi
-                t6_candidates = ([float(q_near[5])] if q_near is not None else []) + list(np.linspace(-np.pi, np.pi, 24, endpoint=False))
+                t6_candidates = (([float(q_near[5])] if q_near is not None else [])
+                                 + list(np.linspace(-np.pi, np.pi, 24, endpoint=False)))
             else:
                 s5v = np.sin(t5)
-                t6_candidates = [np.arctan2((-Ti[1, 0] * sn1 + Ti[1, 1] * c1) / s5v, (Ti[0, 0] * sn1 - Ti[0, 1] * c1) / s5v)]
+                t6_candidates = [np.arctan2((-Ti[1, 0] * sn1 + Ti[1, 1] * c1) / s5v,
+                                            (Ti[0, 0] * sn1 - Ti[0, 1] * c1) / s5v)]
             for t6 in t6_candidates:
                 found = _solve_3r(T, p, model, t1, t5, t6)
                 if found:

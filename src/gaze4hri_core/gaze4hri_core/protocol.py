@@ -139,7 +139,8 @@ def _build() -> tuple[Trial, ...]:
     for axis in ("h", "v"):
         for speed, v in MUTUAL_SPEEDS_MPS.items():
             out.append(
-                Trial(f"mutual_{axis}_{speed}", "mutual", f"{axis}_{speed}", "camera", CameraMotion("line", axis=axis, speed_mps=v))
+                Trial(f"mutual_{axis}_{speed}", "mutual", f"{axis}_{speed}", "camera",
+                      CameraMotion("line", axis=axis, speed_mps=v))
             )
     return tuple(Trial(**{**t.__dict__, "index": i}) for i, t in enumerate(out))
 

@@ -91,7 +91,8 @@ class Registry(Generic[T]):
     def register(self, name: str, target: str, kind: str, summary: str = "", aliases: tuple[str, ...] = (),
                  hidden: bool = False, **kwargs) -> Entry:
         """Register a lazy :class:`Entry` (``target`` "module:factory")."""
-        entry = Entry(self._key(name), target, kind, summary, tuple(self._key(a) for a in aliases), hidden, dict(kwargs))
+        entry = Entry(self._key(name), target, kind, summary, tuple(self._key(a) for a in aliases), hidden,
+                      dict(kwargs))
         return self.add(name, entry, aliases, hidden)  # type: ignore[arg-type]
 
     def remove(self, name: str) -> T:

@@ -265,8 +265,9 @@ class Servers:
                         reply = f"error: bad scaling {req[1]!r}: give a number in (0, 1]"
                 elif req[:1] == ["state"]:
                     s = self.snapshot
-                    reply = json.dumps({k: s[k] for k in ("timestamp", "actual_q", "actual_TCP_pose", "actual_TCP_speed",
-                                                           "runtime_state", "safety_status_bits", "robot_mode")}
+                    keys = ("timestamp", "actual_q", "actual_TCP_pose", "actual_TCP_speed", "runtime_state",
+                            "safety_status_bits", "robot_mode")
+                    reply = json.dumps({k: s[k] for k in keys}
                                        | {"moving": self.arm.moving, "program": self.program_name})
                 else:
                     reply = f"unknown request {line.strip()!r}"

@@ -232,7 +232,8 @@ def pose_match_options(record, input_type: str, base: GTOptions | None = None) -
     return replace(base or GTOptions(), sync="nearest", nearest_max_ms=POSE_MATCH_MAX_MS)
 
 
-def stable_start_ns(t_src_ns: np.ndarray, period_ms: float = 10.0, tolerance_ms: float = 2.0, window: int = 5) -> int | None:
+def stable_start_ns(t_src_ns: np.ndarray, period_ms: float = 10.0, tolerance_ms: float = 2.0,
+                    window: int = 5) -> int | None:
     """Stamp of the sample ending the first ``window`` consecutive intervals within
     period +- tolerance (the study's find_stable_start); the first stamp when the stream
     is too short or never stable, as the study; None when the stream is empty."""
@@ -290,20 +291,11 @@ def fk_stream(t_ns: np.ndarray, joints: np.ndarray, model: str) -> PoseStream:
     return PoseStream(np.asarray(t_ns, np.int64), P, Q)
 
 
-def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream, cal: Calibration, trial: Trial,
-                         options: GTOptions = GTOptions(), incomplete: bool = False,
-                         targets_world: np.ndarray | None = None) -> pd.DataFrame:
-    """The ground-truth table (GT_COLUMNS, one row per frame in ``frames`` order).
-
-    ``head``: head band in the world; ``robot``: tool0 in the controller Base.
-    Camera = registration x tool0 x hand-eye; eye = head band x eye-head offset;
-    gaze = target - eye (or camera centre - eye when the target is ``camera``), in the
-    camera frame (Sezer et al., Sec. III-B). Frames with any data reason keep NaN in
-    the geometric columns."""
-    n = len(frames)
-    t = np.asarray(frames.t_ns, np.int64)
-    head = head.sorted_unique()
-    robot = robot.sorted_unique()
+def _synced_poses(t: np.ndarray, head: PoseStream, robot: PoseStream, options: GTOptions):
+    """Head and robot poses at the frame stamps ``t`` under ``options.sync`` (our
+    interpolation with gap limits, the study's query times, or the nearest sample), with
+    their validity and the head stream's bracketing gaps: (ph, qh, ok_h, pr, qr, ok_r, gap_h)."""
+    n = len(t)
     t0 = int(t[0]) if n else 0
     study = options.sync == "study"
     nearest = options.sync == "nearest"
@@ -329,27 +321,21 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
     if nearest:
         ok_h &= near_h >= 0
         ok_r &= near_r >= 0
-    kind = np.asarray(frames.kind)
-    masks = {
-        "trial_incomplete": np.full(n, bool(incomplete)),
-        "dropped_frame": kind == "dropped",
-        "duplicate_frame": kind == "duplicate",
-        "mocap_lost": (gap_h > options.mocap_lost_s) if not untimed else np.zeros(n, bool),
-        "interp_gap": (~ok_h) | (~ok_r),
-    }
-    if study:
-        start = stable_start_ns(head.t_ns, options.stable_period_ms, options.stable_tolerance_ms, options.stable_window)
-        masks["before_stable_start"] = t < start if start is not None else np.zeros(n, bool)
-    reason = combine_reasons(masks, n)
-    valid = reason == ""
+    return ph, qh, ok_h, pr, qr, ok_r, gap_h
 
-    # geometry, vectorised over frames (NaN rows where a pose is missing)
+
+def _gaze_geometry(ph, qh, pr, qr, cal: Calibration, trial: Trial, options: GTOptions,
+                   targets_world: np.ndarray | None, n: int) -> tuple[dict, np.ndarray]:
+    """Per-frame geometry, vectorised over frames (NaN rows where a pose is missing):
+    the ground-truth columns (gaze, head, eye, face, target) and the camera centre in the
+    world. Camera = registration x tool0 x hand-eye; eye = head band x eye-head offset;
+    gaze = target - eye in the camera frame (Sezer et al., Sec. III-B)."""
+    from gaze4hri_core.errors import CalibrationError
+
     R_wh = _rot(qh)
     R_bt = _rot(qr)
     T_he = cal.T_head_eye
     if T_he is None:
-        from gaze4hri_core.errors import CalibrationError
-
         raise CalibrationError("no eye-head calibration for this subject", str(cal.directory / "subjects"),
                                "copy subjects/<ID>.yaml into the session's calibration/ (docs/calibration.md)")
     R_we = R_wh @ T_he.R
@@ -365,17 +351,16 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
         target_w = np.asarray(targets_world, float).reshape(n, 3)
     else:
         if trial.target not in cal.targets:
-            from gaze4hri_core.errors import CalibrationError
-
-            raise CalibrationError(f"target {trial.target} not in the calibration targets", str(cal.directory / "targets.yaml"),
-                                   "survey the target (docs/calibration.md)")
+            raise CalibrationError(f"target {trial.target} not in the calibration targets",
+                                   str(cal.directory / "targets.yaml"), "survey the target (docs/calibration.md)")
         target_w = np.broadcast_to(cal.targets[trial.target], (n, 3))
     g = normalize(np.einsum("nij,nj->ni", R_cw, target_w - eye_w))
     fwd = normalize(np.einsum("nij,nj->ni", R_cw, R_we[:, :, 0]))
     R_head_cam = R_cw @ R_we @ R_REP_TO_CV_HEAD
     eye_c = np.einsum("nij,nj->ni", R_cw, eye_w - p_wc)
     target_c = np.einsum("nij,nj->ni", R_cw, target_w - p_wc)
-    face_c = eye_c + (np.einsum("nij,j->ni", R_head_cam, EYE_TO_FACE_CENTRE_MM / 1000.0) if options.face_center == "eth" else 0.0)
+    face_c = eye_c + (np.einsum("nij,j->ni", R_head_cam, EYE_TO_FACE_CENTRE_MM / 1000.0)
+                      if options.face_center == "eth" else 0.0)
     py = np.degrees(vector_to_pitchyaw(g))
     conflict = np.asarray(angular_error_deg(fwd, g), float).reshape(n)
     d = p_wc - eye_w
@@ -394,6 +379,40 @@ def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream
     for i in range(3):
         for j in range(3):
             geo[f"R_head_{i}{j}"] = R_head_cam[:, i, j]
+    return geo, p_wc
+
+
+def compute_ground_truth(frames: FrameTable, head: PoseStream, robot: PoseStream, cal: Calibration, trial: Trial,
+                         options: GTOptions = GTOptions(), incomplete: bool = False,
+                         targets_world: np.ndarray | None = None) -> pd.DataFrame:
+    """The ground-truth table (GT_COLUMNS, one row per frame in ``frames`` order).
+
+    ``head``: head band in the world; ``robot``: tool0 in the controller Base.
+    Camera = registration x tool0 x hand-eye; eye = head band x eye-head offset;
+    gaze = target - eye (or camera centre - eye when the target is ``camera``), in the
+    camera frame (Sezer et al., Sec. III-B). Frames with any data reason keep NaN in
+    the geometric columns."""
+    n = len(frames)
+    t = np.asarray(frames.t_ns, np.int64)
+    head = head.sorted_unique()
+    robot = robot.sorted_unique()
+    study = options.sync == "study"
+    untimed = study or options.sync == "nearest"  # no gap limits of our interpolation
+    ph, qh, ok_h, pr, qr, ok_r, gap_h = _synced_poses(t, head, robot, options)
+    kind = np.asarray(frames.kind)
+    masks = {
+        "trial_incomplete": np.full(n, bool(incomplete)),
+        "dropped_frame": kind == "dropped",
+        "duplicate_frame": kind == "duplicate",
+        "mocap_lost": (gap_h > options.mocap_lost_s) if not untimed else np.zeros(n, bool),
+        "interp_gap": (~ok_h) | (~ok_r),
+    }
+    if study:
+        start = stable_start_ns(head.t_ns, options.stable_period_ms, options.stable_tolerance_ms, options.stable_window)
+        masks["before_stable_start"] = t < start if start is not None else np.zeros(n, bool)
+    reason = combine_reasons(masks, n)
+    valid = reason == ""
+    geo, p_wc = _gaze_geometry(ph, qh, pr, qr, cal, trial, options, targets_world, n)
     df = pd.DataFrame({"frame": np.asarray(frames.frame, np.int64), "t_ns": t,
                        "frame_number": np.asarray(frames.frame_number, np.int64)})
     for k, v in geo.items():

@@ -46,7 +46,8 @@ class BackendEntry:
 
 
 #: data format -> reader backend, in detection order (``auto`` is not an entry: it detects)
-BACKENDS: Registry[BackendEntry] = Registry("data format", where="--format", listing="(or auto: detect from the folder)")
+BACKENDS: Registry[BackendEntry] = Registry("data format", where="--format",
+                                            listing="(or auto: detect from the folder)")
 BACKENDS.add("session", BackendEntry("session", ".backends.session:SessionDataset", ".backends.session:detect",
                                      "MCAP sessions written by gaze4hri-acq (<root>/<subject>/session.yaml)"))
 BACKENDS.add("study", BackendEntry("study", ".backends.study:StudyDataset", ".backends.study:detect",

@@ -23,7 +23,8 @@ def _study(args) -> int:
     if args.data_format not in ("auto", "session"):
         raise Gaze4HRIError("--format study exports MCAP sessions", "--data-format", "pass a folder of sessions")
     try:
-        res = export_study(args.sessions, args.out, subjects=args.subjects, trials=args.trials, lossless=not args.no_lossless,
+        res = export_study(args.sessions, args.out, subjects=args.subjects, trials=args.trials,
+                           lossless=not args.no_lossless,
                            boxes=args.boxes, log=lambda m: print(m, flush=True), progress=_bars(args),
                            date=args.date)
     except KeyboardInterrupt:
@@ -31,7 +32,8 @@ def _study(args) -> int:
               "command to resume: exported trials are kept and reported as existing", file=sys.stderr, flush=True)
         raise
     # each skipped trial was named once above: the summary only counts them
-    print(f"exported {len(res.written)} trial(s) to {args.out}" + (f"; skipped {len(res.skipped)} (named above)" if res.skipped else ""))
+    skipped = f"; skipped {len(res.skipped)} (named above)" if res.skipped else ""
+    print(f"exported {len(res.written)} trial(s) to {args.out}" + skipped)
     return 0 if res.written else 2
 
 
@@ -66,7 +68,8 @@ EXPORTERS.add("ethxgaze-h5", (_eth, "ETH-XGaze HDF5: 224x224 normalized BGR face
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("sessions", type=Path, metavar="SESSIONS", help="folder of recorded sessions (or, for ethxgaze-h5, a study-layout dataset)")
+    p.add_argument("sessions", type=Path, metavar="SESSIONS",
+                   help="folder of recorded sessions (or, for ethxgaze-h5, a study-layout dataset)")
     p.add_argument("out", type=Path, metavar="OUT", help="output folder")
     # names are checked by the registries in main (one error form for an unknown name)
     p.add_argument("--format", required=True, metavar="{" + ",".join(EXPORTERS) + "}",
@@ -77,13 +80,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids")
     p.add_argument("--no-lossless", action="store_true", help="study: write only the mp4 (no FFV1 rgb_video.mkv)")
     p.add_argument("--boxes", metavar="DETECTOR", default=None,
-                   help="study: also write head_bboxes.npy with this face detector (e.g. yolov8_face_onnx as the study, "
-                        "mediapipe, opencv_haar); default: none")
+                   help="study: also write head_bboxes.npy with this face detector (e.g. yolov8_face_onnx as the "
+                        "study, mediapipe, opencv_haar); default: none")
     p.add_argument("--date", metavar="YYYY-MM-DD", default=None,
-                   help="study: the date folder (default: the first frame's UTC date); the study's dataset-level scripts "
-                        "read only 2025-07-28..2025-08-06 (its config.py:417-426)")
+                   help="study: the date folder (default: the first frame's UTC date); the study's dataset-level "
+                        "scripts read only 2025-07-28..2025-08-06 (its config.py:417-426)")
     p.add_argument("--stride", type=int, default=1, metavar="N", help="ethxgaze-h5: every N-th frame")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars (default: bars with the ETA on a terminal)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars (default: bars with the ETA on a terminal)")
     p.add_argument("--val-subjects", nargs="+", metavar="ID", help="ethxgaze-h5: subjects of the validation split")
     p.add_argument("--test-subjects", nargs="+", metavar="ID", help="ethxgaze-h5: subjects of the test split")
 

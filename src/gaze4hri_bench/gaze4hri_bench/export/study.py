@@ -79,7 +79,8 @@ def _writer(path: Path, fourcc: str, size: tuple[int, int], fps: float):
 #: the recording dates the study's dataset-level scripts list by hand (GazeForHRI/Gaze4HRI@main:
 #: config.py:417-426, ``get_dataset_subject_directories``): a date folder outside this list is
 #: skipped by them ("doesnt exists, skipping"), so ``--date`` picks one of these.
-STUDY_DATES = ("2025-07-28", "2025-07-29", "2025-07-30", "2025-07-31", "2025-08-01", "2025-08-04", "2025-08-05", "2025-08-06")
+STUDY_DATES = ("2025-07-28", "2025-07-29", "2025-07-30", "2025-07-31", "2025-08-01", "2025-08-04", "2025-08-05",
+               "2025-08-06")
 
 
 def check_date(date: str) -> str:
@@ -99,6 +100,56 @@ def check_date(date: str) -> str:
 BOX_GROWTH = 0.10
 
 
+def _write_video(ds: SessionDataset, ref, tmp: Path, lossless: bool, fps: float, track, bar):
+    """rgb_video.mp4 (and the FFV1 .mkv copy when ``lossless``): every recorded frame,
+    duplicates included, in recording order, each also stepped through the face ``track``.
+    Returns (frames written, (width, height) or None, slot -> video frame index)."""
+    import cv2
+
+    writers = []
+    n = 0
+    size = None
+    slot_to_video: dict[int, int] = {}
+    for fs in _iter_all(ds, ref):
+        if track is not None:
+            slot_to_video.setdefault(fs.index, n)
+            track.step(fs.index, fs.image)
+        if not writers:
+            size = (fs.image.shape[1], fs.image.shape[0])
+            writers.append(_writer(tmp / L.VIDEO_MP4, "mp4v", size, fps))
+            if lossless:
+                writers.append(_writer(tmp / L.VIDEO_MKV, "FFV1", size, fps))
+        bgr = cv2.cvtColor(fs.image, cv2.COLOR_RGB2BGR)
+        for w in writers:
+            w.write(bgr)
+        n += 1
+        if bar is not None:
+            bar.update(1)
+    for w in writers:
+        w.release()
+    return n, size, slot_to_video
+
+
+def _write_pose_files(ds: SessionDataset, ref, scan: dict, tmp: Path) -> None:
+    """The pose files: one row per motion-capture sample for head, eye, camera and target,
+    as the study's recorder writes them from one 100 Hz callback (data_collector.py:316-370),
+    the table and robot-base poses and the joint states."""
+    cal = ref.calibration
+    rows = _study_rows(ds, ref, scan)
+    t_rows = rows["t_ns"]
+    np.save(tmp / "head_poses.npy", L.pose_rows(t_rows, rows["R_band"], rows["p_head"]))
+    np.save(tmp / "eye_position_in_head_frame.npy", rows["e_band"])
+    np.save(tmp / "eye_positions.npy", np.column_stack([L.ns_to_ms(t_rows), rows["eye"]]))
+    np.save(tmp / "camera_poses.npy", L.pose_rows(t_rows, rows["R_cam_body"], rows["p_cam"]))
+    np.save(tmp / "target_positions.npy", np.column_stack([L.ns_to_ms(t_rows), rows["target"]]))
+    np.save(tmp / "table_pose.npy", rows["table_pose"])
+    base = np.vstack([np.column_stack([cal.T_world_base.R, cal.T_world_base.t]), [0, 0, 0, 1.0]])
+    np.save(tmp / "ur5_base_pose.npy", base)
+    joints = _joint_rows(ref)
+    if joints is not None:
+        np.save(tmp / "ur5_joint_states.npy", joints)
+
+
 def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True, fps: float = 30.0,
                        boxes: str | None = None, bar=None, date: str | None = None) -> Path:
     """Write one trial; returns its stamp folder. Raises Gaze4HRIError on bad input.
@@ -107,73 +158,41 @@ def export_trial_study(ds: SessionDataset, ref, out: Path, lossless: bool = True
     ``bar``: a progress handle (pipeline.progress: ``total``, ``update``) moved per frame.
     ``date``: the ``<YYYY-MM-DD>`` folder (default: the first frame's UTC date); see
     :data:`STUDY_DATES` for the folders the study's dataset-level scripts list."""
-    import cv2
-
     if ref.status != "done":
         raise SessionError(f"trial status is {ref.status!r}", str(ref.bag_dir),
                            "only finished trials are exported; re-record it (gaze4hri-acq session --resume)")
     exp_type, point = L.folder_for(ref.trial)
-    cal = ref.calibration
     scan = ds._scan(ref)
     if Topics.HEAD_POSE not in scan["topics"]:
-        raise SessionError(f"topic {Topics.HEAD_POSE} missing from the bag", str(ref.bag_dir), "the export needs the head-band stream")
+        raise SessionError(f"topic {Topics.HEAD_POSE} missing from the bag", str(ref.bag_dir),
+                           "the export needs the head-band stream")
     table = ds.frame_table(ref)
     rec = table.kind != "dropped"
     t_frames = table.t_ns[rec]
     if bar is not None:
         bar.total = len(t_frames)
     stamp_ms = int(t_frames[0] // 1_000_000)
-    date = check_date(date) if date else _dt.datetime.fromtimestamp(t_frames[0] / 1e9, _dt.timezone.utc).strftime("%Y-%m-%d")
+    first = _dt.datetime.fromtimestamp(t_frames[0] / 1e9, _dt.timezone.utc)
+    date = check_date(date) if date else first.strftime("%Y-%m-%d")
     subj_dir = Path(out) / date / ref.subject
     final = subj_dir / exp_type / point / str(stamp_ms)
     if final.exists():
-        raise SessionError("trial folder exists already", str(final), "export into an empty folder or delete the old export")
+        raise SessionError("trial folder exists already", str(final),
+                           "export into an empty folder or delete the old export")
     tmp = final.with_name(f".{final.name}.partial")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     try:
-        # video: every recorded frame (duplicates included), in recording order
-        writers = []
-        n = 0
         track = _face_track(boxes)
-        slot_to_video: dict[int, int] = {}
-        for fs in _iter_all(ds, ref):
-            if track is not None:
-                slot_to_video.setdefault(fs.index, n)
-                track.step(fs.index, fs.image)
-            if not writers:
-                size = (fs.image.shape[1], fs.image.shape[0])
-                writers.append(_writer(tmp / L.VIDEO_MP4, "mp4v", size, fps))
-                if lossless:
-                    writers.append(_writer(tmp / L.VIDEO_MKV, "FFV1", size, fps))
-            bgr = cv2.cvtColor(fs.image, cv2.COLOR_RGB2BGR)
-            for w in writers:
-                w.write(bgr)
-            n += 1
-            if bar is not None:
-                bar.update(1)
-        for w in writers:
-            w.release()
+        n, size, slot_to_video = _write_video(ds, ref, tmp, lossless, fps, track, bar)
         if n == 0:
             raise SessionError("bag holds no camera frame", str(ref.bag_dir), "nothing to export; re-record the trial")
         if n != len(t_frames):
-            raise SessionError(f"bag yielded {n} frames for {len(t_frames)} stamps", str(ref.bag_dir), "repair or re-record the trial")
+            raise SessionError(f"bag yielded {n} frames for {len(t_frames)} stamps", str(ref.bag_dir),
+                               "repair or re-record the trial")
         np.save(tmp / "rgb_timestamps.npy", L.ns_to_ms(t_frames))
-        # one row per motion-capture sample for head, eye, camera and target, as the study's
-        # recorder writes them from one 100 Hz callback (data_collector.py:316-370)
-        rows = _study_rows(ds, ref, scan)
-        t_rows = rows["t_ns"]
-        np.save(tmp / "head_poses.npy", L.pose_rows(t_rows, rows["R_band"], rows["p_head"]))
-        np.save(tmp / "eye_position_in_head_frame.npy", rows["e_band"])
-        np.save(tmp / "eye_positions.npy", np.column_stack([L.ns_to_ms(t_rows), rows["eye"]]))
-        np.save(tmp / "camera_poses.npy", L.pose_rows(t_rows, rows["R_cam_body"], rows["p_cam"]))
-        np.save(tmp / "target_positions.npy", np.column_stack([L.ns_to_ms(t_rows), rows["target"]]))
-        np.save(tmp / "table_pose.npy", rows["table_pose"])
-        np.save(tmp / "ur5_base_pose.npy", np.vstack([np.column_stack([cal.T_world_base.R, cal.T_world_base.t]), [0, 0, 0, 1.0]]))
-        joints = _joint_rows(ref)
-        if joints is not None:
-            np.save(tmp / "ur5_joint_states.npy", joints)
+        _write_pose_files(ds, ref, scan, tmp)
         intr = ds.camera_info(ref)
         if (intr.width, intr.height) != size:
             intr = intr.scaled(*size)
@@ -237,7 +256,8 @@ def _study_rows(ds: SessionDataset, ref, scan: dict) -> dict:
     head = scan["head"].sorted_unique()
     t = np.asarray(head.t_ns, np.int64)
     if len(t) < 2:
-        raise SessionError("the bag has fewer than two head-band poses", str(ref.bag_dir), "the export needs the head-band stream")
+        raise SessionError("the bag has fewer than two head-band poses", str(ref.bag_dir),
+                           "the export needs the head-band stream")
     R_wh = np.array([quat_xyzw_to_matrix(q) for q in head.q])
     T_he = cal.T_head_eye
     out = {"t_ns": t, "p_head": np.asarray(head.p, float), "R_band": R_wh @ T_he.R @ L.R_BAND_EYE.T,
@@ -247,9 +267,11 @@ def _study_rows(ds: SessionDataset, ref, scan: dict) -> dict:
     targets, robot, _extra = tracked_inputs(scan, ref, t, robot, ds.gt_options)
     robot = robot.sorted_unique()
     if len(robot.t_ns) < 2:
-        raise SessionError("the bag has no robot pose stream", str(ref.bag_dir), "the export needs /robot/tcp_pose or joint states")
+        raise SessionError("the bag has no robot pose stream", str(ref.bag_dir),
+                           "the export needs /robot/tcp_pose or joint states")
     t0 = int(t[0])
-    pr, qr, _ok = interpolate_poses((robot.t_ns - t0) / 1e9, robot.p, robot.q, (_hold(robot.t_ns, t) - t0) / 1e9, np.inf)
+    pr, qr, _ok = interpolate_poses((robot.t_ns - t0) / 1e9, robot.p, robot.q, (_hold(robot.t_ns, t) - t0) / 1e9,
+                                    np.inf)
     cams = [camera_in_world(cal.T_world_base, _se3(p, q), cal.T_tool0_camera) for p, q in zip(pr, qr, strict=True)]
     out["R_cam_body"] = np.array([c.R for c in cams]) @ L.R_OPT_FROM_BODY
     out["p_cam"] = np.array([c.t for c in cams])
@@ -259,7 +281,8 @@ def _study_rows(ds: SessionDataset, ref, scan: dict) -> dict:
     elif targets is not None:
         out["target"] = _fill_nan_rows(targets)
         tab = scan["table"].sorted_unique()
-        pt, qt, _okt = interpolate_poses((tab.t_ns - t0) / 1e9, tab.p, tab.q, (_hold(tab.t_ns, t[:1]) - t0) / 1e9, np.inf) \
+        pt, qt, _okt = interpolate_poses((tab.t_ns - t0) / 1e9, tab.p, tab.q, (_hold(tab.t_ns, t[:1]) - t0) / 1e9,
+                                         np.inf) \
             if len(tab.t_ns) > 1 else (tab.p[:1], tab.q[:1], None)
         table_pose = _se3(pt[0], qt[0]).matrix
     else:
@@ -378,8 +401,10 @@ def export_study(data: Path, out: Path, subjects=None, trials=None, lossless: bo
         by: dict[str, int] = {}
         for r in unfinished:
             by[r.status] = by.get(r.status, 0) + 1
-        names = ", ".join(r.key for r in unfinished[:5]) + (f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else "")
-        log(f"not exported: {len(unfinished)} unfinished trial(s) ({', '.join(f'{k} {v}' for k, v in sorted(by.items()))}): {names}; "
+        names = ", ".join(r.key for r in unfinished[:5])
+        names += f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else ""
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(by.items()))
+        log(f"not exported: {len(unfinished)} unfinished trial(s) ({counts}): {names}; "
             "only finished trials are exported (record them: gaze4hri-acq session --resume)")
     with RunProgress(progress, log=log) as bars:
         job = bars.job("export", todo)

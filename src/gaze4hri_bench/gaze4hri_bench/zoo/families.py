@@ -67,7 +67,8 @@ def load_family(family: str) -> ModuleType:
     family = family.lower()  # the registry's case rule; module names are lower-case
     got = _import(family)
     if isinstance(got, str):
-        raise Gaze4HRIError(f"model family {family!r} is {got}", family_module_name(family), "update gaze4hri or pick another method")
+        raise Gaze4HRIError(f"model family {family!r} is {got}", family_module_name(family),
+                            "update gaze4hri or pick another method")
     return got
 
 

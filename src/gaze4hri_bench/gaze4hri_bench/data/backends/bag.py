@@ -121,7 +121,8 @@ class open_bag:
         try:
             return typestore().deserialize_cdr(raw, MSG_TYPES[topic])
         except Exception as e:
-            raise SessionError(f"cannot decode a {MSG_TYPES[topic]} message on {topic} ({_short(e)})", str(self.path), _FIX_BAG) from None
+            raise SessionError(f"cannot decode a {MSG_TYPES[topic]} message on {topic} ({_short(e)})", str(self.path),
+                               _FIX_BAG) from None
 
 
 def _short(e: Exception) -> str:
@@ -144,7 +145,8 @@ def decode_image(msg, where: str = "") -> np.ndarray:
     """sensor_msgs/Image -> RGB uint8 (H, W, 3) (rgb8, bgr8, rgba8, bgra8, mono8)."""
     enc = str(msg.encoding).lower()
     if enc not in _ENCODINGS:
-        raise SessionError(f"unsupported image encoding {msg.encoding!r}", where, f"record one of {', '.join(_ENCODINGS)}")
+        raise SessionError(f"unsupported image encoding {msg.encoding!r}", where,
+                           f"record one of {', '.join(_ENCODINGS)}")
     ch, swap = _ENCODINGS[enc]
     h, w, step = int(msg.height), int(msg.width), int(msg.step)
     buf = np.asarray(msg.data, np.uint8)

@@ -97,7 +97,8 @@ def _poses(bag: open_bag, topic: str, raws: list[bytes]) -> PoseStream:
             P.append(c.f8(7))
             c.end()
         except (ValueError, struct.error, UnicodeDecodeError) as e:
-            raise SessionError(f"cannot decode a {MSG_TYPES[topic]} message on {topic} ({_short(e)})", str(bag.path), _FIX_BAG) from None
+            raise SessionError(f"cannot decode a {MSG_TYPES[topic]} message on {topic} ({_short(e)})", str(bag.path),
+                               _FIX_BAG) from None
     if not t:
         return PoseStream.empty()
     a = np.array(P, float)
@@ -144,7 +145,8 @@ def _joints(bag: open_bag, raws: list[bytes], model: str) -> PoseStream:
         try:
             stamp, pos = joint_state_cdr(raw)
         except (struct.error, ValueError) as e:
-            raise SessionError(f"cannot decode a sensor_msgs/msg/JointState message ({e})", str(bag.path), _FIX_BAG) from None
+            raise SessionError(f"cannot decode a sensor_msgs/msg/JointState message ({e})", str(bag.path),
+                               _FIX_BAG) from None
         if len(pos) < 6:
             continue
         t.append(stamp)

@@ -63,14 +63,18 @@ def build_frame_table(stamps: np.ndarray, numbers: np.ndarray, max_fill: int = 3
                 dt = stamps[i] - stamps[i - 1]
                 step = 0 if dt <= 0 else (int(round(dt / period)) if period > 0 else 1)
             if step == 0 or stamps[i] == stamps[i - 1]:
-                rows_t.append(stamps[i]); rows_n.append(numbers[i] if have_numbers else -1); rows_k.append("duplicate")  # noqa: E702
+                rows_t.append(stamps[i])
+                rows_n.append(numbers[i] if have_numbers else -1)
+                rows_k.append("duplicate")
                 continue
             if 2 <= step <= max_fill:
                 for k in range(1, step):
                     rows_t.append(int(stamps[i - 1] + (stamps[i] - stamps[i - 1]) * k / step))
                     rows_n.append(int(numbers[i - 1] + k) if have_numbers else -1)
                     rows_k.append("dropped")
-        rows_t.append(stamps[i]); rows_n.append(numbers[i] if have_numbers else -1); rows_k.append("ok")  # noqa: E702
+        rows_t.append(stamps[i])
+        rows_n.append(numbers[i] if have_numbers else -1)
+        rows_k.append("ok")
     n = len(rows_t)
     return FrameTable(np.arange(n, dtype=np.int64), np.array(rows_t, np.int64), np.array(rows_n, np.int64),
                       np.array(rows_k, dtype=object))
@@ -117,14 +121,17 @@ class SessionDataset:
         self._tables: dict[str, FrameTable] = {}
         self._scans: dict[str, dict] = {}
         self._ann: dict[Path, dict] = {}
-        self._pose_source: dict[Path, str] = {}  # session folder -> camera_pose_source of its manifest (read in trials())
+        self._pose_source: dict[Path,
+                                str] = {}  # session folder -> camera_pose_source of its manifest (read in trials())
         self._held: dict[int, list] = {}  # thread id -> [bag folder, open_bag or None] (hold)
-        self.skipped: list[SkippedTrial] = []  # trials whose bag is damaged (CRC mismatch); other bad input fails loudly
+        # trials whose bag is damaged (CRC mismatch); other bad input fails loudly
+        self.skipped: list[SkippedTrial] = []
 
     # -- discovery ----------------------------------------------------------------
     def session_dirs(self) -> list[Path]:
         if not self.root.is_dir():
-            raise SessionError("data folder not found", str(self.root), "pass a folder of sessions (<root>/<subject>/session.yaml)")
+            raise SessionError("data folder not found", str(self.root),
+                               "pass a folder of sessions (<root>/<subject>/session.yaml)")
         if manifest_path(self.root).is_file():
             dirs = [self.root]
         else:
@@ -156,7 +163,8 @@ class SessionDataset:
             cal_dir = sd / str(man.calibration.get("dir", "calibration"))
             if not cal_dir.is_dir():
                 raise SessionError("session has no calibration snapshot", str(cal_dir),
-                                   "copy the calibration used for recording into <session>/calibration (docs/calibration.md)")
+                                   "copy the calibration used for recording into <session>/calibration "
+                                   "(docs/calibration.md)")
             if not (cal_dir / "subjects" / f"{subject}.yaml").is_file():
                 raise SessionError(f"session calibration has no eye-head file for subject {subject}",
                                    str(cal_dir / "subjects" / f"{subject}.yaml"),
@@ -174,7 +182,8 @@ class SessionDataset:
                 bd = sd / rec.bag if rec.bag else bag_dir(sd, tid)
                 damage = bag_damage(bd, tid) if rec.status in TRIAL_STATUSES_READ else None
                 if damage is not None:  # never read: listed, and the run goes on with the other trials
-                    self.skipped.append(SkippedTrial(subject, tid, damage.where or str(bd), damage.line(), damaged=True))
+                    self.skipped.append(SkippedTrial(subject, tid, damage.where or str(bd), damage.line(),
+                                                     damaged=True))
                     continue
                 order.append((tr.index, TrialRef(subject, tid, tr, sd, bd, rec.status, cal, rec, subject_info=info,
                                                             camera_pose_source=self._pose_source[sd],
@@ -233,15 +242,18 @@ class SessionDataset:
             return self._scans[key]
         with self._bag(ref) as bag:
             bag.require(Topics.IMAGE, "camera frames")
-            wanted = [t for t in (Topics.IMAGE, Topics.FRAME_META, Topics.HEAD_POSE, Topics.TCP_POSE, Topics.JOINT_STATES,
-                                  Topics.SIM_BLINK_TRUTH, Topics.TABLE_POSE, Topics.CAMERA_BODY_POSE, Topics.CAMERA_INFO)
+            wanted = [t for t in (Topics.IMAGE, Topics.FRAME_META, Topics.HEAD_POSE, Topics.TCP_POSE,
+                                  Topics.JOINT_STATES,
+                                  Topics.SIM_BLINK_TRUTH, Topics.TABLE_POSE, Topics.CAMERA_BODY_POSE,
+                                  Topics.CAMERA_INFO)
                       if bag.has(t)]
             raw_by = {t: [] for t in wanted}
             for topic, _tl, raw in bag.messages_of(wanted):
                 if topic == Topics.CAMERA_INFO and raw_by[topic]:
                     continue  # the first one is what camera_info reads
                 raw_by[topic].append(_stamp_from_cdr(raw) if topic == Topics.IMAGE else raw)
-            scan = {"stamps": raw_by[Topics.IMAGE], "topics": set(wanted), "camera_info": raw_by.get(Topics.CAMERA_INFO, [])}
+            scan = {"stamps": raw_by[Topics.IMAGE], "topics": set(wanted),
+                    "camera_info": raw_by.get(Topics.CAMERA_INFO, [])}
             meta: dict[int, int] = {}
             for raw in raw_by.get(Topics.FRAME_META, []):
                 m = bag.decode(raw, Topics.FRAME_META)
@@ -263,7 +275,8 @@ class SessionDataset:
             scan["table"] = _poses(bag, Topics.TABLE_POSE, raw_by.get(Topics.TABLE_POSE, []))
             scan["camera_body"] = _poses(bag, Topics.CAMERA_BODY_POSE, raw_by.get(Topics.CAMERA_BODY_POSE, []))
             # joint states are decoded only when forward kinematics is the camera source
-            need_fk = self.gt_options.robot == "fk" or (self.gt_options.robot == "auto" and Topics.TCP_POSE not in wanted)
+            robot = self.gt_options.robot
+            need_fk = robot == "fk" or (robot == "auto" and Topics.TCP_POSE not in wanted)
             scan["joints"] = (_joints(bag, raw_by.get(Topics.JOINT_STATES, []), ref.calibration.robot_model)
                               if need_fk else PoseStream.empty())
         self._scans[key] = scan
@@ -312,8 +325,8 @@ class SessionDataset:
                 try:
                     msg = image_cdr(raw)
                 except (ValueError, struct.error, UnicodeDecodeError) as e:
-                    raise SessionError(f"cannot decode a {MSG_TYPES[Topics.IMAGE]} message on {Topics.IMAGE} ({_short(e)})",
-                                       str(ref.bag_dir), _FIX_BAG) from None
+                    raise SessionError(f"cannot decode a {MSG_TYPES[Topics.IMAGE]} message on {Topics.IMAGE} "
+                                       f"({_short(e)})", str(ref.bag_dir), _FIX_BAG) from None
                 img = decode_image(msg, f"{ref.bag_dir} frame {k}")
                 yield FrameSample(int(recorded_slots[k]), int(recorded_t[k]), img, int(recorded_numbers[k]))
 
@@ -354,12 +367,15 @@ class SessionDataset:
             robot = scan["tcp"]
         else:
             if Topics.JOINT_STATES not in scan["topics"]:
-                raise _missing_topic(Topics.JOINT_STATES, "joint states for the camera pose (no /robot/tcp_pose)", where)
+                raise _missing_topic(Topics.JOINT_STATES, "joint states for the camera pose (no /robot/tcp_pose)",
+                                     where)
             robot = scan["joints"]
         rows = self._selected_rows(table)
         sub = FrameTable(table.frame[rows], table.t_ns[rows], table.frame_number[rows], table.kind[rows])
-        targets, robot, extra = tracked_inputs(scan, ref, sub.t_ns, robot, opt, source=self._pose_source.get(ref.session_dir))
-        gt = compute_ground_truth(sub, head, robot, ref.calibration, ref.protocol, opt, incomplete=(ref.status == "incomplete"),
+        targets, robot, extra = tracked_inputs(scan, ref, sub.t_ns, robot, opt,
+                                               source=self._pose_source.get(ref.session_dir))
+        gt = compute_ground_truth(sub, head, robot, ref.calibration, ref.protocol, opt,
+                                  incomplete=(ref.status == "incomplete"),
                                   targets_world=targets)
         for k, v in extra.items():
             gt[k] = v
@@ -408,7 +424,8 @@ class SessionDataset:
             bag.require(Topics.SIM_GAZE_TRUTH, "simulator truth (simulated sessions only)")
             for _t, raw in bag.messages(Topics.SIM_GAZE_TRUTH):
                 m = bag.decode(raw, Topics.SIM_GAZE_TRUTH)
-                rows.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec, m.vector.x, m.vector.y, m.vector.z))
+                rows.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec, m.vector.x, m.vector.y,
+                             m.vector.z))
         return pd.DataFrame(rows, columns=["t_ns", "x", "y", "z"])
 
     def events(self, ref: TrialRef) -> list[dict]:

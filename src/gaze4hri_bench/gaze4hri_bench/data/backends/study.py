@@ -142,6 +142,35 @@ def _poses(rows: np.ndarray, R_right: np.ndarray | None = None) -> PoseStream:
     return PoseStream(t, p, q)
 
 
+def _check_video(video: Path, n_stamps: int) -> tuple[int, tuple[int, int]]:
+    """(frame count from the container, (width, height)) of a trial's video, after
+    decoding its first and its last frame: a missing, undecodable or truncated file is a
+    one-line error (a truncated file, its index at the front, decodes its first frames)."""
+    import cv2
+
+    if not video.is_file():
+        raise SessionError(f"{video.name} missing", str(video), _FIX)
+    cap = cv2.VideoCapture(str(video))
+    try:
+        ok, img = cap.read() if cap.isOpened() else (False, None)
+        if not ok or img is None:
+            raise SessionError(f"{video.name} cannot be decoded", str(video),
+                               f"check the file (ffprobe) or re-encode it as mp4v/FFV1; {_FIX}")
+        n_video = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        size = (img.shape[1], img.shape[0])
+        last = (n_video if n_video > 0 else n_stamps) - 1
+        if last > 0:
+            cap.set(cv2.CAP_PROP_POS_FRAMES, last)
+            ok, img = cap.read()
+            if not ok or img is None:
+                raise SessionError(f"{video.name} cannot be decoded to its last frame ({last + 1}): the file is "
+                                   "truncated or damaged", str(video),
+                                   f"check it with ffprobe, re-download or re-encode it; {_FIX}")
+    finally:
+        cap.release()
+    return n_video, size
+
+
 class StudyDataset:
     """The study layout under ``root`` (BASE, a date folder or one subject folder),
     filtered by subject and trial ids, reading every ``stride``-th recorded frame.
@@ -221,7 +250,8 @@ class StudyDataset:
                         raw = subs[0] if isinstance(subs, list) and subs and isinstance(subs[0], dict) else None
                         why = "has no subject object in its \"subjects\" list"
                     if not isinstance(raw, dict):  # metadata only: the trials are still read
-                        self.warnings.append(f"subject_info.json {why} ({p}): fix or remove the file; subject metadata left empty")
+                        self.warnings.append(f"subject_info.json {why} ({p}): fix or remove the file; "
+                                             "subject metadata left empty")
                         continue
                     info = {k: v for k, v in raw.items() if k != "name"}  # a person's name stays out of results
             self._info[subject] = info
@@ -262,7 +292,8 @@ class StudyDataset:
                             continue
                         if self.trial_filter and tid not in self.trial_filter:
                             continue
-                        st = [s for s in pt.iterdir() if s.is_dir() and not s.name.startswith(".")]  # .partial: unfinished export
+                        # .partial: an unfinished export
+                        st = [s for s in pt.iterdir() if s.is_dir() and not s.name.startswith(".")]
                         stamps.setdefault(tid, []).extend(st)
             order = []
             if not any(stamps.values()) and not self.trial_filter:
@@ -326,12 +357,32 @@ class StudyDataset:
             return mkv
         return mp4
 
+    def _blink_codes(self, d: Path, n: int) -> np.ndarray | None:
+        """The trial's blink annotation codes (0 unlabelled, 1 open, 2 uncertain, 3 blink)
+        per frame: the first file by name (``blink_rule`` first, the study's) or the
+        largest code of all (``any``); None without a file."""
+        blink = None
+        files = sorted(d.glob(L.BLINK_GLOB))  # by name, as the study's os.listdir + sort
+        if self.blink_rule == "first":
+            files = files[:1]
+        for f in files:
+            try:
+                b = np.load(f, allow_pickle=False)
+            except (ValueError, OSError, EOFError) as e:
+                raise SessionError(f"{f.name} unreadable ({str(e).splitlines()[0][:100]})", str(f), _FIX) from None
+            if b.ndim != 1 or len(b) != n:
+                raise SessionError(f"{f.name} has shape {b.shape}, expected ({n},) (one code per frame)",
+                                   str(f), f"lengths must match rgb_timestamps.npy; {_FIX}")
+            if b.size and (b.min() < 0 or b.max() > 3):
+                raise SessionError(f"{f.name} holds codes outside 0..3", str(f),
+                                   "codes: 0 unlabelled, 1 open, 2 uncertain, 3 blink")
+            blink = b.astype(np.int16) if blink is None else np.maximum(blink, b.astype(np.int16))
+        return blink
+
     def _load(self, ref: TrialRef) -> _Trial:
         key = str(ref.bag_dir)
         if key in self._cache:
             return self._cache[key]
-        import cv2
-
         d = ref.bag_dir
         a = {n: self._npy(d, n) for n in L.FILES if n != "camera_intrinsics.npy"}
         intr = L.load_intrinsics_pickle(d / "camera_intrinsics.npy")
@@ -342,45 +393,11 @@ class StudyDataset:
             if len(a[name]) < 2:
                 raise SessionError(f"{name} holds {len(a[name])} sample(s)", str(d / name), _FIX)
         video = self._video_path(d)
-        if not video.is_file():
-            raise SessionError(f"{video.name} missing", str(video), _FIX)
-        cap = cv2.VideoCapture(str(video))
-        try:
-            ok, img = cap.read() if cap.isOpened() else (False, None)
-            if not ok or img is None:
-                raise SessionError(f"{video.name} cannot be decoded", str(video),
-                                   f"check the file (ffprobe) or re-encode it as mp4v/FFV1; {_FIX}")
-            n_video = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
-            size = (img.shape[1], img.shape[0])
-            last = (n_video if n_video > 0 else len(ts)) - 1
-            if last > 0:  # a truncated file (its index at the front) opens and decodes its first frames
-                cap.set(cv2.CAP_PROP_POS_FRAMES, last)
-                ok, img = cap.read()
-                if not ok or img is None:
-                    raise SessionError(f"{video.name} cannot be decoded to its last frame ({last + 1}): the file is "
-                                       "truncated or damaged", str(video),
-                                       f"check it with ffprobe, re-download or re-encode it; {_FIX}")
-        finally:
-            cap.release()
+        n_video, size = _check_video(video, len(ts))
         if n_video > 0 and n_video != len(ts):
             raise SessionError(f"{video.name} has {n_video} frames but rgb_timestamps.npy has {len(ts)}",
                                str(d / "rgb_timestamps.npy"), f"lengths must match; {_FIX}")
-        blink = None
-        if self.blink_annotations:
-            files = sorted(d.glob(L.BLINK_GLOB))  # by name, as the study's os.listdir + sort
-            if self.blink_rule == "first":
-                files = files[:1]
-            for f in files:
-                try:
-                    b = np.load(f, allow_pickle=False)
-                except (ValueError, OSError, EOFError) as e:
-                    raise SessionError(f"{f.name} unreadable ({str(e).splitlines()[0][:100]})", str(f), _FIX) from None
-                if b.ndim != 1 or len(b) != len(ts):
-                    raise SessionError(f"{f.name} has shape {b.shape}, expected ({len(ts)},) (one code per frame)",
-                                       str(f), f"lengths must match rgb_timestamps.npy; {_FIX}")
-                if b.size and (b.min() < 0 or b.max() > 3):
-                    raise SessionError(f"{f.name} holds codes outside 0..3", str(f), "codes: 0 unlabelled, 1 open, 2 uncertain, 3 blink")
-                blink = b.astype(np.int16) if blink is None else np.maximum(blink, b.astype(np.int16))
+        blink = self._blink_codes(d, len(ts)) if self.blink_annotations else None
         boxes = a["head_bboxes.npy"]
         head_rows = a["head_poses.npy"]
         eye_check = None
@@ -394,14 +411,16 @@ class StudyDataset:
             eye_check = float(np.nanmax(np.linalg.norm(np.einsum("nij,j->ni", R, e) + p - eyes[:, 1:4], axis=1)))
             if eye_check > EYE_CHECK_TOLERANCE_M:
                 self.warnings.append(f"{d}: eye_positions.npy differs from head_poses x eye_position_in_head_frame by "
-                                     f"up to {eye_check * 1000:.1f} mm (the offset was re-calibrated after recording?); "
+                                     f"up to {eye_check * 1000:.1f} mm (the offset was re-calibrated after "
+                                     "recording?); "
                                      "the ground truth uses head_poses x eye_position_in_head_frame")
         stamps = L.ms_to_ns(ts)
         tr = _Trial(
             table=build_frame_table(stamps, np.full(len(stamps), -1, np.int64)),
             head=_poses(head_rows),
             camera=_poses(a["camera_poses.npy"], L.R_OPT_FROM_BODY.T),
-            target_t=L.ms_to_ns(a["target_positions.npy"][:, 0]), target_p=np.asarray(a["target_positions.npy"][:, 1:4], float),
+            target_t=L.ms_to_ns(a["target_positions.npy"][:, 0]),
+            target_p=np.asarray(a["target_positions.npy"][:, 1:4], float),
             eye_in_band=e, intr=intr, video=video, size=size, n_video=n_video, blink=blink,
             boxes=None if boxes is None else np.asarray(boxes, float),
             ur5_base=a["ur5_base_pose.npy"], eye_check_m=eye_check)
@@ -487,7 +506,8 @@ class StudyDataset:
         if ref.protocol.target != "camera":
             targets = np.column_stack([np.interp(sub.t_ns.astype(float), tr.target_t.astype(float), tr.target_p[:, i])
                                        for i in range(3)])
-        gt = compute_ground_truth(sub, tr.head, tr.camera, self.calibration(ref, tr), ref.protocol, options or self.gt_options,
+        gt = compute_ground_truth(sub, tr.head, tr.camera, self.calibration(ref, tr), ref.protocol,
+                                  options or self.gt_options,
                                   targets_world=targets)
         if tr.blink is not None:
             code = np.zeros(len(t), np.int16)

@@ -27,7 +27,8 @@ def tracked_inputs(scan: dict, ref, t_ns: np.ndarray, robot: PoseStream, opt: GT
     table = scan.get("table", PoseStream.empty())
     if ref.protocol.target != "camera" and len(table.t_ns) and getattr(cal, "T_world_table_survey", None) is not None:
         offset = cal.targets_in_table()[ref.protocol.target]
-        targets, _ok = cgt.tracked_targets_world(table.t_ns, table.p, table.q, offset, t_ns, max(opt.mocap_lost_s, opt.max_gap_mocap_s))
+        targets, _ok = cgt.tracked_targets_world(table.t_ns, table.p, table.q, offset, t_ns,
+                                                 max(opt.mocap_lost_s, opt.max_gap_mocap_s))
     body = scan.get("camera_body", PoseStream.empty()).sorted_unique()
     T_bc = getattr(cal, "T_cambody_camera", None)
     if source is None:
@@ -40,13 +41,16 @@ def tracked_inputs(scan: dict, ref, t_ns: np.ndarray, robot: PoseStream, opt: GT
     from gaze4hri_core.transforms import interpolate_poses
 
     t0 = int(t_ns[0]) if len(t_ns) else 0
-    pb, qb, okb = interpolate_poses((body.t_ns - t0) / 1e9, body.p, body.q, (np.asarray(t_ns) - t0) / 1e9, opt.max_gap_mocap_s)
-    Rb = np.array([quat_xyzw_to_matrix(q) if np.isfinite(q).all() else np.full((3, 3), np.nan) for q in qb]).reshape(-1, 3, 3)
+    pb, qb, okb = interpolate_poses((body.t_ns - t0) / 1e9, body.p, body.q, (np.asarray(t_ns) - t0) / 1e9,
+                                    opt.max_gap_mocap_s)
+    Rb = np.array([quat_xyzw_to_matrix(q) if np.isfinite(q).all() else np.full((3, 3), np.nan)
+                   for q in qb]).reshape(-1, 3, 3)
     R_wc_m, p_wc_m = cgt.camera_from_body(Rb, pb, T_bc)
     rs = robot.sorted_unique()
     if len(rs.t_ns):
         pr, qr, _okr = interpolate_poses((rs.t_ns - t0) / 1e9, rs.p, rs.q, (np.asarray(t_ns) - t0) / 1e9, np.inf)
-        Rr = np.array([quat_xyzw_to_matrix(q) if np.isfinite(q).all() else np.full((3, 3), np.nan) for q in qr]).reshape(-1, 3, 3)
+        Rr = np.array([quat_xyzw_to_matrix(q) if np.isfinite(q).all() else np.full((3, 3), np.nan)
+                       for q in qr]).reshape(-1, 3, 3)
         R_wc_k = cal.T_world_base.R @ Rr @ cal.T_tool0_camera.R
         p_wc_k = (np.einsum("nij,j->ni", Rr, cal.T_tool0_camera.t) + pr) @ cal.T_world_base.R.T + cal.T_world_base.t
         d, a = cgt.pose_disagreement(R_wc_k, p_wc_k, R_wc_m, p_wc_m)
