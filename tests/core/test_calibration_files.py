@@ -90,3 +90,13 @@ def test_eye_head_save_and_hash_changes(caldir):
     c = load_calibration(caldir, subject="S01")
     np.testing.assert_allclose(c.eye_in_head, [0.07, 0, -0.09])
     assert "subjects/S01.yaml" in calibration_hashes(caldir, "S01") and "subjects/S01.yaml" not in before
+
+
+def test_robot_model_is_looked_up_in_the_kinematics_registry(caldir):
+    _edit(caldir / "registration.yaml", lambda d: d.update(robot_model="UR5E"))
+    assert load_calibration(caldir, subject="default").robot_model == "ur5e"  # case-insensitive (registry.py)
+    _edit(caldir / "registration.yaml", lambda d: d.update(robot_model="ur5x"))
+    with pytest.raises(CalibrationError) as ei:
+        load_calibration(caldir, subject="default")
+    assert ei.value.what == "unknown robot model 'ur5x'" and ei.value.where.endswith("registration.yaml: robot_model")
+    assert ei.value.fix == "did you mean ur5 or ur5e? known: ur5, ur5e"

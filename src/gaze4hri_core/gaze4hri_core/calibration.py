@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import CalibrationError
 from .fileio import read_yaml, sha256_file, write_yaml_atomic
+from .kinematics import MODELS
 from .protocol import H_TARGETS, P_TARGETS
 from .transforms import SE3
 
@@ -81,7 +82,8 @@ class CameraInfoFile(_Strict):
     image_height: int = Field(gt=0)
     camera_name: str = "camera"
     camera_matrix: _Matrix
-    distortion_model: Literal["plumb_bob", "rational_polynomial", "equidistant", "inverse_brown_conrady", "brown_conrady"] = "plumb_bob"
+    distortion_model: Literal["plumb_bob", "rational_polynomial", "equidistant", "inverse_brown_conrady",
+                              "brown_conrady"] = "plumb_bob"
     distortion_coefficients: _Matrix
     rectification_matrix: _Matrix | None = None
     projection_matrix: _Matrix | None = None
@@ -267,7 +269,8 @@ class Calibration:
     @property
     def eye_in_head(self) -> np.ndarray:
         if self.T_head_eye is None:
-            raise CalibrationError("no eye-head calibration loaded", str(self.directory / "subjects"), "run 'gaze4hri-acq calibrate eye-head --subject ID' or pass subject=")
+            raise CalibrationError("no eye-head calibration loaded", str(self.directory / "subjects"),
+                                   "run 'gaze4hri-acq calibrate eye-head --subject ID' or pass subject=")
         return self.T_head_eye.t
 
 
@@ -275,11 +278,13 @@ def _fail(path: Path, err: ValidationError) -> CalibrationError:
     e = err.errors()[0]
     loc = ".".join(str(x) for x in e.get("loc", ())) or "(top level)"
     msg = e.get("msg", "invalid").removeprefix("Value error, ")
-    return CalibrationError(f"invalid calibration field '{loc}': {msg}", str(path), "fix the field (see docs/calibration.md)")
+    return CalibrationError(f"invalid calibration field '{loc}': {msg}", str(path),
+                            "fix the field (see docs/calibration.md)")
 
 
 def _parse(model, path: Path, kind: str):
-    raw = read_yaml(path, kind, CalibrationError, "check the path, or copy calibration/ from the repository (docs/calibration.md)")
+    raw = read_yaml(path, kind, CalibrationError,
+                    "check the path, or copy calibration/ from the repository (docs/calibration.md)")
     if not isinstance(raw, dict):
         raise CalibrationError(f"{kind} must be a YAML mapping", str(path), "see docs/calibration.md for the layout")
     try:
@@ -307,7 +312,8 @@ def load_transform(path: Path | str, parent: str, child: str) -> tuple[SE3, dict
     f = _parse(TransformFile, path, "transform file")
     if (f.parent, f.child) != (parent, child):
         raise CalibrationError(
-            f"transform is {f.parent} -> {f.child}, expected {parent} -> {child}", str(path), "use the file written by the matching calibration run"
+            f"transform is {f.parent} -> {f.child}, expected {parent} -> {child}", str(path),
+            "use the file written by the matching calibration run"
         )
     return f.se3(), dict(f.model_extra or {})
 
@@ -330,13 +336,16 @@ def load_calibration(directory: Path | str, subject: str | None = None) -> Calib
     """Load and validate a calibration directory (and a subject's eye-head file)."""
     d = Path(directory)
     if not d.is_dir():
-        raise CalibrationError("calibration directory not found", str(d), "pass --calibration DIR or copy calibration/ from the repository")
+        raise CalibrationError("calibration directory not found", str(d),
+                               "pass --calibration DIR or copy calibration/ from the repository")
     intr = load_camera_info(d / "camera_info.yaml")
     T_tc, _ = load_transform(d / "hand_eye.yaml", "tool0", "camera_color_optical_frame")
     T_wb, extra = load_transform(d / "registration.yaml", "world", "base")
     model = str(extra.get("robot_model", "ur5"))
-    if model not in ("ur5", "ur5e"):
-        raise CalibrationError(f"invalid calibration field 'robot_model': {model!r}", str(d / "registration.yaml"), "use ur5 or ur5e")
+    if model not in MODELS:  # the registry's line, as the calibration's error type
+        e = MODELS.unknown(model, f"{d / 'registration.yaml'}: robot_model")
+        raise CalibrationError(e.what, e.where, e.fix)
+    model = model.lower()  # the registry's case rule
     targets = load_targets(d / "targets.yaml")
     scene = load_scene(d / "scene.yaml")
     T_he = None
@@ -346,7 +355,8 @@ def load_calibration(directory: Path | str, subject: str | None = None) -> Calib
             sp = d / "subjects" / "default.yaml"
         T_he = load_eye_head(sp)
     T_wt = load_transform(d / TABLE_FILE, "world", "table")[0] if (d / TABLE_FILE).is_file() else None
-    T_bc = load_transform(d / CAMERA_BODY_FILE, "camera_body", "camera_color_optical_frame")[0] if (d / CAMERA_BODY_FILE).is_file() else None
+    T_bc = (load_transform(d / CAMERA_BODY_FILE, "camera_body", "camera_color_optical_frame")[0]
+            if (d / CAMERA_BODY_FILE).is_file() else None)
     return Calibration(
         T_world_table_survey=T_wt,
         T_cambody_camera=T_bc,
@@ -357,7 +367,8 @@ def load_calibration(directory: Path | str, subject: str | None = None) -> Calib
         robot_model=model,
         targets=targets,
         eye_nominal_world=np.array(scene.eye_nominal_world, float),
-        subject_forward_world=np.array(scene.subject_forward_world, float) / np.linalg.norm(scene.subject_forward_world),
+        subject_forward_world=(np.array(scene.subject_forward_world, float)
+                               / np.linalg.norm(scene.subject_forward_world)),
         front_camera_distance_m=scene.front_camera.distance_m,
         front_camera_elevation_deg=scene.front_camera.elevation_deg,
         head_band_above_eye_m=scene.head_band_above_eye_m,
@@ -390,7 +401,8 @@ def save_transform(path: Path | str, T: SE3, parent: str, child: str, fmt: str, 
 
 
 def save_targets(path: Path | str, targets: dict[str, np.ndarray]) -> None:
-    data = {"format": "gaze4hri/targets@1", "frame": "world", "targets": {k: [round(float(x), 6) for x in v] for k, v in targets.items()}}
+    data = {"format": "gaze4hri/targets@1", "frame": "world",
+            "targets": {k: [round(float(x), 6) for x in v] for k, v in targets.items()}}
     write_yaml_atomic(path, data, header=f"Gaze targets in the world frame (m), surveyed {_stamp()}")
 
 
