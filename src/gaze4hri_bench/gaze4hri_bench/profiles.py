@@ -31,8 +31,8 @@ from gaze4hri_core.registry import Registry
 from .specs import IMAGENET_MEAN, IMAGENET_STD, SPECS, MethodSpec
 
 __all__ = ["MethodProfile", "Setting", "Profile", "PROFILES", "DEFAULT_PROFILE", "get_profile", "profile_names",
-           "reference_record", "FIELD_CHOICES", "VERDICTS", "single_setting_names", "not_scored_mask", "mark_not_scored",
-           "NOT_SCORED"]
+           "reference_record", "FIELD_CHOICES", "VERDICTS", "single_setting_names", "not_scored_mask",
+           "mark_not_scored", "NOT_SCORED"]
 
 DEFAULT_PROFILE = "reference"
 
@@ -114,7 +114,8 @@ class MethodProfile:
             if v is None and f.name in ("detector_conf", "mean", "std"):
                 continue
             if f.name in choices and v not in choices[f.name]:
-                raise Gaze4HRIError(f"profile {where}: {f.name} = {v!r} is not one of {', '.join(map(str, choices[f.name]))}",
+                raise Gaze4HRIError(f"profile {where}: {f.name} = {v!r} is not one of "
+                                    f"{', '.join(map(str, choices[f.name]))}",
                                     "gaze4hri_bench.profiles", "fix the profile record")
         if (not 0.0 <= self.box_margin < 1.0 or self.clip_shift < 0 or self.unscored_tail < 0
                 or (self.smoothing is not None and not 0.0 < self.smoothing <= 1.0)):
@@ -251,7 +252,8 @@ STUDY_SETTINGS: tuple[Setting, ...] = (
             "ImageNet std (with the mean above)"),
     Setting("mcgaze_causal_7", "clip", "causal", ("mcgaze_gaze360",),
             "GazeForHRI/Gaze4HRI@main:gaze_model_mcgaze.py:71,88", "deliberate choice",
-            "one pass per frame on frames f-6..f (a shorter clip for the first 6 frames), the value at the last frame (online use)"),
+            "one pass per frame on frames f-6..f (a shorter clip for the first 6 frames), the value at the last frame "
+            "(online use)"),
     Setting("mcgaze_no_smoothing", "smoothing", None, ("mcgaze_gaze360",),
             "GazeForHRI/Gaze4HRI@main:gaze_model_mcgaze.py:88", "deliberate choice",
             "each frame's value as the causal pass returns it, without the official 0.6/0.2/0.2 smoothing"),
@@ -307,7 +309,8 @@ def not_scored_mask(frames, record: MethodProfile | None, input_type: str = "cro
     if tail:
         last = int(f.max()) if last_frame is None else int(last_frame)
         out |= f > last - tail
-    if pose_gt is not None and getattr(record, "pose_match", "interpolate") != "interpolate" and input_type == "rectified":
+    matched = getattr(record, "pose_match", "interpolate") != "interpolate"
+    if pose_gt is not None and matched and input_type == "rectified":
         unmatched = pose_gt["invalid_reason"].astype(str).to_numpy() == "interp_gap"
         out |= np.isin(f, pose_gt["frame"].to_numpy(np.int64)[unmatched])
     return out
@@ -371,7 +374,8 @@ PROFILES: Registry[Profile] = Registry("profile", where="--profile",
 PROFILES.add("reference", make_profile(
     "reference", "each method per its official code and Zhang et al. 2018, with the crop ray correction"))
 PROFILES.add("study", make_profile(
-    "study", "the study's released code (GazeForHRI/GazeModels, GazeForHRI/Gaze4HRI): reproduces the paper", STUDY_SETTINGS))
+    "study", "the study's released code (GazeForHRI/GazeModels, GazeForHRI/Gaze4HRI): reproduces the paper",
+    STUDY_SETTINGS))
 
 
 def profile_names() -> list[str]:

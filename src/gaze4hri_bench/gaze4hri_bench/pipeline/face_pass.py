@@ -26,7 +26,8 @@ from ..faces.normalization import FACE_MODEL_MESH_IDS, head_pose_from_landmarks
 from ..faces.tracking import SubjectTracker
 
 __all__ = ["FaceTrack", "track_trial", "FACE_COLUMNS", "FaceModels", "TrialFaces", "face_cache_path",
-           "ProfileFaces", "apply_face_rule", "profile_face_table", "ensure_profile_faces", "needs_profile_pass", "trial_exclusion"]
+           "ProfileFaces", "apply_face_rule", "profile_face_table", "ensure_profile_faces", "needs_profile_pass",
+           "trial_exclusion"]
 
 FACE_COLUMNS = (["frame", "x1", "y1", "x2", "y2", "score", "track_id", "n_faces", "ear",
                  "lm_face_cx", "lm_face_cy", "lm_face_cz"] + [f"lm_R_head_{i}{j}" for i in range(3) for j in range(3)])
@@ -143,8 +144,10 @@ class FaceModels:
             try:
                 self._mesh = FaceMesh()
             except Gaze4HRIError as e:
-                raise Gaze4HRIError(f"EAR blink detection needs MediaPipe's face mesh next to detector {det.name} ({e.what})",
-                                    "--blinks", "install mediapipe (requirements/nodeps.txt), or pass --blinks annotations|off") from None
+                raise Gaze4HRIError(f"EAR blink detection needs MediaPipe's face mesh next to detector {det.name} "
+                                    f"({e.what})", "--blinks",
+                                    "install mediapipe (requirements/nodeps.txt), or pass --blinks annotations|off"
+                                    ) from None
         return self._mesh.landmarks
 
     def close(self) -> None:
@@ -216,7 +219,8 @@ class TrialFaces:
         if self.cache is None or self._table is not None or self._track is None:
             return
         t = pa.Table.from_pandas(self.table(), preserve_index=False)
-        md = {"landmarks": self.landmarks, "detector": getattr(self.models.detector(), "name", self.models.detector_name)}
+        md = {"landmarks": self.landmarks,
+              "detector": getattr(self.models.detector(), "name", self.models.detector_name)}
         t = t.replace_schema_metadata({**(t.schema.metadata or {}), b"gaze4hri_faces": json.dumps(md).encode()})
         self.cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.cache.with_name(f".{self.cache.name}.{os.getpid()}.tmp")
@@ -355,9 +359,10 @@ def ensure_profile_faces(ds, tref, cache: Path, models: FaceModels, record, land
     det = models.detector() if boxes is None else None
     table = profile_face_table(ds.iter_frames(tref), det, record, lm, boxes)
     t = pa.Table.from_pandas(table, preserve_index=False)
-    md = {"landmarks": landmarks, "detector": "dataset" if boxes is not None else getattr(det, "name", models.detector_name),
-          "rule": {"track_rule": record.track_rule, "box_margin": record.box_margin, "detector_conf": record.detector_conf,
-                   "face_boxes": record.face_boxes}}
+    md = {"landmarks": landmarks,
+          "detector": "dataset" if boxes is not None else getattr(det, "name", models.detector_name),
+          "rule": {"track_rule": record.track_rule, "box_margin": record.box_margin,
+                   "detector_conf": record.detector_conf, "face_boxes": record.face_boxes}}
     t = t.replace_schema_metadata({**(t.schema.metadata or {}), b"gaze4hri_faces": json.dumps(md).encode()})
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
@@ -372,8 +377,8 @@ def face_rule_key(record) -> str:
     """Cache-name suffix of a record's face rule ('' for the streaming subject rule)."""
     if not needs_profile_pass(record):
         return ""
-    return (f"-{record.track_rule}-m{record.box_margin:g}-c{record.detector_conf if record.detector_conf is not None else 'd'}"
-            f"-{record.face_boxes}")
+    conf = record.detector_conf if record.detector_conf is not None else "d"
+    return f"-{record.track_rule}-m{record.box_margin:g}-c{conf}-{record.face_boxes}"
 
 
 def trial_exclusion(frames, faces: pd.DataFrame) -> str | None:
@@ -384,4 +389,5 @@ def trial_exclusion(frames, faces: pd.DataFrame) -> str | None:
     missing = [int(f) for f in frames if not have.get(int(f), False)]
     if not missing:
         return None
-    return f"{len(missing)} frame(s) without the kept track's face box (first: frame {missing[0]}); the study drops such a trial"
+    return (f"{len(missing)} frame(s) without the kept track's face box (first: frame {missing[0]}); "
+            "the study drops such a trial")

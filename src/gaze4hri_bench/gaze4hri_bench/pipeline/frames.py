@@ -128,8 +128,12 @@ class Assembler:
             raise TypeError(f"unknown clip policy {self.pol!r}")
         self.pos = -1
         self.last_start = None
-        n = 1 if self.pol is None else (self.pol.lookbehind + self.pol.lookahead + 1 if isinstance(self.pol, CentredWindow)
-                                        else self.pol.length)
+        if self.pol is None:
+            n = 1
+        elif isinstance(self.pol, CentredWindow):
+            n = self.pol.lookbehind + self.pol.lookahead + 1
+        else:
+            n = self.pol.length
         self.buf: deque[_Slot] = deque(maxlen=n)
 
     def _centred(self, c: int) -> Sample | None:
@@ -155,7 +159,8 @@ class Assembler:
         if s0 >= 0 and s0 % pol.step == 0:
             self.last_start = s0
             buf = self.buf
-            smp = _clip_sample(self.method, list(buf), [sl.frame if sl.prepared is not None else None for sl in buf], None)
+            frames = [sl.frame if sl.prepared is not None else None for sl in buf]
+            smp = _clip_sample(self.method, list(buf), frames, None)
             return [smp] if smp is not None else []
         return []
 
@@ -178,7 +183,8 @@ class Assembler:
             s0 = starts[-1]
             first = n - len(self.buf)
             slots = [self.buf[q - first] if q is not None else None for q in pol.window(s0, n)]
-            smp = _clip_sample(self.method, slots, [sl.frame if sl is not None and sl.prepared is not None else None for sl in slots], None)
+            frames = [sl.frame if sl is not None and sl.prepared is not None else None for sl in slots]
+            smp = _clip_sample(self.method, slots, frames, None)
             if smp is not None:
                 out.append(smp)
         return out
@@ -211,5 +217,6 @@ def frame_context(index: int, t_ns: int, image, box, K, gt_row: dict | None) -> 
     nan3 = np.full(3, np.nan)
     g = gt_row or {}
     return FrameContext(index=index, t_ns=t_ns, image=image, box=box, K=K,
-                        face_center_cam=g.get("face_center_cam", nan3), R_head_cam=g.get("R_head_cam", np.full((3, 3), np.nan)),
+                        face_center_cam=g.get("face_center_cam", nan3),
+                        R_head_cam=g.get("R_head_cam", np.full((3, 3), np.nan)),
                         head_forward=g.get("head_forward", nan3), eye_center_cam=g.get("eye_center_cam", nan3))

@@ -88,7 +88,8 @@ class JobProgress:
 
     def _set_postfix(self) -> None:
         if self.bar is not None:
-            self.bar.set_description_str(f"{self.label} trial {min(self.i, len(self.trefs))}/{len(self.trefs)}", refresh=False)
+            self.bar.set_description_str(f"{self.label} trial {min(self.i, len(self.trefs))}/{len(self.trefs)}",
+                                         refresh=False)
 
     def _retotal(self, delta: int) -> None:
         if self.bar is not None and delta and self.bar.total is not None:
@@ -130,7 +131,8 @@ class JobProgress:
             if now - self._last_line >= self.run.quiet_every_s and self.i < len(self.trefs):
                 self._last_line = now
                 rate = self.frames / max(now - self.t0, 1e-9)
-                self.run.write(f"{self.label}: trial {self.i}/{len(self.trefs)}, {self.frames} frames, {rate:.1f} frames/s")
+                self.run.write(f"{self.label}: trial {self.i}/{len(self.trefs)}, {self.frames} frames, "
+                               f"{rate:.1f} frames/s")
 
     def close(self) -> None:
         if self.bar is not None:
@@ -248,5 +250,6 @@ def plan_lines(jobs, cfg, defaulted: bool) -> list[str]:
     if prof != "reference":  # profiles.PROFILES; recorded in every results file
         from ..profiles import get_profile
 
-        lines.append(f"pipeline profile: {prof} ({len(get_profile(prof).settings)} documented settings; docs/pipeline.md)")
+        n = len(get_profile(prof).settings)
+        lines.append(f"pipeline profile: {prof} ({n} documented settings; docs/pipeline.md)")
     return lines

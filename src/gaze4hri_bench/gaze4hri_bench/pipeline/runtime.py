@@ -111,13 +111,15 @@ def choose_providers(device: str = "auto") -> list[str]:
         return [_CPU]
     if device == "tensorrt":
         if _TRT not in avail:
-            raise Gaze4HRIError("TensorRT execution provider not available", f"onnxruntime providers: {', '.join(avail)}",
+            raise Gaze4HRIError("TensorRT execution provider not available",
+                                f"onnxruntime providers: {', '.join(avail)}",
                                 "install onnxruntime-gpu with TensorRT, or use --device cuda/cpu")
         return [_TRT, _CUDA, _CPU]
     if device == "cuda":
         if _CUDA not in avail:
             raise Gaze4HRIError("CUDA execution provider not available", f"onnxruntime providers: {', '.join(avail)}",
-                                "install onnxruntime-gpu (instead of onnxruntime) on a machine with a GPU, or use --device cpu")
+                                "install onnxruntime-gpu (instead of onnxruntime) on a machine with a GPU, "
+                                "or use --device cpu")
         return [_CUDA, _CPU]
     return [_CUDA, _CPU] if _CUDA in avail else [_CPU]
 
@@ -152,7 +154,8 @@ def cpu_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def resolve_streams(streams: int | None, cpu: bool, threads: int | None, cores: int | None = None) -> tuple[int, int | None]:
+def resolve_streams(streams: int | None, cpu: bool, threads: int | None,
+                    cores: int | None = None) -> tuple[int, int | None]:
     """(streams, intra-op threads per stream) for a session: ``streams`` None is auto,
     CPU_STREAMS on a CPU with 2 or more cores when ``threads`` is not given, else 1. A GPU
     runs one stream (its I/O binding buffers are per session). ``threads`` None with
@@ -200,7 +203,8 @@ def probe_inputs(spec: MethodSpec, batch: int, seed: int = 0) -> list[np.ndarray
         if spec.mean is not None and spec.std is not None:
             bshape = [1] * len(shape)
             bshape[-3] = 3
-            x = (x - np.asarray(spec.mean, np.float32).reshape(bshape)) / np.asarray(spec.std, np.float32).reshape(bshape)
+            mean = np.asarray(spec.mean, np.float32).reshape(bshape)
+            x = (x - mean) / np.asarray(spec.std, np.float32).reshape(bshape)
         out.append(np.ascontiguousarray(x, dtype=np.float32))
     return out
 
@@ -222,7 +226,8 @@ def fp16_model(path: str | Path) -> Path:
     try:
         model = convert_float_to_float16(onnx.load(str(path)), keep_io_types=True)
     except Exception as e:  # noqa: BLE001 - the converter raises assorted types
-        raise Gaze4HRIError(f"cannot convert {path} to FP16", str(e).splitlines()[0][:160] if str(e) else type(e).__name__,
+        raise Gaze4HRIError(f"cannot convert {path} to FP16",
+                            str(e).splitlines()[0][:160] if str(e) else type(e).__name__,
                             "run without --fp16") from None
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     try:
@@ -230,11 +235,13 @@ def fp16_model(path: str | Path) -> Path:
         os.replace(tmp, out)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        raise Gaze4HRIError(f"cannot write the FP16 model {out}", str(e), "make the models folder writable, or run without --fp16") from None
+        raise Gaze4HRIError(f"cannot write the FP16 model {out}", str(e),
+                            "make the models folder writable, or run without --fp16") from None
     return out
 
 
-def max_gaze_difference_deg(spec: MethodSpec, a: list[np.ndarray], b: list[np.ndarray], rule: str | None = None) -> float:
+def max_gaze_difference_deg(spec: MethodSpec, a: list[np.ndarray], b: list[np.ndarray],
+                            rule: str | None = None) -> float:
     """Largest angle (degrees) between the gaze decoded from two output sets of the same
     inputs (``spec.output``'s decoder; gaze4hri_core.gaze.angular_error_deg). NaN
     counts as infinitely far."""
@@ -266,10 +273,10 @@ def gpu_memory_mb(pid: int | None = None) -> dict | None:
         return None
     pid = pid or os.getpid()
     try:
-        gpus = subprocess.run(["nvidia-smi", "--query-gpu=uuid,memory.free,memory.total,name", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=10)
-        apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,gpu_uuid,used_memory", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=10)
+        gpus = subprocess.run(["nvidia-smi", "--query-gpu=uuid,memory.free,memory.total,name",
+                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+        apps = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,gpu_uuid,used_memory",
+                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     if gpus.returncode != 0:
@@ -375,7 +382,8 @@ class Runner:
             if p == _CUDA:
                 out.append((p, {"arena_extend_strategy": "kSameAsRequested"}))
             elif p == _TRT:
-                out.append((p, {"trt_engine_cache_enable": "True", "trt_engine_cache_path": str(path.with_suffix(".trt"))}))
+                out.append((p, {"trt_engine_cache_enable": "True",
+                                "trt_engine_cache_path": str(path.with_suffix(".trt"))}))
             else:
                 out.append(p)
         return out
@@ -390,7 +398,8 @@ class Runner:
         try:
             sess = ort.InferenceSession(str(path), so, providers=self._providers)
         except Exception as e:  # noqa: BLE001 - onnxruntime raises its own types
-            raise Gaze4HRIError(f"ONNX Runtime cannot load {path}", str(e).splitlines()[0][:160] if str(e) else type(e).__name__,
+            raise Gaze4HRIError(f"ONNX Runtime cannot load {path}",
+                                str(e).splitlines()[0][:160] if str(e) else type(e).__name__,
                                 f"re-import it: `{import_command(self.spec)}`") from None
         got = sess.get_providers()
         want = self._providers[0][0] if isinstance(self._providers[0], tuple) else self._providers[0]
@@ -432,7 +441,8 @@ class Runner:
         self._log(f"{self.spec.name}: FP16 vs FP32 on {PARITY_BATCH} probe samples: max gaze difference {dev:.4f} deg "
                   f"(limit {max_deg:g} deg)")
         if not dev <= max_deg:
-            raise Gaze4HRIError(f"FP16 model of {self.spec.name} differs from FP32 by up to {dev:.3f} deg (limit {max_deg:g} deg)",
+            raise Gaze4HRIError(f"FP16 model of {self.spec.name} differs from FP32 by up to {dev:.3f} deg "
+                                f"(limit {max_deg:g} deg)",
                                 str(p16), f"run without --fp16, or allow more: {FP16_ENV}=<degrees>")
         self.session, self.fp16_path, self.fp16_deviation_deg = s16, p16, dev
         self._values.clear()
