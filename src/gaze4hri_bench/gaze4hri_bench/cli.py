@@ -14,15 +14,19 @@ from gaze4hri_core.errors import Gaze4HRIError
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "predict": ("gaze4hri_bench.predict", "a method on your own video, image folder or camera -> annotated video + per-frame table"),
+    "predict": ("gaze4hri_bench.predict",
+                "a method on your own video, image folder or camera -> annotated video + per-frame table"),
     "run": ("gaze4hri_bench.pipeline.cli_run", "run gaze methods on recorded sessions -> per-frame Parquet"),
     "methods": ("gaze4hri_bench.pipeline.cli_methods", "list registered methods and whether their weights are present"),
     "models": ("gaze4hri_bench.zoo.cli", "import, export, list and verify ONNX models of the official checkpoints"),
-    "analyze": ("gaze4hri_bench.stats.cli", "subject-level statistics, tables, figures and report from per-frame results"),
+    "analyze": ("gaze4hri_bench.stats.cli",
+                "subject-level statistics, tables, figures and report from per-frame results"),
     "demo": ("gaze4hri_bench.demo", "simulate a small session, benchmark it and write the report"),
     "export": ("gaze4hri_bench.export.cli", "write sessions in the study's layout or as ETH-XGaze HDF5 training sets"),
-    "deviations": ("gaze4hri_bench.pipeline.deviations", "measure each pipeline-profile setting (study vs reference) with a perfect network"),
-    "review": ("gaze4hri_bench.review.cli", "render a trial's video with ground-truth and estimated gaze arrows (MP4 + contact sheet)"),
+    "deviations": ("gaze4hri_bench.pipeline.deviations",
+                   "measure each pipeline-profile setting (study vs reference) with a perfect network"),
+    "review": ("gaze4hri_bench.review.cli",
+               "render a trial's video with ground-truth and estimated gaze arrows (MP4 + contact sheet)"),
 }
 
 #: commands that an interrupted run of continues when run again (finished parts, subjects and trials are kept)
@@ -61,7 +65,8 @@ def build_parser(load: str | None = None) -> argparse.ArgumentParser:
                 module = importlib.import_module(mod)
             except ModuleNotFoundError as e:
                 if e.name and e.name.startswith("gaze4hri_bench"):
-                    raise Gaze4HRIError(f"command '{name}' is not available in this build", mod, "update gaze4hri") from None
+                    raise Gaze4HRIError(f"command '{name}' is not available in this build", mod,
+                                        "update gaze4hri") from None
                 raise
             module.add_arguments(sp)
             sp.set_defaults(_main=module.main)
@@ -74,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     if cmd in SUBCOMMANDS:
         from ._console import setup
 
-        setup(native_filter=cmd in ("run", "demo", "predict"))  # before the subcommand imports MediaPipe, TFLite, Ultralytics
+        # before the subcommand imports MediaPipe, TFLite, Ultralytics
+        setup(native_filter=cmd in ("run", "demo", "predict"))
     try:
         parser = build_parser(load=cmd if cmd in SUBCOMMANDS else None)
         args = parser.parse_args(argv)
@@ -90,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         if cmd in RESUMABLE:  # on a line of its own, quoted: it is copied to run
             from gaze4hri_core.commands import command_line, print_command
 
-            print_command(command_line(["gaze4hri-bench", *argv]), "run the same command again to resume:", file=sys.stderr)
+            print_command(command_line(["gaze4hri-bench", *argv]), "run the same command again to resume:",
+                          file=sys.stderr)
         return 130
 
 

@@ -20,7 +20,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "method": ("string", "registered method name, e.g. puregaze_eth"),
     "input": ("string", "crop | rectified | none (baselines)"),
     "valid": ("bool", "frame counts in the evaluation"),
-    "invalid_reason": ("string", "empty when valid; else blink, no_face, mocap_lost, interp_gap, no_ground_truth, dropped_frame, duplicate_frame, trial_incomplete"),
+    "invalid_reason": ("string", "empty when valid; else blink, no_face, mocap_lost, interp_gap, no_ground_truth, "
+                                 "dropped_frame, duplicate_frame, trial_incomplete"),
     "gt_x": ("float64", "ground-truth unit gaze, camera frame"),
     "gt_y": ("float64", ""),
     "gt_z": ("float64", ""),

@@ -124,7 +124,8 @@ _SPECS: dict[str, MethodSpec] = {
         output="vector_b", gaze_frame="B", licence="MIT (code); Gaze360 data research-only",
         source_url="https://github.com/zgchen33/MCGaze", weights_file="mcgaze_gaze360.onnx",
         crop_rule="mcgaze_head_square", table_name="MCGaze (G)",
-        notes="L2CS setting; sliding window 7, stride 4, overlaps averaged pairwise; crops cut at the border keep their aspect ratio.",
+        notes="L2CS setting; sliding window 7, stride 4, overlaps averaged pairwise; crops cut at the border keep "
+              "their aspect ratio.",
     ),
     "gat_gaze360": MethodSpec(
         name="gat_gaze360", family="gat", train_set="Gaze360", input_type="crop", size=224,
