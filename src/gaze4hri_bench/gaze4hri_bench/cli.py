@@ -29,7 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                "render a trial's video with ground-truth and estimated gaze arrows (MP4 + contact sheet)"),
 }
 
-#: commands that an interrupted run of continues when run again (finished parts, subjects and trials are kept)
+#: commands whose interrupted run the same command continues (finished parts, subjects and trials are kept)
 RESUMABLE = ("run", "demo", "deviations")
 
 _EPILOG = """\
