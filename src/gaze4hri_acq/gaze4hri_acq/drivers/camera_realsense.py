@@ -215,7 +215,8 @@ class RealSenseCamera:
             import pyrealsense2 as rs
         except ImportError as e:
             raise DeviceError(_DEVICE, self.address, f"pyrealsense2 does not import ({e})",
-                              "pip install 'pyrealsense2==2.59.*'; it needs libusb-1.0-0 (apt install libusb-1.0-0)") from None
+                              "pip install 'pyrealsense2==2.59.*'; it needs libusb-1.0-0 "
+                              "(apt install libusb-1.0-0)") from None
         return rs
 
     def start(self) -> None:

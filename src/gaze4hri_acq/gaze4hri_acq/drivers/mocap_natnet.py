@@ -206,7 +206,8 @@ class NatNetMocap:
         try:
             from natnet.exceptions import NatNetError
         except ImportError as e:  # pragma: no cover - the venv has it
-            raise DeviceError(_DEVICE, self.address, f"the 'natnet' package is missing ({e})", "pip install 'natnet==0.3.*'") from None
+            raise DeviceError(_DEVICE, self.address, f"the 'natnet' package is missing ({e})",
+                              "pip install 'natnet==0.3.*'") from None
         c = self.config
         try:
             self.guard.server_ip = socket.gethostbyname(c.server_ip)
