@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from gaze4hri_core.calibration import Calibration
+from gaze4hri_core.face_model import EYE_TO_FACE_CENTRE_MM
 from gaze4hri_core.gaze import angular_error_deg, normalize, vector_to_pitchyaw
 from gaze4hri_core.kinematics import forward as ur_forward
 from gaze4hri_core.protocol import Trial
 from gaze4hri_core.transforms import interpolate_poses, matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
-from ..faces.normalization import EYE_TO_FACE_CENTRE_MM
 from .validity import combine_reasons
 
 __all__ = [
