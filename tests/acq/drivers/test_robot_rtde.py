@@ -104,7 +104,8 @@ def rtde_emulator():
 @pytest.mark.replay
 def test_read_only_robot_streams_real_rtde_state(rtde_emulator, default_calibration_dir):
     emu = rtde_emulator("--q", *map(str, Q), "--uptime", "1000", "--scaling", "0.75", "--pstop-after", "2.5")
-    robot = RtdeRobot(RobotConfig(host=emu.host, read_only=True, connect_timeout_s=3.0), safety=monitor(default_calibration_dir))
+    robot = RtdeRobot(RobotConfig(host=emu.host, read_only=True, connect_timeout_s=3.0),
+                      safety=monitor(default_calibration_dir))
     t_host = time.time_ns()
     robot.connect()
     try:
@@ -171,7 +172,8 @@ def test_motions_are_previewed_before_anything_is_sent(rtde_emulator, default_ca
             pass
 
     emu = rtde_emulator("--q", *map(str, Q))
-    robot = RtdeRobot(RobotConfig(host=emu.host, read_only=True, connect_timeout_s=3.0), safety=monitor(default_calibration_dir))
+    robot = RtdeRobot(RobotConfig(host=emu.host, read_only=True, connect_timeout_s=3.0),
+                      safety=monitor(default_calibration_dir))
     robot.connect()
     try:
         robot._ctl = RecordingControl()
