@@ -16,7 +16,8 @@ setup(
     zip_safe=True,
     maintainer="Gaze4HRI developers",
     maintainer_email="gaze4hri@example.org",
-    description="Gaze4HRI simulated lab: clock, subject, UR arm, face renderer and simulated device drivers (no ROS imports)",
+    description=("Gaze4HRI simulated lab: clock, subject, UR arm, face renderer and simulated device drivers "
+                 "(no ROS imports)"),
     license="Apache-2.0",
     python_requires=">=3.10",
 )

@@ -63,7 +63,8 @@ class MotionRefused(Gaze4HRIError):
 
     def __init__(self, reason: str, where: str = "trajectory preview"):
         self.reason = reason
-        super().__init__(f"motion refused: {reason}", where, "change the trajectory or the limits (docs/acquisition_devices.md)")
+        super().__init__(f"motion refused: {reason}", where,
+                         "change the trajectory or the limits (docs/acquisition_devices.md)")
 
 
 class Clock(Protocol):
@@ -117,7 +118,8 @@ class RobotDriver(Protocol):
     def connect(self, timeout_s: float = 2.0) -> None: ...
     def close(self) -> None: ...
     def state(self) -> RobotState: ...
-    def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0, constant_speed: bool = False) -> None:
+    def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0,
+                    constant_speed: bool = False) -> None:
         """Tool0 through Base-frame waypoints (movel, or movep when constant_speed)."""
         ...
     def move_joints(self, q: np.ndarray, speed: float, accel: float) -> None: ...

@@ -8,8 +8,9 @@ record, "Data End"; the convention of the mcap writer, mcap/writer.py) and the F
 ``summary_crc`` (summary start through the footer's ``summary_offset_start`` field,
 "Footer"). An intact file costs one streaming CRC pass (the data-section CRC covers
 every stored byte of every chunk); the chunks are walked, decompressed and checked one
-by one only when that pass fails, to name the damaged places. A CRC of 0 means "not computed" (spec) and is not checked: bags recorded
-before the recorder wrote CRCs read as before. Not the mcap package's
+by one only when that pass fails, to name the damaged places. A CRC of 0 means "not
+computed" (spec) and is not checked: bags recorded before the recorder wrote CRCs read
+as before. Not the mcap package's
 ``StreamReader(validate_crcs=True)``: that one stops at the first mismatch and does not
 check the summary CRC, while the operator's line names every damaged place with its
 offset and the repair needs to know which chunk is the torn tail. Stdlib (zlib) only,

@@ -121,7 +121,8 @@ class SurveyReport:
     n_samples: dict[str, int]
 
 
-def target_survey(samples: dict[str, np.ndarray], probe_tip_in_probe=None, probe_poses: dict[str, list[SE3]] | None = None) -> SurveyReport:
+def target_survey(samples: dict[str, np.ndarray], probe_tip_in_probe=None,
+                  probe_poses: dict[str, list[SE3]] | None = None) -> SurveyReport:
     """Target positions in the world from probe samples held on each marker.
 
     ``samples`` maps a target name to an (N, 3) array of probe-tip positions; or give

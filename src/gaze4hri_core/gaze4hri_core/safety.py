@@ -23,7 +23,8 @@ from scipy.spatial.transform import Rotation
 from gaze4hri_core import kinematics
 from gaze4hri_core.transforms import SE3
 
-__all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "monitor_for", "finite_pose", "joint_goal_line", "configuration_change", "ik_track", "rotvec_of", "se3_unchecked", "exp_so3", "compose", "quat_of"]
+__all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "monitor_for", "finite_pose", "joint_goal_line",
+           "configuration_change", "ik_track", "rotvec_of", "se3_unchecked", "exp_so3", "compose", "quat_of"]
 
 
 def finite_pose(T: SE3) -> bool:
@@ -177,11 +178,13 @@ class SafetyLimits(BaseModel):
     max_tcp_accel: float = Field(default=1.2, gt=0, le=5.0, description="TCP acceleration limit (m/s^2)")
     max_joint_speed: float = Field(default=1.5, gt=0, le=3.2, description="joint speed limit in previews (rad/s)")
     min_camera_head_m: float = Field(default=0.35, ge=0.0, le=2.0, description="minimum camera-to-head distance (m)")
-    mocap_loss_timeout_s: float = Field(default=0.1, gt=0, le=5.0, description="stop if the head band is lost this long (s)")
+    mocap_loss_timeout_s: float = Field(default=0.1, gt=0, le=5.0,
+                                        description="stop if the head band is lost this long (s)")
     require_head: bool = Field(default=True, description="refuse/stop motions when the head band is not tracked")
     # Measured speeds only (a differentiated pose at the robot rate is noisy); a planned
     # motion is held to the limit itself (issue 20: joint moves passed at 0.256 m/s).
-    speed_tolerance: float = Field(default=1.1, ge=1.0, le=2.0, description="measured speed may exceed the limit by this factor")
+    speed_tolerance: float = Field(default=1.1, ge=1.0, le=2.0,
+                                   description="measured speed may exceed the limit by this factor")
 
     @model_validator(mode="after")
     def _box(self):
@@ -196,7 +199,8 @@ class Verdict:
 
     ok: bool
     reason: str | None = None
-    code: str = "ok"  # ok|operator|mocap_loss|head_distance|workspace|speed|accel|joint_speed|unreachable|ik_flip|invalid
+    # ok|operator|mocap_loss|head_distance|workspace|speed|accel|joint_speed|unreachable|ik_flip|invalid
+    code: str = "ok"
 
     def __bool__(self) -> bool:
         return self.ok
@@ -337,15 +341,20 @@ class SafetyMonitor:
             if not v:
                 return v
             if tcp_speed > self.limits.max_tcp_speed * self.limits.speed_tolerance:
-                return _stop("speed", f"measured TCP speed {tcp_speed:.3f} m/s above the limit {self.limits.max_tcp_speed:.3f} m/s")
+                return _stop("speed",
+                             f"measured TCP speed {tcp_speed:.3f} m/s above the limit "
+                             f"{self.limits.max_tcp_speed:.3f} m/s")
             return OK
 
     def check_command(self, speed: float, accel: float) -> Verdict:
         """Commanded speed and acceleration of a move against the limits."""
         if not np.isfinite(speed) or speed <= 0 or speed > self.limits.max_tcp_speed + 1e-12:
-            return _stop("speed", f"commanded TCP speed {speed:.3f} m/s outside (0, {self.limits.max_tcp_speed:.3f}] m/s")
+            return _stop("speed",
+                         f"commanded TCP speed {speed:.3f} m/s outside (0, {self.limits.max_tcp_speed:.3f}] m/s")
         if not np.isfinite(accel) or accel <= 0 or accel > self.limits.max_tcp_accel + 1e-12:
-            return _stop("accel", f"commanded TCP acceleration {accel:.3f} m/s^2 outside (0, {self.limits.max_tcp_accel:.3f}] m/s^2")
+            return _stop("accel",
+                         f"commanded TCP acceleration {accel:.3f} m/s^2 outside "
+                         f"(0, {self.limits.max_tcp_accel:.3f}] m/s^2")
         return OK
 
     def preview(self, t: np.ndarray, poses_base: list[SE3], q_start, speed: float, accel: float,
@@ -378,11 +387,15 @@ class SafetyMonitor:
             dt = np.diff(t)
             vel = np.linalg.norm(np.diff(pos, axis=0), axis=1) / np.where(dt > 0, dt, np.inf)
             if vel.max(initial=0) > self.limits.max_tcp_speed * _PLAN_SLACK:
-                return _stop("speed", f"planned TCP speed {vel.max():.3f} m/s above the limit {self.limits.max_tcp_speed:.3f} m/s"), None
+                return _stop("speed",
+                             f"planned TCP speed {vel.max():.3f} m/s above the limit "
+                             f"{self.limits.max_tcp_speed:.3f} m/s"), None
             if len(vel) >= 2:
                 acc = np.abs(np.diff(vel)) / np.where(dt[1:] > 0, dt[1:], np.inf)
                 if acc.max(initial=0) > self.limits.max_tcp_accel * _PLAN_SLACK:
-                    return _stop("accel", f"planned TCP acceleration {acc.max():.2f} m/s^2 above the limit {self.limits.max_tcp_accel:.2f} m/s^2"), None
+                    return _stop("accel",
+                                 f"planned TCP acceleration {acc.max():.2f} m/s^2 above the limit "
+                                 f"{self.limits.max_tcp_accel:.2f} m/s^2"), None
         qs = np.zeros((len(poses_base), 6))
         q_prev = np.asarray(q_start, float).reshape(6)
         for i, (ti, T) in enumerate(zip(t, poses_base, strict=True)):
@@ -399,7 +412,9 @@ class SafetyMonitor:
             if q is None:
                 sols = kinematics.inverse(T.matrix, self.robot_model, q_near=q_prev)
                 if not sols:
-                    return _stop("unreachable", f"pose at t={ti:.2f} s, tool0 {np.round(T.t, 3).tolist()} m in base, is out of reach"), None
+                    return _stop("unreachable",
+                                 f"pose at t={ti:.2f} s, tool0 {np.round(T.t, 3).tolist()} m in base, "
+                                 "is out of reach"), None
                 q = sols[0]
             if i > 0:
                 dt_i = max(ti - t[i - 1], 1e-3)
@@ -407,8 +422,10 @@ class SafetyMonitor:
                 if jump > self.limits.max_joint_speed * dt_i * 1.5 + 1e-3:
                     j = int(np.argmax(np.abs(q - q_prev)))
                     code = "ik_flip" if jump > 0.5 else "joint_speed"
-                    return _stop(code, f"joint {j + 1} would move {np.degrees(jump):.1f} deg in {dt_i * 1e3:.0f} ms at t={ti:.2f} s "
-                                       f"(configuration flip or joint speed above {self.limits.max_joint_speed:.2f} rad/s)"), None
+                    return _stop(code,
+                                 f"joint {j + 1} would move {np.degrees(jump):.1f} deg in {dt_i * 1e3:.0f} ms at "
+                                 f"t={ti:.2f} s (configuration flip or joint speed above "
+                                 f"{self.limits.max_joint_speed:.2f} rad/s)"), None
             qs[i] = q
             q_prev = q
         return OK, qs

@@ -57,13 +57,16 @@ class Topics:
 
     IMAGE = "/camera/color/image_raw"  # sensor_msgs/msg/Image, rgb8, stamp = capture time (host clock)
     CAMERA_INFO = "/camera/color/camera_info"  # sensor_msgs/msg/CameraInfo, once per trial and on change
-    FRAME_META = "/camera/color/frame_meta"  # diagnostic_msgs/msg/DiagnosticStatus: frame_number, stamp_ns, timestamp_domain, device_timestamp_ms
-    MOCAP_PREFIX = "/mocap/rigid_bodies/"  # + <name>/pose: geometry_msgs/msg/PoseStamped, frame "world", only while tracked
+    # diagnostic_msgs/msg/DiagnosticStatus: frame_number, stamp_ns, timestamp_domain, device_timestamp_ms
+    FRAME_META = "/camera/color/frame_meta"
+    # + <name>/pose: geometry_msgs/msg/PoseStamped, frame "world", only while tracked
+    MOCAP_PREFIX = "/mocap/rigid_bodies/"
     HEAD_POSE = "/mocap/rigid_bodies/head_band/pose"
     TOOL_POSE = "/mocap/rigid_bodies/calib_tool/pose"
     PROBE_POSE = "/mocap/rigid_bodies/probe/pose"
     TABLE_POSE = "/mocap/rigid_bodies/table/pose"  # optional tracked table (targets follow it)
-    CAMERA_BODY_POSE = "/mocap/rigid_bodies/camera/pose"  # optional rigid body on the camera (camera pose source 'mocap')
+    # optional rigid body on the camera (camera pose source 'mocap')
+    CAMERA_BODY_POSE = "/mocap/rigid_bodies/camera/pose"
     MOCAP_STATUS = "/mocap/status"  # diagnostic_msgs/msg/DiagnosticArray: tracking validity, marker error, latency
     TCP_POSE = "/robot/tcp_pose"  # geometry_msgs/msg/PoseStamped, frame "base" (controller Base), tool0
     JOINT_STATES = "/joint_states"  # sensor_msgs/msg/JointState
@@ -72,8 +75,10 @@ class Topics:
     EVENTS = "/gaze4hri/events"  # std_msgs/msg/String, JSON: {"event": start|stop|note|fault, "trial", "target", ...}
     SAFETY = "/gaze4hri/safety"  # diagnostic_msgs/msg/DiagnosticArray
     DIAGNOSTICS = "/diagnostics"  # diagnostic_msgs/msg/DiagnosticArray
-    SIM_GAZE_TRUTH = "/sim/truth/gaze_camera"  # geometry_msgs/msg/Vector3Stamped, unit gaze in camera frame at each frame stamp (sim only)
-    SIM_BLINK_TRUTH = "/sim/truth/blink"  # diagnostic_msgs/msg/DiagnosticStatus per frame: keys stamp_ns, blink ("true"/"false") (sim only)
+    # geometry_msgs/msg/Vector3Stamped, unit gaze in camera frame at each frame stamp (sim only)
+    SIM_GAZE_TRUTH = "/sim/truth/gaze_camera"
+    # diagnostic_msgs/msg/DiagnosticStatus per frame: keys stamp_ns, blink ("true"/"false") (sim only)
+    SIM_BLINK_TRUTH = "/sim/truth/blink"
     TF = "/tf"  # tf2_msgs/msg/TFMessage: base->tool0 and world-><body> with every pose (written by the recorder)
     TF_STATIC = "/tf_static"  # tf2_msgs/msg/TFMessage at trial start: world->base, tool0->camera, world->target_<id>
 
@@ -158,7 +163,8 @@ def software_info() -> dict[str, str]:
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
         if out.returncode == 0:
             git = out.stdout.strip()
-            dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=5)
+            dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=5)
             if dirty.returncode == 0 and dirty.stdout.strip():
                 git += "-dirty"
     except (OSError, subprocess.SubprocessError):
@@ -180,7 +186,8 @@ def bag_dir(session: Path | str, trial_id: str) -> Path:
     return Path(session) / "bags" / trial_id
 
 
-def new_manifest(subject: str, backend: str, trial_ids: list[str] | None = None, settings: dict | None = None) -> SessionManifest:
+def new_manifest(subject: str, backend: str, trial_ids: list[str] | None = None,
+                 settings: dict | None = None) -> SessionManifest:
     ids = trial_ids if trial_ids is not None else [t.trial_id for t in trials()]
     return SessionManifest(
         subject=subject,
@@ -194,20 +201,24 @@ def new_manifest(subject: str, backend: str, trial_ids: list[str] | None = None,
 
 def load_manifest(session: Path | str) -> SessionManifest:
     p = manifest_path(session)
-    raw = read_yaml(p, "session manifest", SessionError, "pass a session directory written by 'gaze4hri-acq session' (docs/session_layout.md)")
+    raw = read_yaml(p, "session manifest", SessionError,
+                    "pass a session directory written by 'gaze4hri-acq session' (docs/session_layout.md)")
     if not isinstance(raw, dict):
-        raise SessionError("session manifest must be a YAML mapping", str(p), "restore session.yaml or re-run the session with --resume")
+        raise SessionError("session manifest must be a YAML mapping", str(p),
+                           "restore session.yaml or re-run the session with --resume")
     try:
         return SessionManifest.model_validate(raw)
     except ValidationError as err:
         e = err.errors()[0]
         loc = ".".join(str(x) for x in e.get("loc", ()))
-        raise SessionError(f"invalid session manifest field '{loc}': {e.get('msg')}", str(p), "restore session.yaml from the recorder's output") from None
+        raise SessionError(f"invalid session manifest field '{loc}': {e.get('msg')}", str(p),
+                           "restore session.yaml from the recorder's output") from None
 
 
 def save_manifest(session: Path | str, manifest: SessionManifest) -> None:
     """Atomic write: a crash leaves the previous manifest intact."""
-    write_yaml_atomic(manifest_path(session), manifest.model_dump(mode="json"), header="Gaze4HRI session manifest (docs/session_layout.md)")
+    write_yaml_atomic(manifest_path(session), manifest.model_dump(mode="json"),
+                      header="Gaze4HRI session manifest (docs/session_layout.md)")
 
 
 def copy_calibration(src_dir: Path | str, session: Path | str, subject: str | None) -> dict:

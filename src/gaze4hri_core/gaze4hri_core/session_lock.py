@@ -75,7 +75,8 @@ def _parse(raw: bytes) -> LockHolder | None:
     if not isinstance(d, dict):
         return None
     pid = d.get("pid")
-    return LockHolder(pid=int(pid) if isinstance(pid, int) else None, host=d.get("host"), since=d.get("since"), command=d.get("command"))
+    return LockHolder(pid=int(pid) if isinstance(pid, int) else None, host=d.get("host"), since=d.get("since"),
+                      command=d.get("command"))
 
 
 def _read_fd(fd: int) -> LockHolder | None:
@@ -201,7 +202,8 @@ class SessionLock:
             self._cleanup_dir()
             raise _refusal(self.session, prev)
         if prev is not None:
-            why = "its process is gone" if (prev.host == socket.gethostname() and not prev.alive_here()) else "its lock was no longer held"
+            gone = prev.host == socket.gethostname() and not prev.alive_here()
+            why = "its process is gone" if gone else "its lock was no longer held"
             self.notice = f"session lock of {prev.describe()} was stale ({why}): taken over ({self.path})"
         self._fd = fd
         self._write()

@@ -67,20 +67,23 @@ class TrajectorySettings(BaseModel):
     """Speeds and shapes of the trial motions (validated once)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    approach_speed: float = Field(default=0.15, gt=0, le=0.25, description="TCP speed to reach a trial's start pose (m/s)")
+    approach_speed: float = Field(default=0.15, gt=0, le=0.25,
+                                  description="TCP speed to reach a trial's start pose (m/s)")
     approach_accel: float = Field(default=0.5, gt=0, le=1.2, description="TCP acceleration of approach moves (m/s^2)")
     motion_accel: float = Field(default=0.5, gt=0, le=1.2, description="TCP acceleration of trial motions (m/s^2)")
     arc_duration_s: float = Field(default=ARC_DURATION_S, gt=1.0, le=60.0,
-                                  description="duration of the arc, ramps included: the study's arc lasts its 10 s recording "
-                                              "(GazeForHRI/Gaze4HRI@main:config.py:66-67, 305-306)")
+                                  description="duration of the arc, ramps included: the study's arc lasts its 10 s "
+                                              "recording (GazeForHRI/Gaze4HRI@main:config.py:66-67, 305-306)")
     arc_step_deg: float = Field(default=2.0, gt=0.1, le=10.0, description="yaw spacing of the arc's waypoints (deg)")
     arc_blend_m: float = Field(default=0.005, ge=0, le=0.05, description="blend radius between arc waypoints (m)")
     line_half_length_h_m: float = Field(default=LINE_HALF_LENGTH_M["h"], gt=0.01, le=0.3,
-                                        description="half width of the mutual-gaze raster, image x: h passes span twice it, "
-                                                    "v steps are it (m; GazeForHRI/Gaze4HRI@main:config.py:344)")
+                                        description="half width of the mutual-gaze raster, image x: h passes span "
+                                                    "twice it, v steps are it "
+                                                    "(m; GazeForHRI/Gaze4HRI@main:config.py:344)")
     line_half_length_v_m: float = Field(default=LINE_HALF_LENGTH_M["v"], gt=0.01, le=0.3,
-                                        description="half height of the mutual-gaze raster, image y: v passes span twice it, "
-                                                    "h steps are it (m; GazeForHRI/Gaze4HRI@main:config.py:345)")
+                                        description="half height of the mutual-gaze raster, image y: v passes span "
+                                                    "twice it, h steps are it "
+                                                    "(m; GazeForHRI/Gaze4HRI@main:config.py:345)")
 
     def line_half_length_m(self, axis: str) -> float:
         """Half extent of the mutual-gaze raster along image ``axis`` (h: x, v: y)."""
@@ -119,7 +122,8 @@ def trapezoid(length: float, v_max: float, a: float) -> Profile:
     if length == 0:
         return Profile(0.0, 0.0, a, 0.0, 0.0)
     t_acc = v_max / a
-    if a * t_acc * t_acc >= length:  # triangular: never reaches v_max (products, not **: they overflow to inf, ** raises)
+    # triangular: never reaches v_max (products, not **: they overflow to inf, ** raises)
+    if a * t_acc * t_acc >= length:
         t_acc = float(np.sqrt(length / a))
         return Profile(length, a * t_acc, a, t_acc, 2 * t_acc)
     cruise = (length - a * t_acc**2) / v_max
@@ -157,13 +161,15 @@ class StopProfile:
         """Arc length travelled at time(s) t (s)."""
         t, k, tau = self._side(t)
         s0 = np.concatenate([[0.0], np.cumsum([p.length for p in self.sides])])
-        out = np.array([s0[ki] + float(self.sides[ki].s(ti)) for ki, ti in zip(np.atleast_1d(k), np.atleast_1d(tau), strict=True)])
+        out = np.array([s0[ki] + float(self.sides[ki].s(ti)) for ki,
+                        ti in zip(np.atleast_1d(k), np.atleast_1d(tau), strict=True)])
         return out.reshape(np.shape(t))
 
     def speed(self, t) -> np.ndarray:
         t_in = np.asarray(t, float)
         t, k, tau = self._side(t_in)
-        out = np.array([float(self.sides[ki].speed(ti)) for ki, ti in zip(np.atleast_1d(k), np.atleast_1d(tau), strict=True)])
+        out = np.array([float(self.sides[ki].speed(ti)) for ki,
+                        ti in zip(np.atleast_1d(k), np.atleast_1d(tau), strict=True)])
         return np.where((t_in < 0) | (t_in > self.duration), 0.0, out.reshape(np.shape(t)))
 
 
@@ -280,7 +286,8 @@ class Preview:
 def front_camera_pose(calib: Calibration, eye_world=None) -> SE3:
     """The fixed front camera: on the arc at 0 deg yaw, the scene's distance and elevation."""
     eye = calib.eye_nominal_world if eye_world is None else np.asarray(eye_world, float)
-    return camera_on_arc(eye, calib.subject_forward_world, calib.front_camera_distance_m, 0.0, calib.front_camera_elevation_deg)
+    return camera_on_arc(eye, calib.subject_forward_world, calib.front_camera_distance_m, 0.0,
+                         calib.front_camera_elevation_deg)
 
 
 def tool0_for_camera(calib: Calibration, T_world_camera: SE3) -> SE3:
@@ -337,7 +344,8 @@ def line_duration_s(axis: str, speed: float, settings: TrajectorySettings | None
     ``speed``, the camera at rest at each corner (one trapezoid per side, :func:`line_accel`);
     h 18 s fast, 36 s slow; v 12 s, 24 s with the defaults."""
     st = settings or TrajectorySettings()
-    along, across = (st.line_half_length_h_m, st.line_half_length_v_m) if axis == "h" else (st.line_half_length_v_m, st.line_half_length_h_m)
+    along, across = (st.line_half_length_h_m,
+                     st.line_half_length_v_m) if axis == "h" else (st.line_half_length_v_m, st.line_half_length_h_m)
     a = line_accel(float(speed), st.motion_accel)
     sides = [2 * along, across, 2 * along, across, 2 * along]
     return float(sum(trapezoid(L, float(speed), a).duration for L in sides))
@@ -401,8 +409,10 @@ def preview_move(move: Move, start_base: SE3, q_start, monitor: SafetyMonitor, r
     length = float(_seg_lengths(path).sum())
     if not np.isfinite(length) or _duration(path, length, move) * rate_hz > MAX_PREVIEW_SAMPLES:
         z = np.zeros(0)
-        return Preview(Verdict(False, f"motion '{move.name}' ({length:.3g} m at {move.speed:.3g} m/s, {move.accel:.3g} m/s^2) would last "
-                                      f"longer than the {MAX_PREVIEW_SAMPLES / rate_hz:.0f} s a preview covers", "invalid"), z, [], z.copy(), None, 0.0)
+        return Preview(Verdict(False,
+                               f"motion '{move.name}' ({length:.3g} m at {move.speed:.3g} m/s, {move.accel:.3g} m/s^2) "
+                               f"would last longer than the {MAX_PREVIEW_SAMPLES / rate_hz:.0f} s a preview covers",
+                                      "invalid"), z, [], z.copy(), None, 0.0)
     t, poses, v, prof = sample_path(path, move.speed, move.accel, rate_hz, stops=move.stops)
     verdict, q = monitor.preview(t, poses, q_start, move.speed, move.accel, now_ns=now_ns, check_mocap=check_mocap)
     return Preview(verdict, t, poses, v, q, prof.duration)
@@ -418,13 +428,16 @@ def _duration(path: list[SE3], length: float, move: Move) -> float:
 def _invalid_move(move: Move, start_base: SE3, q_start, rate_hz: float) -> Verdict:
     """A refusal for a move whose numbers cannot be checked (NaN/inf compare False with
     every limit, so they would pass the limit checks or break the sampling)."""
-    bad = [k for k, x in (("speed", move.speed), ("acceleration", move.accel), ("blend", move.blend), ("preview rate", rate_hz))
+    bad = [k for k,
+           x in (("speed", move.speed), ("acceleration", move.accel), ("blend", move.blend), ("preview rate", rate_hz))
            if not _finite_number(x)]
     if bad:
         code = {"speed": "speed", "acceleration": "accel"}.get(bad[0], "invalid")
         return Verdict(False, f"motion '{move.name}': {', '.join(bad)} not a finite number", code)
     if move.blend < 0 or rate_hz <= 0:
-        return Verdict(False, f"motion '{move.name}': blend {move.blend} m and preview rate {rate_hz} Hz must be >= 0 and > 0", "invalid")
+        return Verdict(False,
+                       f"motion '{move.name}': blend {move.blend} m and preview rate {rate_hz} Hz must be >= 0 and > 0",
+                       "invalid")
     if move.camera_speed is not None and not _finite_number(move.camera_speed):
         return Verdict(False, f"motion '{move.name}': camera speed {move.camera_speed} not a finite number", "speed")
     if not move.waypoints_base:
@@ -435,7 +448,9 @@ def _invalid_move(move: Move, start_base: SE3, q_start, rate_hz: float) -> Verdi
             return Verdict(False, f"motion '{move.name}': {where} is not finite", "workspace")
     q = np.asarray(q_start, float) if q_start is not None else np.zeros(6)
     if q.size != 6 or not np.all(np.isfinite(q)):
-        return Verdict(False, f"motion '{move.name}': start joint angles {np.round(q.ravel(), 3).tolist()} are not 6 finite numbers", "unreachable")
+        return Verdict(False,
+                       f"motion '{move.name}': start joint angles {np.round(q.ravel(), 3).tolist()} are not 6 finite "
+                       "numbers", "unreachable")
     return Verdict(True)
 
 

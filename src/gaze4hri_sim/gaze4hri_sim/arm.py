@@ -129,7 +129,8 @@ class SimArm:
             self._q = q_new
             v_cmd = float(np.interp(m.tau, m.t, m.v)) * self.speed_scaling
             self.commanded_log.append((t, v_cmd, float(np.linalg.norm(v_lin))))
-            verdict = self.monitor.check(t, se3_unchecked(T_new[:3, :3], T_new[:3, 3]), float(np.linalg.norm(v_lin)), moving=True)
+            verdict = self.monitor.check(t, se3_unchecked(T_new[:3, :3], T_new[:3, 3]), float(np.linalg.norm(v_lin)),
+                                         moving=True)
             if not verdict:
                 self._halt(f"safety stop: {verdict.reason}", verdict.code)
             elif m.tau >= m.duration:
@@ -192,7 +193,8 @@ class SimArm:
             return RobotState(
                 stamp_ns=self._t, q=self._q.copy(), qd=self._qd.copy(), T_base_tool0=se3_unchecked(T[:3, :3], T[:3, 3]),
                 tcp_speed=self._tcp_v.copy(), speed_scaling=self.speed_scaling, protective_stop=self.protective_stop,
-                connected=self.connected, moving=m is not None, controller_time_s=(self._t - self.clock.start_ns) * 1e-9,
+                connected=self.connected, moving=m is not None,
+                controller_time_s=(self._t - self.clock.start_ns) * 1e-9,
                 stop_reason=self.stop_reason, commanded_speed=v_cmd,
             )
 
@@ -206,11 +208,14 @@ class SimArm:
         if self._head_feed is not None:
             self._head_feed(self._t)  # the monitor sees motion capture up to now
         if not self.connected:
-            raise DeviceError("UR robot (sim)", "sim", f"{what}: no connection to the controller", "reconnect the robot (sim: reconnect())")
+            raise DeviceError("UR robot (sim)", "sim", f"{what}: no connection to the controller",
+                              "reconnect the robot (sim: reconnect())")
         if self.protective_stop:
-            raise MotionRefused("the robot is in a protective stop; unlock it on the teach pendant first", "UR robot (sim)")
+            raise MotionRefused("the robot is in a protective stop; unlock it on the teach pendant first",
+                                "UR robot (sim)")
         if self.monitor.operator_stop is not None:
-            raise MotionRefused(f"operator stop active ({self.monitor.operator_stop}); clear it first", "UR robot (sim)")
+            raise MotionRefused(f"operator stop active ({self.monitor.operator_stop}); clear it first",
+                                "UR robot (sim)")
 
     def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0,
                     constant_speed: bool = False, name: str = "move") -> float:

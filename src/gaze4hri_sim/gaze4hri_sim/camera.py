@@ -20,8 +20,10 @@ __all__ = ["SimCamera", "D435I_COLOR_DEFAULTS"]
 #: models them, plus librealsense's own colour-sensor options. The simulator's stand-in
 #: for what the real driver reads back (a real camera's own defaults are recorded there).
 D435I_COLOR_DEFAULTS: dict[str, float] = {
-    "backlight_compensation": 0.0, "brightness": 0.0, "contrast": 50.0, "exposure": 166.0, "gain": 64.0, "gamma": 300.0, "hue": 0.0,
-    "saturation": 64.0, "sharpness": 50.0, "white_balance": 4600.0, "enable_auto_exposure": 1.0, "enable_auto_white_balance": 1.0,
+    "backlight_compensation": 0.0, "brightness": 0.0, "contrast": 50.0, "exposure": 166.0, "gain": 64.0, "gamma": 300.0,
+    "hue": 0.0,
+    "saturation": 64.0, "sharpness": 50.0, "white_balance": 4600.0, "enable_auto_exposure": 1.0,
+    "enable_auto_white_balance": 1.0,
     "frames_queue_size": 16.0, "power_line_frequency": 3.0, "auto_exposure_priority": 1.0, "global_time_enabled": 1.0,
 }
 
@@ -32,7 +34,8 @@ class SimCamera:
     def __init__(self, config: CameraConfig, world):
         self.config = config
         self.world = world
-        base = load_camera_info(config.calibration_dir / "camera_info.yaml") if world is None else world.calib.intrinsics
+        base = (load_camera_info(config.calibration_dir / "camera_info.yaml") if world is None
+                else world.calib.intrinsics)
         self.intrinsics = base.scaled(config.width, config.height)
         self.fps = float(config.fps)
         self.finished = False
@@ -40,7 +43,8 @@ class SimCamera:
         self.drop_frames: set[int] = set()
         # the colour options the simulated sensor runs with, as the real driver leaves
         # them: every option at its default, then the study's (it keeps what it is given)
-        self.settings_applied: dict[str, float] = {**D435I_COLOR_DEFAULTS, **{k: float(v) for k, v in config.color.as_options().items()}}
+        self.settings_applied: dict[str, float] = {**D435I_COLOR_DEFAULTS,
+                                                   **{k: float(v) for k, v in config.color.as_options().items()}}
         self._renderer = FaceRenderer(self.intrinsics, seed=world.config.seed)
         self._running = False
         self._next = 0

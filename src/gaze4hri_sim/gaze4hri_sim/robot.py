@@ -23,7 +23,8 @@ class SimRobot:
         self.rate_hz = config.state_rate_hz
         self.world = world
         if world.calib.robot_model != config.model:
-            raise DeviceError("UR robot (sim)", "sim", f"model {config.model} but the calibration is for {world.calib.robot_model}",
+            raise DeviceError("UR robot (sim)", "sim",
+                              f"model {config.model} but the calibration is for {world.calib.robot_model}",
                               "set model to match registration.yaml's robot_model")
         # the owner's monitor (the robot node's): the simulated controller checks it at
         # every tick, fed also by the world with the samples its motion capture publishes
@@ -47,7 +48,8 @@ class SimRobot:
 
     def connect(self, timeout_s: float = 2.0) -> None:
         if not self.arm.connected:
-            raise DeviceError("UR robot (sim)", "sim", "connection refused (simulated connection loss)", "call arm.reconnect()")
+            raise DeviceError("UR robot (sim)", "sim", "connection refused (simulated connection loss)",
+                              "call arm.reconnect()")
         self._connected = True
 
     def close(self) -> None:
@@ -62,7 +64,8 @@ class SimRobot:
         """State sampled at simulated time ``t_ns`` (the node's 125/500 Hz schedule)."""
         return self.arm.state_at(t_ns)
 
-    def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0, constant_speed: bool = False) -> None:
+    def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0,
+                    constant_speed: bool = False) -> None:
         self._check_open()
         self.arm.move_linear(list(waypoints), speed, accel, blend, constant_speed)
 

@@ -20,7 +20,8 @@ import numpy as np
 from gaze4hri_core.safety import compose, se3_unchecked
 from gaze4hri_core.transforms import SE3
 
-__all__ = ["SubjectTask", "SubjectModel", "PIVOT_IN_EYE", "simulated_eye_head", "EYE_HEAD_SPREAD_M", "EYE_HEAD_SPREAD_DEG"]
+__all__ = ["SubjectTask", "SubjectModel", "PIVOT_IN_EYE", "simulated_eye_head", "EYE_HEAD_SPREAD_M",
+           "EYE_HEAD_SPREAD_DEG"]
 
 PIVOT_IN_EYE = np.array([-0.09, 0.0, -0.08])  # neck pivot in the eye frame (x fwd, y left, z up)
 
@@ -99,14 +100,16 @@ class SubjectModel:
         self._blinks = np.zeros(0)
         self._blink_horizon_ns = self.start_ns
         self._extend_blinks(self.start_ns + int(600e9))
-        self._tasks: list[SubjectTask] = [SubjectTask(self.start_ns, None, None, follow_yaw, follow_pitch, 0.0, 0.0, "rest")]
+        self._tasks: list[SubjectTask] = [SubjectTask(self.start_ns, None, None, follow_yaw, follow_pitch, 0.0, 0.0,
+                                                      "rest")]
 
     # ------------------------------------------------------------------ blinks
     def _extend_blinks(self, until_ns: int) -> None:
         if self.blink_rate <= 0:
             self._blink_horizon_ns = max(self._blink_horizon_ns, until_ns)
             return
-        t = self._blinks[-1] if len(self._blinks) else self._blink_horizon_ns * 1e-9 + self._rng.exponential(60.0 / self.blink_rate)
+        t = (self._blinks[-1] if len(self._blinks)
+             else self._blink_horizon_ns * 1e-9 + self._rng.exponential(60.0 / self.blink_rate))
         new = []
         while t * 1e9 < until_ns:
             t += max(0.4, self._rng.exponential(60.0 / self.blink_rate))

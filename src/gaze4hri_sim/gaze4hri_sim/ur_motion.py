@@ -28,7 +28,8 @@ _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 # movel(p[x,y,z,rx,ry,rz],a=..,v=..,r=..) as ur_rtde's PathEntry::toScriptCode writes it
 # (rtde_control_interface.cpp, PathEntry::toScriptCode; Path::toScriptCode adds
 # signal_async_progress(i) before entry i).
-_MOVE = re.compile(rf"^\s*(movel|movep|movej)\(\s*(p?)\[((?:\s*{_NUM}\s*,){{5}}\s*{_NUM}\s*)\]\s*((?:,\s*\w+\s*=\s*{_NUM}\s*)*)\)")
+_MOVE = re.compile(rf"^\s*(movel|movep|movej)\(\s*(p?)\[((?:\s*{_NUM}\s*,){{5}}\s*{_NUM}\s*)\]"
+                   rf"\s*((?:,\s*\w+\s*=\s*{_NUM}\s*)*)\)")
 _PROGRESS = re.compile(r"^\s*signal_async_progress\(\s*(\d+)\s*\)")
 _KW = re.compile(rf"(\w+)\s*=\s*({_NUM})")
 

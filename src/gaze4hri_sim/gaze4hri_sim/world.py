@@ -88,7 +88,8 @@ class SimWorld:
         default_file = Path(self.calib.directory) / "subjects" / "default.yaml"
         if default_file.is_file():
             nominal = load_eye_head(default_file)
-        self.T_head_eye = true_eye_head or (simulated_eye_head(cfg.subject, nominal) if calibration is None else self.calib.T_head_eye)
+        self.T_head_eye = true_eye_head or (simulated_eye_head(cfg.subject, nominal) if calibration is None
+                                            else self.calib.T_head_eye)
         self.subject = SubjectModel(
             self.calib.eye_nominal_world, self.calib.subject_forward_world, self.T_head_eye,
             follow_yaw=cfg.head_follow_yaw, follow_pitch=cfg.head_follow_pitch, head_turn_s=cfg.head_turn_s,
@@ -166,7 +167,8 @@ class SimWorld:
             return self.calib.targets[name]
         return lambda t: self.target_world(name, t)
 
-    def set_gaze_target(self, target, head_yaw_deg: float | None = None, t_ns: int | None = None, label: str = "") -> None:
+    def set_gaze_target(self, target, head_yaw_deg: float | None = None, t_ns: int | None = None,
+                        label: str = "") -> None:
         """Look at a named target, a world point, 'camera', or None (straight ahead)."""
         t_ns = self.clock.now_ns() if t_ns is None else int(t_ns)
         if isinstance(target, str):
@@ -193,7 +195,8 @@ class SimWorld:
         if target is None:
             self.props.probe_target = None
         else:
-            self.props.probe_target = np.asarray(self.calib.targets[target] if isinstance(target, str) else target, float)
+            self.props.probe_target = np.asarray(self.calib.targets[target] if isinstance(target, str) else target,
+                                                 float)
 
     def enable_robot_marker(self, on: bool = True, marker_in_tool0=None) -> None:
         """Registration: a tracked marker on the robot's flange."""
