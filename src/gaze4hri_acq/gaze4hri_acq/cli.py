@@ -166,11 +166,14 @@ def _add_replay(sub) -> None:
 
 
 def _add_node(sub) -> None:
+    from .nodes.table import NODES
+
     n = sub.add_parser("node", help="run device nodes in this process (what the launch files start)",
                        formatter_class=_HelpFormatter,
                        epilog="examples:\n  gaze4hri-acq node camera mocap robot recorder --backend sim")
-    n.add_argument("names", nargs="+", help="node names from the node table (camera, recorder, mocap, robot; "
-                                            "orchestrator: the session from its ROS parameters)")
+    devices = ", ".join(name for name in NODES.names() if name != "orchestrator")
+    n.add_argument("names", nargs="+", help=f"node names from the node table ({devices}; "
+                                            "orchestrator alone: the session from its ROS parameters)")
     n.add_argument("--backend", choices=BACKENDS, default="sim", help="simulated devices or the lab's")
     n.add_argument("--sim-seed", type=int, default=_d("seed"), help="simulation seed (sim backend)")
     n.add_argument("--sim-subject", default="default", help="simulated subject (its eye-head offset; sim backend)")
