@@ -201,7 +201,9 @@ def test_bench_run_names_the_damaged_trial_and_writes_the_others(damaged_session
     assert rc == 1
     lines = [ln for ln in text.splitlines() if "chunk CRC mismatch at offset" in ln]
     assert lines and all(bad in ln and str(sd / "bags" / bad) in ln and f"--redo {bad}" in ln for ln in lines)
-    assert text.rstrip().splitlines()[-2].strip().startswith(f"skipped S01/{bad}")  # listed again at the end
+    out_lines = text.rstrip().splitlines()
+    summary = max(i for i, ln in enumerate(out_lines) if "results file(s) in" in ln)  # then the next command
+    assert out_lines[summary - 1].strip().startswith(f"skipped S01/{bad}")  # listed again at the end
     df = pd.read_parquet(next(out.glob("*.parquet")))
     assert set(df["trial"]) == {"illum010_P1", "mutual_v_fast"}
 
