@@ -29,7 +29,8 @@ runs one emulator process on its own loopback address 127.0.0.N. It speaks:
   program runs its literal moves, write_output_integer_register and sleep calls in
   order (sendCustomScript).
 - a control port (``--control-port``, default 30010, one line per request):
-  ``pstop`` (protective stop now), ``unlock``, ``scaling X``, ``state`` (one JSON line).
+  ``pstop`` (protective stop now), ``unlock``, ``estop`` / ``release`` (the emergency stop),
+  ``scaling X``, ``state`` (one JSON line).
 
 The arm (gaze4hri_sim.ur_motion) moves on the core's kinematics; every data package
 is built from one state snapshot. ``--pstop-after S`` sets a protective stop S
@@ -51,6 +52,7 @@ from gaze4hri_core.kinematics import MODELS
 
 from .ur_codes import (
     DASHBOARD_PORT,
+    ESTOP_BITS,
     PSTOP_BIT,
     ROBOT_MODE,
     RTDE_PORT,
@@ -59,6 +61,7 @@ from .ur_codes import (
     RUNTIME_STOPPED,
     SAFETY_NORMAL,
     SAFETY_PROTECTIVE_STOP,
+    SAFETY_ROBOT_EMERGENCY_STOP,
     SCRIPT_PORTS,
     SERIES,
 )
@@ -95,6 +98,7 @@ class URController(Programs, Servers):
         self.out_int, self.out_double = [0] * 48, [0.0] * 48
         self.robot_mode = ROBOT_MODE["RUNNING"]
         self.pstop = False
+        self.estop = False  # emergency stop (control port 'estop'; 'release' clears it)
         self.runtime = RUNTIME_STOPPED
         self.program_name = "<none>"
         self.program: dict | None = None  # {"kind": "rtde"|"custom", ...}
@@ -142,7 +146,7 @@ class URController(Programs, Servers):
             if self.pstop_after is not None and self.stream_t0 is not None and now - self.stream_t0 >= self.pstop_after:
                 self.pstop_after = None
                 self.trigger_pstop("--pstop-after")
-            frozen = self.pstop or self.robot_mode != ROBOT_MODE["RUNNING"]
+            frozen = self.pstop or self.estop or self.robot_mode != ROBOT_MODE["RUNNING"]
             if not frozen:
                 self.arm.step(dt, self.scaling)
             else:
@@ -167,9 +171,9 @@ class URController(Programs, Servers):
         s = {"timestamp": t, "actual_q": list(q), "target_q": list(q), "actual_qd": list(qd), "target_qd": list(qd),
              "actual_TCP_pose": pose, "target_TCP_pose": pose, "actual_TCP_speed": speed, "target_TCP_speed": speed,
              "speed_scaling": self.scaling, "target_speed_fraction": 1.0, "robot_mode": self.robot_mode,
-             "joint_mode": [253] * 6, "safety_mode": SAFETY_PROTECTIVE_STOP if self.pstop else SAFETY_NORMAL,
-             "safety_status": SAFETY_PROTECTIVE_STOP if self.pstop else SAFETY_NORMAL,
-             "safety_status_bits": 1 | PSTOP_BIT if self.pstop else 1, "runtime_state": self.runtime,
+             "joint_mode": [253] * 6, "safety_mode": self._safety_mode(), "safety_status": self._safety_mode(),
+             "safety_status_bits": (1 | PSTOP_BIT if self.pstop else 1) | (ESTOP_BITS if self.estop else 0),
+             "runtime_state": self.runtime,
              "robot_status_bits": int(powered) | (2 if self.runtime == RUNTIME_PLAYING else 0),
              "actual_main_voltage": 48.0, "actual_robot_voltage": 48.0, "joint_temperatures": [30.0] * 6,
              "actual_execution_time": 0.3, "tcp_offset": None}
@@ -179,6 +183,9 @@ class URController(Programs, Servers):
             s[f"input_int_register_{i}"] = self.in_int[i]
             s[f"input_double_register_{i}"] = self.in_double[i]
         return s
+
+    def _safety_mode(self) -> int:
+        return SAFETY_ROBOT_EMERGENCY_STOP if self.estop else SAFETY_PROTECTIVE_STOP if self.pstop else SAFETY_NORMAL
 
     def run(self) -> None:
         period = 1.0 / self.rate_hz

@@ -167,7 +167,7 @@ class Servers:
                 return f"Robotmode: {modes.get(self.robot_mode, 'RUNNING')}"
             if low in ("safetystatus", "safetymode"):
                 return f"{'Safetystatus' if low == 'safetystatus' else 'Safetymode'}: " + (
-                    "PROTECTIVE_STOP" if self.pstop else "NORMAL")
+                    "ROBOT_EMERGENCY_STOP" if self.estop else "PROTECTIVE_STOP" if self.pstop else "NORMAL")
             if low == "unlock protective stop":
                 self.unlock_pstop()
                 return "Protective stop releasing"
@@ -252,6 +252,10 @@ class Servers:
                     reply = "ok"
                 elif req[:1] == ["unlock"]:
                     self.unlock_pstop()
+                    reply = "ok"
+                elif req[:1] in (["estop"], ["release"]):  # the emergency stop button pressed / released
+                    self.estop = req[0] == "estop"
+                    self.arm.halt()
                     reply = "ok"
                 elif req[:1] == ["scaling"] and len(req) == 2:
                     try:
