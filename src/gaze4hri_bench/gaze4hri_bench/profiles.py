@@ -241,6 +241,10 @@ STUDY_SETTINGS: tuple[Setting, ...] = (
     Setting("l2cs_first_head_as_pitch", "output", "l2cs_bins_first_as_pitch", ("l2cs_gaze360",),
             "GazeForHRI/GazeModels@l2cs:gaze_model_l2cs.py:40,52-53,67-69", "looks like a mistake",
             "the first 90-bin head (yaw in L2CS) is passed on as pitch, then x and y are swapped by the basis change"),
+    Setting("l2cs_resize_pil", "crop_rule", "l2cs_face_box_pil", ("l2cs_gaze360",),
+            "GazeForHRI/GazeModels@l2cs:gaze_model_l2cs.py:37 (l2cs/utils.py:19-27,40-49)", "deliberate choice",
+            "the 224x224 crop brought to 448 by torchvision's Resize on a PIL image (PIL bilinear, as L2CS-Net's own "
+            "transforms), not cv2's INTER_LINEAR: 1 grey level apart in a third of the pixels"),
     Setting("gazetr_eth_rgb", "colour", "rgb", ("gazetr_eth",),
             "GazeForHRI/GazeModels@gazetr:gaze_estimation_batch.py:44 (isRGB default: gaze_estimation.py:9)",
             "looks like a mistake", "frames decoded to RGB and fed as is; GazeTR was trained on BGR"),

@@ -8,6 +8,9 @@ left after cutting it at the image border (long side ``size``). Rules (facts in
 
 * ``l2cs_face_box``: the face box itself, no margin (not squared), resized to 224 and
   then to ``size`` (448), as L2CS-Net's official demo.
+* ``l2cs_face_box_pil``: ``l2cs_face_box`` with the 224 -> ``size`` step done by PIL's
+  bilinear resize, as torchvision's ``Resize(448)`` on a PIL image in L2CS-Net's
+  transforms, which the study ran (profile setting ``l2cs_resize_pil``).
 * ``l2cs_face_box_pad20``: ``l2cs_face_box`` with each side of the integer box moved
   out by 20 px before the clamp (:data:`STUDY_CROP_PAD_PX`; the study's crop inputs of
   PureGaze (ETH), PureGaze (Gaze360) and GazeTR (Gaze360), profile setting
@@ -45,9 +48,9 @@ import cv2
 import numpy as np
 from gaze4hri_core.registry import Registry
 
-__all__ = ["CROP_RULES", "KEEP_RATIO", "crop", "crop_square", "crop_int_antialiased", "crop_cut_keep_ratio", "keep_ratio_size",
-           "resize_antialiased", "GAT_RESIZE", "STUDY_CROP_PAD_PX",
-           "grow_box", "head_box_from_face", "rule_square", "to_tensor", "pad_tensor", "clip_pad_size", "HEAD_FROM_FACE"]
+__all__ = ["CROP_RULES", "KEEP_RATIO", "crop", "crop_square", "crop_int_antialiased", "crop_cut_keep_ratio",
+           "keep_ratio_size", "resize_antialiased", "GAT_RESIZE", "STUDY_CROP_PAD_PX", "grow_box", "head_box_from_face",
+           "rule_square", "to_tensor", "pad_tensor", "clip_pad_size", "HEAD_FROM_FACE"]
 
 # Face box -> head box factors (fractions of the face box width w and height h).
 # Face detectors (WIDER FACE style: YOLOv8-face, MediaPipe BlazeFace) box roughly brows
@@ -287,10 +290,23 @@ def _l2cs(image, face_box, size, pad: int = 0):
     return p if size == 224 else cv2.resize(p, (size, size), interpolation=cv2.INTER_LINEAR)
 
 
+def _l2cs_pil(image, face_box, size):
+    """The study's L2CS crop (GazeForHRI/GazeModels@l2cs): the 224 patch of ``_l2cs``
+    (gaze_estimation.py:302-315), then torchvision's ``Resize(448)`` on a PIL image
+    (gaze_model_l2cs.py:37 -> l2cs/utils.py:19-27,40-49 ``ToPILImage``, ``Resize``): PIL's
+    BILINEAR, which rounds to uint8 after each pass and so differs from cv2's INTER_LINEAR
+    by 1 grey level in about a third of the pixels (benchmarks/study_l2cs_parity.py)."""
+    from PIL import Image
+
+    p = _l2cs(image, face_box, 224)
+    return p if size == 224 else np.asarray(Image.fromarray(p).resize((size, size), Image.BILINEAR))
+
+
 # name -> (needs a head box?, region function or full crop function)
 CROP_RULES: Registry[tuple[bool, Callable]] = Registry("crop rule", where="faces.crops")
 CROP_RULES.add("l2cs_face_box", (False, _l2cs))
 CROP_RULES.add("l2cs_face_box_pad20", (False, lambda image, box, size: _l2cs(image, box, size, STUDY_CROP_PAD_PX)))
+CROP_RULES.add("l2cs_face_box_pil", (False, _l2cs_pil))
 CROP_RULES.add("mcgaze_head_square", (True, _square_mcgaze))
 CROP_RULES.add("gat_head_box", (True, _square_gat))
 
