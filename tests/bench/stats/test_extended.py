@@ -364,3 +364,29 @@ def test_listwise_scope_per_family_in_exp2(videos):
     w = x.assign(s=np.where(x.experiment == "viewpoint", "arc", "fixed")).groupby(["subject", "s"]).apply(_wmean, include_groups=False).unstack()
     # R: t.test(arc, fixed, paired = TRUE)
     assert stu.loc["puregaze_eth", "p"] == pytest.approx(stats.ttest_rel(w["arc"], w["fixed"]).pvalue)
+
+
+def test_study_viewpoint_table_describes_the_subjects_its_test_pairs(videos):
+    """The study's test table (camera_viewpoint.py:175-240, pingouin pairwise_tests with return_desc on
+    the subjects with both settings) gives the paired subjects' means and SDs beside the paired t-test;
+    the descriptives of every subject with a value stay in viewpoint_descriptives (:138-172)."""
+    pg = pytest.importorskip("pingouin")
+    v = videos[~((videos.subject == "S05") & (videos.experiment == "viewpoint") & (videos.method == "l2cs_gaze360"))]
+    a = A.viewpoint(v, profile=STUDY)
+    row = a.tables["viewpoint"].set_index("method").loc["l2cs_gaze360"]
+    x = v[(v.method == "l2cs_gaze360") & ((v.experiment == "viewpoint") | ((v.experiment == "illumination") & (v.condition == "100")))]
+    long = x.assign(condition=np.where(x.experiment == "viewpoint", "arc", "fixed")).groupby(["subject", "condition"]).apply(
+        _wmean, include_groups=False).rename("mean_error").reset_index()
+    both = long[long.subject.map(long.groupby("subject").condition.nunique()) == 2]
+    res = pg.pairwise_tests(data=both, dv="mean_error", within="condition", subject="subject", parametric=True,
+                            return_desc=True).iloc[0]
+    col = (lambda k, g: f"{k}({g})") if "mean(A)" in res.index else (lambda k, g: f"{k}_{g}")  # pingouin < / >= 0.6
+    desc = {res[g]: (res[col("mean", g)], res[col("std", g)]) for g in ("A", "B")}
+    assert row["n"] == 7 and (row["n_fixed"], row["n_arc"]) == (8, 7)
+    assert (row["fixed_mean"], row["fixed_sd"]) == pytest.approx(desc["fixed"], rel=1e-12)
+    assert (row["arc_mean"], row["arc_sd"]) == pytest.approx(desc["arc"], rel=1e-12)
+    assert abs(row["t"]) == pytest.approx(abs(res["T"]))
+    # the descriptives table keeps every subject with a value (8 with the fixed camera)
+    d = a.tables["viewpoint_descriptives"].set_index(["method", "setting"]).loc[("l2cs_gaze360", "fixed")]
+    allfixed = long[long.condition == "fixed"]["mean_error"]
+    assert d["n"] == 8 and d["mean"] == pytest.approx(allfixed.mean()) and d["mean"] != pytest.approx(row["fixed_mean"])
