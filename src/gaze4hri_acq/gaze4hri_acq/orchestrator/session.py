@@ -157,12 +157,36 @@ def _check_exists(cfg: SessionConfig, sdir: Path) -> bool:
     """Whether the session exists, refused when that contradicts --resume/--redo; run again
     under the session lock, the one part of the check another run can change meanwhile."""
     exists = manifest_path(sdir).is_file()
+    if not exists:
+        _refuse_orphan_recordings(sdir)
     if exists and not (cfg.resume or cfg.redo):
         raise SessionError("session exists already", str(sdir),
                            "continue it with --resume, redo trials with --redo ID, or pick another --out-dir")
     if (cfg.resume or cfg.redo) and not exists:
         raise SessionError("no session to resume", str(sdir), "start it without --resume")
     return exists
+
+
+def _refuse_orphan_recordings(sdir: Path) -> None:
+    """A folder whose bags/ holds recordings but has no session.yaml is not a new session:
+    a run would write into it (issue 31). Refused before anything starts, the folder untouched."""
+    bags = sdir / "bags"
+    try:
+        held = sorted(p.name for p in bags.iterdir())
+    except OSError:  # no bags/ (or not a folder): nothing recorded here
+        return
+    if not held:
+        return
+    trials = [n for n in held if not n.startswith(".")]
+    attempts = [n for n in held if n.startswith(".")]
+    what = f"{len(trials)} trial recording(s) ({', '.join(trials[:3])}{', ...' if len(trials) > 3 else ''})"
+    if not trials:
+        what = "earlier attempts (" + ", ".join(f"bags/{n}" for n in attempts) + ")"
+    elif attempts:
+        what += " and earlier attempts"
+    raise SessionError(f"the session folder holds {what} but no session.yaml", str(sdir),
+                       "restore its session.yaml (from a backup) and continue with --resume, "
+                       "or pick another --out-dir or --subject")
 
 
 def _select(cfg: SessionConfig) -> list[Trial]:
