@@ -79,6 +79,8 @@ def gather_mocap(config: MocapConfig, seconds: float = 1.0) -> MocapReport:
         return MocapReport(m.address, error=e.what.split(": ", 1)[-1], foreign=m.guard.foreign,
                            foreign_fault=m.guard.last_fault)
     try:
+        while m.read(0.0) is not None:  # frames queued before the model definitions carry no body names
+            pass
         frames, t_end = [], time.monotonic() + seconds
         while time.monotonic() < t_end:
             f = m.read(0.05)
