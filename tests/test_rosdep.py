@@ -257,10 +257,12 @@ def rosdep_env(tmp_path_factory):
         pytest.skip(f"no vendored rosdistro database at {VENDOR}")
     tmp = tmp_path_factory.mktemp("rosdep")
     (tmp / "sources").mkdir()
+    # file URIs, percent-encoded: a sources list line is split at whitespace, so a checkout path with a
+    # space must not appear raw (rosdep would read "file:///tmp/my" as the source)
     (tmp / "sources" / "20-local.list").write_text(
-        "".join(f"yaml file://{VENDOR}/rosdep/{f}\n" for f in ("base.yaml", "python.yaml")), "utf-8")
+        "".join(f"yaml {(VENDOR / 'rosdep' / f).as_uri()}\n" for f in ("base.yaml", "python.yaml")), "utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROS_")}
-    env.update(ROSDISTRO_INDEX_URL=f"file://{VENDOR}/index-v4.yaml", ROSDEP_SOURCE_PATH=str(tmp / "sources"),
+    env.update(ROSDISTRO_INDEX_URL=(VENDOR / "index-v4.yaml").as_uri(), ROSDEP_SOURCE_PATH=str(tmp / "sources"),
                ROS_HOME=str(tmp / "home"), ROS_PYTHON_VERSION="3", PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}")
     r = subprocess.run([exe, "update"], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

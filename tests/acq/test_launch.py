@@ -232,6 +232,18 @@ _DRIVER = textwrap.dedent("""
 """)
 
 
+def _skip_unless_scripts_start(install: Path) -> None:
+    """Skip where colcon's ament_python build (setuptools) wrote a console script Linux cannot start: with a
+    space in the interpreter's path setuptools quotes it ('#!"/my dir/.venv/bin/python"'), and the kernel
+    takes the quotes for part of the path, so every node of a launch fails with 'No such file or directory'."""
+    script = install / "gaze4hri_acq" / "lib" / "gaze4hri_acq" / "gaze4hri-acq"
+    first = script.read_text(encoding="utf-8").split("\n", 1)[0]
+    if first.startswith('#!"'):
+        pytest.skip(f"colcon (setuptools) cannot install runnable console scripts for an interpreter whose path has a "
+                    f"space ({sys.executable}): its '{first[:24]}...' line does not start; use a checkout path without "
+                    "spaces for the launch tier (README, Tests)")
+
+
 class Workspace:
     def __init__(self, install: Path, launch_path: list[str]):
         self.install = install
@@ -248,6 +260,8 @@ class Workspace:
         self.env.pop("GAZE4HRI_CALIBRATION", None)
 
     def launch(self, file: str, timeout: float = 240, show_args: bool = False, **args) -> subprocess.CompletedProcess:
+        if not show_args:  # show_args only reads the launch files: no node is started
+            _skip_unless_scripts_start(self.install)
         env = {**self.env, **({"G4_SHOW_ARGS": "1"} if show_args else {})}
         return subprocess.run([sys.executable, "-c", _DRIVER, file, *(f"{k}:={v}" for k, v in args.items())], env=env,
                               cwd=self.install.parent, capture_output=True, text=True, timeout=timeout)

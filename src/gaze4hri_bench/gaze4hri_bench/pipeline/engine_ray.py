@@ -116,7 +116,9 @@ class _TrialWorker:
     """A Ray actor: the run's jobs with their ONNX sessions, the face models and the
     dataset, built once; :meth:`run_unit` runs one trial for the jobs that lack it."""
 
-    def __init__(self, cfg, jobs, dataset=None, threads: int | None = None):
+    def __init__(self, cfg, jobs, dataset=None, threads: int | None = None, hide_gpus: bool = False):
+        if hide_gpus:  # before any session: CUDA reads it once, at its first use in this (dedicated) process
+            os.environ["CUDA_VISIBLE_DEVICES"] = ""
         from .._console import setup
 
         setup(native_filter=False)  # as the CLI does: quiet native loggers, MediaPipe's protobuf shim
@@ -246,12 +248,13 @@ def _start_workers(ray, cfg, jobs: list, dataset, n_units: int, write) -> list:
     # SPREAD: one worker per node before two on one (docs/cluster.md).
     # a worker that reserved no GPU must not use one: Ray 2.60 no longer hides the node's
     # GPUs from it (ray/_private/accelerators/accelerator.py, RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO),
-    # so --device auto would put every worker of a GPU node on its GPUs, unaccounted
-    hide = {} if gpus else {"runtime_env": {"env_vars": {"CUDA_VISIBLE_DEVICES": ""}}}
+    # so --device auto would put every worker of a GPU node on its GPUs, unaccounted. The actor hides
+    # them itself: a runtime_env would start it through Ray's `bash -c "exec <python> ..."`, which
+    # leaves the interpreter's path unquoted and fails in a checkout whose path has a space.
     worker = ray.remote(_TrialWorker).options(num_cpus=cpus, num_gpus=gpus, max_restarts=MAX_RESTARTS,
-                                               max_task_retries=0, max_concurrency=1, scheduling_strategy="SPREAD",
-                                               **hide)
-    actors = [worker.remote(cfg, jobs, dataset, cfg.threads or cpus) for _ in range(n)]  # sessions built in them
+                                               max_task_retries=0, max_concurrency=1, scheduling_strategy="SPREAD")
+    actors = [worker.remote(cfg, jobs, dataset, cfg.threads or cpus, hide_gpus=not gpus)  # sessions built in them
+              for _ in range(n)]
     write(f"ray: {n_units} unit(s) (one trial for all its jobs) on {n} worker(s), "
           f"{cpus} CPU{' + 1 GPU' if gpus else ''} each")
     return actors
