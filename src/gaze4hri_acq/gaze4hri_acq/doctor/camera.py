@@ -39,6 +39,7 @@ class CameraReport:
     seconds: float = 0.0  # device time spanned by the frames
     dropped: int = 0
     domains: tuple[str, ...] = ()
+    fix: str | None = None  # the fix for ``error`` where the source knows it
 
 
 # ------------------------------------------------------------------ gathering (I/O)
@@ -220,8 +221,8 @@ def camera_checks(r: CameraReport, width: int, height: int, fps: int, settings: 
                   serial: str = "") -> list[Check]:
     """Every camera check from one report against the session's mode and the study's colour settings."""
     if r.error is not None:
-        fix = ("pass a RealSense recording (.db3)" if r.playback else
-               "plug the camera into a USB 3 port, check 'rs-enumerate-devices' and the udev rules")
+        fix = r.fix or ("pass a RealSense recording (.db3)" if r.playback else
+                        "plug the camera into a USB 3 port, check 'rs-enumerate-devices' and the udev rules")
         return [failed(G, "device", f"{r.source}: {r.error}", fix)]
     out = [passed(G, "device", r.source)]
     out += _device(r, serial, width, height, fps)

@@ -102,8 +102,10 @@ def host_checks(f: HostFacts, need_bytes: int, trials: int, mode: str, compressi
                 robot_rtt_ms: float | None = None, robot_drift_ms: float | None = None,
                 mocap_latency_ms: float | None = None) -> list[Check]:
     """Disk for ``trials`` at ``mode`` (WxH@fps), clocks, load, ROS settings and versions."""
-    v = (f"{need_bytes / 1e9:.1f} GB needed for {trials} trials at {mode} (compression {compression}), "
-         f"{f.free_bytes / 1e9:.1f} GB free in {f.disk_path}")
+    from ..orchestrator.disk import gb
+
+    v = f"{gb(need_bytes)} needed for {trials} trials at {mode} (compression {compression}), {gb(f.free_bytes)} free " \
+        f"in {f.disk_path}"
     out = [passed(G, "disk", v) if f.free_bytes >= need_bytes else
            failed(G, "disk", v, "free disk space, pick --out-dir on a larger disk, or record fewer trials "
                                 "or a smaller --resolution")]

@@ -40,6 +40,7 @@ class MocapReport:
     foreign: int = 0
     foreign_fault: str | None = None
     poses: dict[str, SE3] = field(default_factory=dict)
+    fix: str | None = None  # the fix for ``error`` where the source knows it
 
 
 def expected_bodies(table: bool, camera: str | None) -> dict[str, str]:
@@ -179,7 +180,7 @@ def mocap_checks(r: MocapReport, expected: dict[str, str], rate_hz: float,
     """Every motion-capture check from one report: the server and foreign senders, the
     expected bodies present and tracked, the rate, the latency and the up axis."""
     if r.error is not None:
-        out = [failed(G, "server", f"{r.address}: {r.error}",
+        out = [failed(G, "server", f"{r.address}: {r.error}", r.fix or
                       "start Motive, enable Streaming, match unicast/multicast and check --motive-ip / --local-ip")]
         if r.foreign:
             out += _server(r)[:1]

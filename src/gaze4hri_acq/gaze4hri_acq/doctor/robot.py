@@ -182,6 +182,8 @@ def gather_robot(host: str, model: str, timeout_s: float = 2.0, sample_s: float 
 
 # ------------------------------------------------------------------ checks (pure)
 def _reach(r: RobotReport) -> list[Check]:
+    if r.rtde_error is not None and r.simulated:
+        return [failed(G, "controller", f"simulated arm: {r.rtde_error}", r.notes.get("fix", "see the error"))]
     if r.rtde_error is not None:
         fix = r.notes.get("fix", "power on the controller, check the robot IP and that RTDE is enabled")
         return [failed(G, "rtde", f"{r.host}:30004 {r.rtde_error}", fix)]
@@ -283,7 +285,7 @@ def robot_checks(r: RobotReport, model: str, T_world_base: SE3 | None, limits: S
     """Every robot check from one report: reachability, series and version against
     ``model``, robot mode, safety, remote control, rate, TCP offset, payload, joints and
     the workspace box (``T_world_base``: the calibration's registration)."""
-    if r.simulated:
+    if r.simulated and r.rtde_error is None:
         out = [passed(G, "controller", f"simulated {model.upper()} ({r.host})")]
     else:
         out = _reach(r)

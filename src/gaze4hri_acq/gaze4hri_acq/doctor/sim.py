@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gaze4hri_core.device_config import CameraConfig, CameraSettings, RobotConfig, SimConfig
 from gaze4hri_core.devices import DeviceError
+from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.transforms import se3_to_ur_pose
 
 from .camera import CameraReport
@@ -70,7 +71,14 @@ def sim_reports(cfg, cal_dir: Path, seconds: float = 0.3) -> tuple[RobotReport, 
     from ..drivers.registry import make_world
 
     sc = SimConfig(seed=cfg.seed, calibration_dir=cal_dir, robot_model=cfg.robot_model)
-    world = make_world(sc, clock=SimClock(manual=True))
+    try:
+        world = make_world(sc, clock=SimClock(manual=True))
+    except (Gaze4HRIError, ValueError) as e:  # the lab is built from the calibration: its error, once per device
+        what = e.line() if isinstance(e, Gaze4HRIError) else str(e)
+        fix = "fix the calibration (the calibration checks below name the file)"
+        return (RobotReport("sim", simulated=True, rtde_error=f"not built ({what})", notes={"fix": fix}),
+                CameraReport("simulated D435i", simulated=True, error="not built (the simulated lab)", fix=fix),
+                MocapReport("sim", simulated=True, error="not built (the simulated lab)", fix=fix))
     try:
         w, h = cfg.resolution
         robot = _robot(world, cfg.robot_model, cal_dir)
