@@ -35,19 +35,20 @@ def _setting_means(v, method, weighted):
 
 def test_viewpoint_descriptives_every_subject_in_study_profile(videos):
     """camera_viewpoint.py:138-172 writes the descriptives over every subject with a value in the
-    (model, condition) cell; :175-240 tests only the subjects with both conditions. S05 lost every
-    arc video of L2CS: its fixed mean counts in the study's fixed descriptive (N 8), not in the test (N 7)."""
+    (model, condition) cell; :175-240 tests only the subjects with both conditions and its test table
+    (pingouin's return_desc) describes those. S05 lost every arc video of L2CS: its fixed mean counts in
+    the study's fixed descriptive (N 8), not in the test table (N 7)."""
     v = videos[~((videos.subject == "S05") & (videos.experiment == "viewpoint") & (videos.method == "l2cs_gaze360"))]
     w = _setting_means(v, "l2cs_gaze360", weighted=True)
     a = A.viewpoint(v, profile=STUDY)
     t = a.tables["viewpoint"].set_index("method").loc["l2cs_gaze360"]
-    assert t["fixed_mean"] == pytest.approx(w["fixed"].mean()) and t["n_fixed"] == 8
-    assert t["fixed_sd"] == pytest.approx(w["fixed"].std(ddof=1))
-    assert t["arc_mean"] == pytest.approx(w["arc"].dropna().mean()) and t["n_arc"] == 7
     paired = w.dropna()
+    assert t["fixed_mean"] == pytest.approx(paired["fixed"].mean()) and t["n_fixed"] == 8
+    assert t["fixed_sd"] == pytest.approx(paired["fixed"].std(ddof=1))
+    assert t["arc_mean"] == pytest.approx(paired["arc"].mean()) and t["n_arc"] == 7
     assert t["n"] == 7 and t["p"] == pytest.approx(stats.ttest_rel(paired["arc"], paired["fixed"]).pvalue)
-    assert t["mean_diff"] == pytest.approx((paired["arc"] - paired["fixed"]).mean())
-    assert t["fixed_mean"] != pytest.approx(paired["fixed"].mean())  # the set tells the two apart
+    assert t["mean_diff"] == pytest.approx(t["arc_mean"] - t["fixed_mean"])  # the columns describe the test's pairs
+    assert t["fixed_mean"] != pytest.approx(w["fixed"].mean())  # the set tells the two apart
     d = a.tables["viewpoint_descriptives"].set_index(["method", "setting"]).loc[("l2cs_gaze360", "fixed")]
     lo, hi = stats.t.interval(0.95, 7, loc=w["fixed"].mean(), scale=stats.sem(w["fixed"]))
     assert (d["n"], d["mean"], d["se"], d["ci_low"], d["ci_high"]) == pytest.approx((8, w["fixed"].mean(), stats.sem(w["fixed"]), lo, hi))

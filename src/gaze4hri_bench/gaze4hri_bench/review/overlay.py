@@ -5,6 +5,7 @@ unit gaze vector; both ends are projected with the pinhole model x = K X / Z (Op
 optical axes: x right, y down, z forward; Hartley & Zisserman, Sec. 6.1). A segment
 that crosses behind the camera is clipped at ``near_m`` in front of it. No I/O.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,9 @@ def project(K, points_cam) -> np.ndarray:
     return np.where(z > 0, uv, np.nan)
 
 
-def arrow_segment(K, origin_cam, direction_cam, length_m: float = ARROW_LENGTH_M,
-                  near_m: float = NEAR_M) -> tuple[np.ndarray, np.ndarray] | None:
+def arrow_segment(
+    K, origin_cam, direction_cam, length_m: float = ARROW_LENGTH_M, near_m: float = NEAR_M
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(start px, end px) of the arrow origin -> origin + length * direction, clipped to
     z >= near_m; None when the origin or direction is unknown or the whole arrow is
     behind the near plane."""
@@ -75,8 +77,9 @@ def depth_cosine(origin_cam, direction_cam) -> float:
     return float(o @ d / (no * nd))
 
 
-def frame_arrows(K, eye_cam, gt, preds: dict[str, np.ndarray], errors: dict[str, float],
-                 length_m: float = ARROW_LENGTH_M) -> list[Arrow]:
+def frame_arrows(
+    K, eye_cam, gt, preds: dict[str, np.ndarray], errors: dict[str, float], length_m: float = ARROW_LENGTH_M
+) -> list[Arrow]:
     """The arrows of one frame: ground truth first (name ``gt``), then each method in
     the order given; methods whose vector is unknown (invalid frame) are left out."""
     out = []
@@ -88,5 +91,7 @@ def frame_arrows(K, eye_cam, gt, preds: dict[str, np.ndarray], errors: dict[str,
         if seg is None:
             continue
         e = errors.get(name, float("nan"))
-        out.append(Arrow(name, seg[0], seg[1], f"{name}: {e:.1f} deg" if np.isfinite(e) else name, depth_cosine(eye_cam, v)))
+        out.append(
+            Arrow(name, seg[0], seg[1], f"{name}: {e:.1f} deg" if np.isfinite(e) else name, depth_cosine(eye_cam, v))
+        )
     return out

@@ -5,6 +5,7 @@ Each frame shows the ground-truth arrow (green) and every selected method's arro
 the eye midpoint (motion capture, ``data.frame_truth``), a legend with each method's
 angular error or its own validity reason (e.g. ``no_face``), and the frame's data
 validity reason (blink, mocap_lost, dropped_frame, ...) from the results rows."""
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,23 @@ from .overlay import ARROW_LENGTH_M, frame_arrows
 
 __all__ = ["ReviewConfig", "ReviewOutput", "review_trial", "result_files", "data_root", "trial_rows"]
 
-_ROW_COLS = ["subject", "trial", "frame", "t_ns", "method", "input", "valid", "invalid_reason",
-             "gt_x", "gt_y", "gt_z", "pred_x", "pred_y", "pred_z", "error_deg"]
+_ROW_COLS = [
+    "subject",
+    "trial",
+    "frame",
+    "t_ns",
+    "method",
+    "input",
+    "valid",
+    "invalid_reason",
+    "gt_x",
+    "gt_y",
+    "gt_z",
+    "pred_x",
+    "pred_y",
+    "pred_z",
+    "error_deg",
+]
 
 
 @dataclass(frozen=True)
@@ -63,7 +79,9 @@ def result_files(results: Path, methods: tuple[str, ...] | None = None) -> dict[
         raise Gaze4HRIError("results folder not found", str(results), "pass the --out folder of `gaze4hri-bench run`")
     files = {p.stem: p for p in sorted(results.glob("*__*.parquet"))}
     if not files:
-        raise Gaze4HRIError("no results files (<method>__<input>.parquet)", str(results), "run `gaze4hri-bench run --out` into it first")
+        raise Gaze4HRIError(
+            "no results files (<method>__<input>.parquet)", str(results), "run `gaze4hri-bench run --out` into it first"
+        )
     if methods:
         keep = {}
         for m in methods:
@@ -73,8 +91,11 @@ def result_files(results: Path, methods: tuple[str, ...] | None = None) -> dict[
 
                 names = sorted({k.split("__")[0] for k in files})
                 near = difflib.get_close_matches(m, names, n=1)
-                raise Gaze4HRIError(f"no results for method {m!r}", str(results),
-                                    (f"did you mean {near[0]}? " if near else "") + f"results hold: {', '.join(sorted(files))}")
+                raise Gaze4HRIError(
+                    f"no results for method {m!r}",
+                    str(results),
+                    (f"did you mean {near[0]}? " if near else "") + f"results hold: {', '.join(sorted(files))}",
+                )
             keep.update(hit)
         files = keep
     return files
@@ -99,8 +120,11 @@ def data_root(files: dict[str, Path]) -> Path:
                 return Path(args[i + 1])
             if a.startswith("--data="):
                 return Path(a.split("=", 1)[1])
-    raise Gaze4HRIError("the results do not say where the data is", str(next(iter(files.values()))),
-                        "pass --data with the sessions folder the run read")
+    raise Gaze4HRIError(
+        "the results do not say where the data is",
+        str(next(iter(files.values()))),
+        "pass --data with the sessions folder the run read",
+    )
 
 
 def trial_rows(files: dict[str, Path], trial: str, subject: str | None) -> tuple[str, dict[str, pd.DataFrame]]:
@@ -115,12 +139,21 @@ def trial_rows(files: dict[str, Path], trial: str, subject: str | None) -> tuple
     if not subjects:
         import difflib
 
-        trials = sorted({str(t) for p in files.values() for t in pd.read_parquet(p, columns=["trial"])["trial"].unique()})
+        trials = sorted(
+            {str(t) for p in files.values() for t in pd.read_parquet(p, columns=["trial"])["trial"].unique()}
+        )
         near = difflib.get_close_matches(trial, trials, n=1)
-        raise Gaze4HRIError(f"trial {trial!r} is not in the results" + (f" for subject {subject}" if subject else ""),
-                            "--trial", (f"did you mean {near[0]}? " if near else "") + f"results hold {len(trials)} trials")
+        raise Gaze4HRIError(
+            f"trial {trial!r} is not in the results" + (f" for subject {subject}" if subject else ""),
+            "--trial",
+            (f"did you mean {near[0]}? " if near else "") + f"results hold {len(trials)} trials",
+        )
     if len(subjects) > 1:
-        raise Gaze4HRIError(f"trial {trial} was recorded by {len(subjects)} subjects", "--trial", f"add --subject, one of {', '.join(subjects)}")
+        raise Gaze4HRIError(
+            f"trial {trial} was recorded by {len(subjects)} subjects",
+            "--trial",
+            f"add --subject, one of {', '.join(subjects)}",
+        )
     s = subjects[0]
     return s, {k: df[df["subject"] == s].sort_values("frame").set_index("frame") for k, df in out.items()}
 
@@ -129,7 +162,11 @@ def _intrinsics(ds, tref, shape) -> np.ndarray:
     cam = getattr(ds, "camera_info", None)
     intr = cam(tref) if callable(cam) else getattr(getattr(tref, "calibration", None), "intrinsics", None)
     if intr is None:
-        raise Gaze4HRIError("no camera intrinsics for this trial", f"{tref.subject}/{tref.trial}", "the session needs calibration/camera_info.yaml")
+        raise Gaze4HRIError(
+            "no camera intrinsics for this trial",
+            f"{tref.subject}/{tref.trial}",
+            "the session needs calibration/camera_info.yaml",
+        )
     h, w = shape[:2]
     if (intr.width, intr.height) != (w, h):
         intr = intr.scaled(w, h)
@@ -150,10 +187,18 @@ def review_trial(cfg: ReviewConfig, log=print, dataset=None) -> ReviewOutput:
 
     files = result_files(cfg.results, cfg.methods)
     subject, rows = trial_rows(files, cfg.trial, cfg.subject)
-    ds = dataset if dataset is not None else Dataset(cfg.data or data_root(files), subjects=[subject], trials=[cfg.trial])
+    ds = (
+        dataset
+        if dataset is not None
+        else Dataset(cfg.data or data_root(files), subjects=[subject], trials=[cfg.trial])
+    )
     refs = [t for t in ds.trials() if t.subject == subject and t.trial == cfg.trial]
     if not refs:
-        raise Gaze4HRIError(f"trial {subject}/{cfg.trial} is not in the data", str(cfg.data or "--data"), "pass --data with the sessions the run read")
+        raise Gaze4HRIError(
+            f"trial {subject}/{cfg.trial} is not in the data",
+            str(cfg.data or "--data"),
+            "pass --data with the sessions the run read",
+        )
     tref = refs[0]
     gt = ds.trial_ground_truth(tref).set_index("frame")
     keys = list(rows)
@@ -165,7 +210,9 @@ def review_trial(cfg: ReviewConfig, log=print, dataset=None) -> ReviewOutput:
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{subject}__{cfg.trial}")
     writer = Mp4Writer(out / f"{stem}.mp4", fps)
     n_total = len(gt)
-    picks = set(np.linspace(0, max(n_total - 1, 0), min(cfg.sheet_frames, max(n_total, 1))).round().astype(int).tolist())
+    picks = set(
+        np.linspace(0, max(n_total - 1, 0), min(cfg.sheet_frames, max(n_total, 1))).round().astype(int).tolist()
+    )
     sheet: list[np.ndarray] = []
     t0 = time.perf_counter()
     n = 0

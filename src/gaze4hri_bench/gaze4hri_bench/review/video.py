@@ -1,5 +1,6 @@
 """H.264 MP4 through the ffmpeg that imageio-ffmpeg ships (libx264, yuv420p, so
 every browser plays it), frame counting by decoding it back, and the contact sheet."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,11 @@ def _ffmpeg():
     try:
         import imageio_ffmpeg
     except ImportError:
-        raise Gaze4HRIError("review videos need imageio-ffmpeg", "gaze4hri-bench review",
-                            "pip install 'imageio-ffmpeg==0.8.1' (requirements/base.txt)") from None
+        raise Gaze4HRIError(
+            "review videos need imageio-ffmpeg",
+            "gaze4hri-bench review",
+            "pip install 'imageio-ffmpeg==0.8.1' (requirements/base.txt)",
+        ) from None
     return imageio_ffmpeg
 
 
@@ -38,10 +42,18 @@ class Mp4Writer:
         if self._gen is None:
             self.size = (w - w % 2, h - h % 2)  # yuv420p needs even sizes
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._gen = _ffmpeg().write_frames(str(self._tmp), self.size, fps=self.fps, codec="libx264", pix_fmt_in="rgb24",
-                                               pix_fmt_out="yuv420p", quality=None, macro_block_size=1,
-                                               output_params=["-crf", str(self.crf), "-preset", "veryfast", "-movflags", "+faststart"],
-                                               ffmpeg_log_level="error")
+            self._gen = _ffmpeg().write_frames(
+                str(self._tmp),
+                self.size,
+                fps=self.fps,
+                codec="libx264",
+                pix_fmt_in="rgb24",
+                pix_fmt_out="yuv420p",
+                quality=None,
+                macro_block_size=1,
+                output_params=["-crf", str(self.crf), "-preset", "veryfast", "-movflags", "+faststart"],
+                ffmpeg_log_level="error",
+            )
             self._gen.send(None)
         w2, h2 = self.size
         self._gen.send(np.ascontiguousarray(rgb[:h2, :w2, :3]))
@@ -90,7 +102,7 @@ def contact_sheet(frames: list[np.ndarray], cols: int = 4, width: int = 1600) ->
     sheet = np.zeros((rows * th, cols * tw, 3), np.uint8)
     for i, f in enumerate(frames):
         r, c = divmod(i, cols)
-        sheet[r * th:(r + 1) * th, c * tw:(c + 1) * tw] = cv2.resize(f, (tw, th), interpolation=cv2.INTER_AREA)
+        sheet[r * th : (r + 1) * th, c * tw : (c + 1) * tw] = cv2.resize(f, (tw, th), interpolation=cv2.INTER_AREA)
     return sheet
 
 

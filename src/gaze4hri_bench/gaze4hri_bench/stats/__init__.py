@@ -1,10 +1,12 @@
 """Subject-level statistics, tables, figures and report from per-frame results
-(Sezer et al., Gaze4HRI, arXiv 2605.04770, the analyses of experiments 1-4 and Tables III-VII, S9, S10; docs/statistics.md).
+(Sezer et al., Gaze4HRI, arXiv 2605.04770, the analyses of experiments 1-4 and Tables III-VII, S9, S10;
+docs/statistics.md).
 
 Public entry point: :func:`analyze`. The pure analysis functions live in
 :mod:`.analyses` (tables in, tables out) and :mod:`.inference` (tests, Holm, effect
 sizes); imports are lazy so that ``import gaze4hri_bench.stats`` stays light.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

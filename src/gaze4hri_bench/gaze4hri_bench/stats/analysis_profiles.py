@@ -15,6 +15,7 @@ reproduces what the authors' released scripts compute (GazeForHRI/Gaze4HRI@main)
 - experiment 2 tested per method without a correction across methods
   (camera_viewpoint.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -62,8 +63,13 @@ class AnalysisProfile:
     listwise: str = "analysis"
 
     def __post_init__(self) -> None:
-        for attr, allowed in (("aggregation", AGGREGATIONS), ("conflict_fit", SLOPE_FITS),
-                              ("conflict_source", CONFLICT_SOURCES), ("viewpoint_correction", CORRECTIONS), ("listwise", LISTWISE)):
+        for attr, allowed in (
+            ("aggregation", AGGREGATIONS),
+            ("conflict_fit", SLOPE_FITS),
+            ("conflict_source", CONFLICT_SOURCES),
+            ("viewpoint_correction", CORRECTIONS),
+            ("listwise", LISTWISE),
+        ):
             v = getattr(self, attr)
             if v not in allowed:
                 raise ValueError(f"profile {self.name!r}: {attr} {v!r} is not one of {', '.join(allowed)}")
@@ -104,21 +110,28 @@ def get_profile(name: str | AnalysisProfile) -> AnalysisProfile:
     return PROFILES.get(str(name))
 
 
-REFERENCE = register_profile(AnalysisProfile(
-    name="reference",
-    description="this project's definitions: mean of video means per subject, OLS conflict slopes over the method's valid frames, "
-                "experiment 2 Holm-corrected across methods",
-))
-STUDY = register_profile(AnalysisProfile(
-    name="study",
-    description="the study's released scripts: frame-weighted subject means, WLS conflict slopes (weights = valid frames) on "
-                "conflict averaged over all frames of the video, subjects complete in all head conditions, experiment 2 uncorrected, "
-                "the study's exclusion list, listwise deletion per test family",
-    aggregation="frame_weighted",
-    conflict_fit="wls",
-    conflict_source="all_frames",
-    conflict_complete_conditions=True,
-    viewpoint_correction="none",
-    exclusions="study",
-    listwise="family",
-))
+REFERENCE = register_profile(
+    AnalysisProfile(
+        name="reference",
+        description="this project's definitions: mean of video means per subject, OLS conflict slopes over the "
+        "method's valid frames, "
+        "experiment 2 Holm-corrected across methods",
+    )
+)
+STUDY = register_profile(
+    AnalysisProfile(
+        name="study",
+        description="the study's released scripts: frame-weighted subject means, WLS conflict slopes (weights = valid "
+        "frames) on "
+        "conflict averaged over all frames of the video, subjects complete in all head conditions, experiment 2 "
+        "uncorrected, "
+        "the study's exclusion list, listwise deletion per test family",
+        aggregation="frame_weighted",
+        conflict_fit="wls",
+        conflict_source="all_frames",
+        conflict_complete_conditions=True,
+        viewpoint_correction="none",
+        exclusions="study",
+        listwise="family",
+    )
+)

@@ -3,14 +3,37 @@ robot's forward kinematics x hand-eye and a motion-capture rigid body on the cam
 how far the two camera poses disagree, per trial and per subject. The pipeline
 summarises each trial (pipeline.run.camera_source_summary) into the results'
 provenance (``camera_sources``); nothing here reads frames."""
+
 from __future__ import annotations
 
 import pandas as pd
 
 __all__ = ["camera_source_table", "camera_source_subjects", "TRIAL_COLUMNS", "SUBJECT_COLUMNS"]
 
-TRIAL_COLUMNS = ["subject", "trial", "source", "frames", "median_mm", "p95_mm", "max_mm", "median_deg", "p95_deg", "max_deg"]
-SUBJECT_COLUMNS = ["subject", "source", "trials", "frames", "median_mm", "p95_mm", "max_mm", "median_deg", "p95_deg", "max_deg"]
+TRIAL_COLUMNS = [
+    "subject",
+    "trial",
+    "source",
+    "frames",
+    "median_mm",
+    "p95_mm",
+    "max_mm",
+    "median_deg",
+    "p95_deg",
+    "max_deg",
+]
+SUBJECT_COLUMNS = [
+    "subject",
+    "source",
+    "trials",
+    "frames",
+    "median_mm",
+    "p95_mm",
+    "max_mm",
+    "median_deg",
+    "p95_deg",
+    "max_deg",
+]
 
 
 def camera_source_table(files: list) -> pd.DataFrame | None:
@@ -27,7 +50,11 @@ def camera_source_table(files: list) -> pd.DataFrame | None:
             rows[key] = {"subject": subject, "trial": trial, **{c: rec.get(c) for c in TRIAL_COLUMNS[2:]}}
     if not rows:
         return None
-    return pd.DataFrame(list(rows.values()), columns=TRIAL_COLUMNS).sort_values(["subject", "trial"]).reset_index(drop=True)
+    return (
+        pd.DataFrame(list(rows.values()), columns=TRIAL_COLUMNS)
+        .sort_values(["subject", "trial"])
+        .reset_index(drop=True)
+    )
 
 
 def camera_source_subjects(trials: pd.DataFrame) -> pd.DataFrame:
@@ -35,6 +62,14 @@ def camera_source_subjects(trials: pd.DataFrame) -> pd.DataFrame:
     percentile and the largest disagreement (a bumped or slipped camera body shows in
     the maxima first)."""
     g = trials.groupby(["subject", "source"], sort=True)
-    out = g.agg(trials=("trial", "count"), frames=("frames", "sum"), median_mm=("median_mm", "median"), p95_mm=("p95_mm", "max"),
-                max_mm=("max_mm", "max"), median_deg=("median_deg", "median"), p95_deg=("p95_deg", "max"), max_deg=("max_deg", "max"))
+    out = g.agg(
+        trials=("trial", "count"),
+        frames=("frames", "sum"),
+        median_mm=("median_mm", "median"),
+        p95_mm=("p95_mm", "max"),
+        max_mm=("max_mm", "max"),
+        median_deg=("median_deg", "median"),
+        p95_deg=("p95_deg", "max"),
+        max_deg=("max_deg", "max"),
+    )
     return out.reset_index()[SUBJECT_COLUMNS]

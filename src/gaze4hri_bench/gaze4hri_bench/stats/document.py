@@ -1,6 +1,7 @@
 """The report as a document: blocks (headings, paragraphs, tables, figures) rendered to Markdown and
 self-contained HTML from one source, with numbered tables and figures, a contents list and human
 column headers."""
+
 from __future__ import annotations
 
 import base64
@@ -17,18 +18,62 @@ __all__ = ["Doc", "humanize", "COLUMN_NAMES", "CSS"]
 #: the column names); any other snake_case column is humanised by :func:`humanize`. A
 #: lower-case target is a tables.HEADERS key (its header and integer format apply).
 COLUMN_NAMES = {
-    "source": "Source", "trials": "Trials", "median_mm": "Median (mm)", "p95_mm": "95th pct. (mm)", "max_mm": "Max (mm)",
-    "median_deg": "Median (deg)", "p95_deg": "95th pct. (deg)", "max_deg": "Max (deg)",
-    "levels": "Levels (%)", "slope": "Slope", "intercept": "Intercept", "n_subjects": "subjects", "n_points": "Points",
-    "delta": "Delta (deg)", "level_a": "Level A (%)", "level_b": "Level B (%)", "setting": "Setting", "se": "SE",
-    "subject_left": "Subject's left", "subject_middle": "Middle", "subject_right": "Subject's right",
-    "target_a": "Point A", "target_b": "Point B", "column_a": "Column A", "column_b": "Column B", "row_a": "Row A", "row_b": "Row B",
-    "n_methods": "Methods", "champion_display": "Best method", "decisive": "Decisive", "lowest": "Lowest",
-    "order_by_mean": "Order by mean", "n_a": "N A", "n_b": "N B", "sd_a": "SD A", "sd_b": "SD B", "cohen_d": "d",
-    "pool": "Pool", "group": "Group", "group_a": "Group A", "group_b": "Group B", "n_videos": "videos", "n_frames": "frames",
-    "correction": "Correction", "p_adj": "p (adjusted)",
-    "segment": "Segment", "n_segments": "Segments", "axis": "Predictor", "fisher_rows": "Videos (n >= 4)", "fisher_z": "Fisher z",
-    "fisher_z_se": "Fisher z SE", "r_pooled": "Pooled r", "r_mean": "r mean", "r_sd": "r SD", "pooled_mean": "Pooled mean", "pooled_sd": "Pooled SD",
+    "source": "Source",
+    "trials": "Trials",
+    "median_mm": "Median (mm)",
+    "p95_mm": "95th pct. (mm)",
+    "max_mm": "Max (mm)",
+    "median_deg": "Median (deg)",
+    "p95_deg": "95th pct. (deg)",
+    "max_deg": "Max (deg)",
+    "levels": "Levels (%)",
+    "slope": "Slope",
+    "intercept": "Intercept",
+    "n_subjects": "subjects",
+    "n_points": "Points",
+    "delta": "Delta (deg)",
+    "level_a": "Level A (%)",
+    "level_b": "Level B (%)",
+    "setting": "Setting",
+    "se": "SE",
+    "subject_left": "Subject's left",
+    "subject_middle": "Middle",
+    "subject_right": "Subject's right",
+    "target_a": "Point A",
+    "target_b": "Point B",
+    "column_a": "Column A",
+    "column_b": "Column B",
+    "row_a": "Row A",
+    "row_b": "Row B",
+    "n_methods": "Methods",
+    "champion_display": "Best method",
+    "decisive": "Decisive",
+    "lowest": "Lowest",
+    "order_by_mean": "Order by mean",
+    "n_a": "N A",
+    "n_b": "N B",
+    "sd_a": "SD A",
+    "sd_b": "SD B",
+    "cohen_d": "d",
+    "pool": "Pool",
+    "group": "Group",
+    "group_a": "Group A",
+    "group_b": "Group B",
+    "n_videos": "videos",
+    "n_frames": "frames",
+    "correction": "Correction",
+    "p_adj": "p (adjusted)",
+    "segment": "Segment",
+    "n_segments": "Segments",
+    "axis": "Predictor",
+    "fisher_rows": "Videos (n >= 4)",
+    "fisher_z": "Fisher z",
+    "fisher_z_se": "Fisher z SE",
+    "r_pooled": "Pooled r",
+    "r_mean": "r mean",
+    "r_sd": "r SD",
+    "pooled_mean": "Pooled mean",
+    "pooled_sd": "Pooled SD",
 }
 #: Statistical symbols kept as they are.
 _SYMBOLS = frozenset({"r", "t", "p", "df", "n", "b", "a", "se"})
@@ -39,8 +84,8 @@ _ID_TWINS = {"champion": "champion_display"}
 def humanize(df: pd.DataFrame) -> pd.DataFrame:
     """The table with human column headers for rendering (Markdown, LaTeX, HTML): names
     from :data:`COLUMN_NAMES`, any other lower-case name as words ("mocap_lost" ->
-    "Mocap lost"), statistical symbols (r, t, p) as they are; columns that tables.HEADERS already names, and the ``*ci_low`` /
-    ``*ci_high`` pairs that the renderer joins into one CI cell, keep their names."""
+    "Mocap lost"), statistical symbols (r, t, p) as they are; columns that tables.HEADERS already names,
+    and the ``*ci_low`` / ``*ci_high`` pairs that the renderer joins into one CI cell, keep their names."""
     from .tables import HEADERS
 
     df = df.drop(columns=[c for c, twin in _ID_TWINS.items() if c in df.columns and twin in df.columns])
@@ -64,18 +109,25 @@ def humanize(df: pd.DataFrame) -> pd.DataFrame:
 def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
-CSS = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-       "table{border-collapse:collapse;margin:0;font-size:13px}caption{text-align:left;font-style:italic;padding:4px 0;caption-side:top}"
-       "th,td{border-bottom:1px solid #ccc;padding:3px 8px;vertical-align:top}td.num{text-align:right}th{border-bottom:2px solid #444}"
-       "td.wrap{overflow-wrap:anywhere;min-width:8em}.tw{overflow-x:auto;max-width:100%;margin:1em 0}"
-       "tr.paper td{color:#555;font-style:italic;background:#f6f6f6}"
-       "img,video{max-width:100%;height:auto}figure{margin:1em 0}figcaption{font-style:italic;font-size:13px;overflow-wrap:break-word}"
-       ".tcap{font-style:italic;font-size:13px;margin:1em 0 4px;overflow-wrap:break-word}.tcap+.tw{margin-top:0}"
-       "h1,h2,h3{overflow-wrap:break-word}"
-       "code{background:#f4f4f4;overflow-wrap:anywhere}.skip{color:#a33}p,li{overflow-wrap:anywhere}"
-       ".status{border:2px solid #444;border-radius:6px;padding:.5em 1em;margin:1em 0;background:#fafafa}"
-       ".status.alarm{border-color:#c00;background:#fff3f3}.status .alarm{color:#c00;font-weight:bold}"
-       "nav.toc{font-size:14px}nav.toc ul{margin:.1em 0;padding-left:1.4em}nav.toc li{line-height:1.35}details{margin:1em 0}summary{cursor:pointer;font-style:italic}")
+
+CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+    "table{border-collapse:collapse;margin:0;font-size:13px}caption{text-align:left;font-style:italic;padding:4px "
+    "0;caption-side:top}"
+    "th,td{border-bottom:1px solid #ccc;padding:3px "
+    "8px;vertical-align:top}td.num{text-align:right}th{border-bottom:2px solid #444}"
+    "td.wrap{overflow-wrap:anywhere;min-width:8em}.tw{overflow-x:auto;max-width:100%;margin:1em 0}"
+    "tr.paper td{color:#555;font-style:italic;background:#f6f6f6}"
+    "img,video{max-width:100%;height:auto}figure{margin:1em "
+    "0}figcaption{font-style:italic;font-size:13px;overflow-wrap:break-word}"
+    ".tcap{font-style:italic;font-size:13px;margin:1em 0 4px;overflow-wrap:break-word}.tcap+.tw{margin-top:0}"
+    "h1,h2,h3{overflow-wrap:break-word}"
+    "code{background:#f4f4f4;overflow-wrap:anywhere}.skip{color:#a33}p,li{overflow-wrap:anywhere}"
+    ".status{border:2px solid #444;border-radius:6px;padding:.5em 1em;margin:1em 0;background:#fafafa}"
+    ".status.alarm{border-color:#c00;background:#fff3f3}.status .alarm{color:#c00;font-weight:bold}"
+    "nav.toc{font-size:14px}nav.toc ul{margin:.1em 0;padding-left:1.4em}nav.toc "
+    "li{line-height:1.35}details{margin:1em 0}summary{cursor:pointer;font-style:italic}"
+)
 
 
 def _html_table(df: pd.DataFrame, caption: str, anchor: str, row_class: list[str] | None = None) -> str:
@@ -130,8 +182,16 @@ class Doc:
     def status(self, lines: list[str], alarms: list[str], table: pd.DataFrame | None) -> None:
         self.blocks.append(("status", lines, alarms, table))
 
-    def table(self, df: pd.DataFrame, caption: str, *, file: str | None = None, row_class: list[str] | None = None,
-              empty: str | None = None, human: bool = True) -> None:
+    def table(
+        self,
+        df: pd.DataFrame,
+        caption: str,
+        *,
+        file: str | None = None,
+        row_class: list[str] | None = None,
+        empty: str | None = None,
+        human: bool = True,
+    ) -> None:
         """A numbered table; ``file``: the table's CSV under tables/ (linked from a folded long table).
 
         A table without rows is never printed as a bare header: a sentence names it and
@@ -191,7 +251,11 @@ class Doc:
             elif b[0] == "ul":
                 out.append("\n".join(f"- {x}" for x in b[1]) + "\n")
             elif b[0] == "toc":
-                out.append("**Contents**\n\n" + "\n".join(("  " * d) + f"- [{t}](#{a})" for d, t, a in self._toc_items(nb)) + "\n")
+                out.append(
+                    "**Contents**\n\n"
+                    + "\n".join(("  " * d) + f"- [{t}](#{a})" for d, t, a in self._toc_items(nb))
+                    + "\n"
+                )
             elif b[0] == "status":
                 lines = [f"> **{x}**" for x in b[2]] + [f"> {x}" for x in b[1]]
                 out.append("> **Status**\n>\n" + "\n>\n".join(lines) + "\n")
@@ -205,14 +269,20 @@ class Doc:
                 else:
                     out.append(to_markdown(df, f"{num}. {cap}"))
             elif b[0] == "fig":
-                out.append(f'<a id="{anchor}"></a>\n\n![{num}. {b[2]}]({b[1].relative_to(root).as_posix()})\n\n*{num}. {b[2]}*\n')
+                out.append(
+                    f'<a id="{anchor}"></a>\n\n![{num}. {b[2]}]({b[1].relative_to(root).as_posix()})\n\n*{num}. '
+                    f"{b[2]}*\n"
+                )
             elif b[0] == "raw":  # pre-rendered (markdown, html), e.g. review clip links
                 out.append(b[1])
         return "\n".join(out)
 
     def html(self, title: str) -> str:
-        out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width, initial-scale=1'>"
-               f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"]
+        out = [
+            "<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width, "
+            "initial-scale=1'>"
+            f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
+        ]
         esc = lambda x: html.escape(x).replace("`", "")  # noqa: E731
         nb = self._numbered()
         for b, num, anchor in nb:
@@ -235,7 +305,12 @@ class Doc:
                 out.append("".join(html_toc))
             elif b[0] == "status":
                 cls = "status alarm" if b[2] else "status"
-                body = "".join(f"<p class='alarm'>{esc(x)}</p>" for x in b[2]) + "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in b[1]) + "</ul>"
+                body = (
+                    "".join(f"<p class='alarm'>{esc(x)}</p>" for x in b[2])
+                    + "<ul>"
+                    + "".join(f"<li>{esc(x)}</li>" for x in b[1])
+                    + "</ul>"
+                )
                 if b[3] is not None and len(b[3]):
                     body += _html_table(humanize(b[3]), "Weights and inputs per results file.", "status-table")
                 out.append(f"<section class='{cls}' id='status'><strong>Status</strong>{body}</section>")
@@ -243,11 +318,14 @@ class Doc:
                 df, cap, rc = b[1], b[2], b[4]
                 t = _html_table(df, f"{num}. {cap}", anchor, rc)
                 if len(df) > self.LONG:
-                    t = f"<details id='{anchor}-fold'><summary>{html.escape(num)}. {html.escape(self._short(cap))} ({len(df)} rows; click to show)</summary>{t}</details>"
+                    head = f"{html.escape(num)}. {html.escape(self._short(cap))} ({len(df)} rows; click to show)"
+                    t = f"<details id='{anchor}-fold'><summary>{head}</summary>{t}</details>"
                 out.append(t)
             elif b[0] == "fig":
-                out.append(f"<figure id='{anchor}'><img alt='{html.escape(b[2])}' src='data:image/png;base64,{_b64(b[1])}'>"
-                           f"<figcaption>{html.escape(num)}. {html.escape(b[2])}</figcaption></figure>")
+                out.append(
+                    f"<figure id='{anchor}'><img alt='{html.escape(b[2])}' src='data:image/png;base64,{_b64(b[1])}'>"
+                    f"<figcaption>{html.escape(num)}. {html.escape(b[2])}</figcaption></figure>"
+                )
             elif b[0] == "raw":
                 out.append(b[2])
         out.append("</body></html>")

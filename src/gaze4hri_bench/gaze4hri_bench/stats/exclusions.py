@@ -8,6 +8,7 @@ config.py:488-520; ``none``) and are picked by name, or by a path to a YAML file
 Subject ids match by their number when both have one (``0017`` = ``S17`` =
 ``subj_0017``), otherwise exactly.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,17 @@ import yaml
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.protocol import EXPERIMENTS
 
-__all__ = ["Exclusions", "SubjectExclusion", "ExperimentExclusion", "load_exclusions", "shipped_lists", "apply_exclusions", "subject_key", "unknown_subjects", "check_known_subjects"]
+__all__ = [
+    "Exclusions",
+    "SubjectExclusion",
+    "ExperimentExclusion",
+    "load_exclusions",
+    "shipped_lists",
+    "apply_exclusions",
+    "subject_key",
+    "unknown_subjects",
+    "check_known_subjects",
+]
 
 WHERE = "analyze --exclusions"
 
@@ -52,8 +63,18 @@ class Exclusions:
 
     def table(self) -> pd.DataFrame:
         """The list as a table: subject, experiment ("all" for whole subjects), conditions, reason."""
-        rows = [{"subject": s.subject, "experiment": "all", "conditions": "all", "reason": s.reason} for s in self.subjects]
-        rows += [{"subject": e.subject, "experiment": e.experiment, "conditions": ", ".join(e.conditions) or "all", "reason": e.reason} for e in self.experiments]
+        rows = [
+            {"subject": s.subject, "experiment": "all", "conditions": "all", "reason": s.reason} for s in self.subjects
+        ]
+        rows += [
+            {
+                "subject": e.subject,
+                "experiment": e.experiment,
+                "conditions": ", ".join(e.conditions) or "all",
+                "reason": e.reason,
+            }
+            for e in self.experiments
+        ]
         return pd.DataFrame(rows, columns=["subject", "experiment", "conditions", "reason"])
 
 
@@ -65,13 +86,19 @@ def subject_key(s) -> str:
 
 def _keys(subjects: pd.Series) -> pd.Series:
     """subject_key of every row, computed once per distinct id (millions of frame rows)."""
-    codes, uniques = pd.factorize(subjects.astype(str) if not isinstance(subjects.dtype, pd.CategoricalDtype) else subjects)
+    codes, uniques = pd.factorize(
+        subjects.astype(str) if not isinstance(subjects.dtype, pd.CategoricalDtype) else subjects
+    )
     keys = pd.array([subject_key(u) for u in uniques] + [""], dtype=object)
     return pd.Series(np.asarray(keys)[codes], index=subjects.index)
 
 
 def shipped_lists() -> list[str]:
-    return sorted(p.name[:-5] for p in resources.files("gaze4hri_bench.stats.exclusion_lists").iterdir() if p.name.endswith(".yaml"))
+    return sorted(
+        p.name[:-5]
+        for p in resources.files("gaze4hri_bench.stats.exclusion_lists").iterdir()
+        if p.name.endswith(".yaml")
+    )
 
 
 def _field(d: dict, key: str, where: str) -> str:
@@ -84,27 +111,55 @@ def _field(d: dict, key: str, where: str) -> str:
 def parse_exclusions(data, origin: str) -> Exclusions:
     """Validate a parsed YAML document into :class:`Exclusions` (one-line errors naming ``origin``)."""
     if not isinstance(data, dict):
-        raise Gaze4HRIError(f"{origin} is not a YAML mapping", WHERE, "see docs/statistics.md, Exclusions, for the format")
+        raise Gaze4HRIError(
+            f"{origin} is not a YAML mapping", WHERE, "see docs/statistics.md, Exclusions, for the format"
+        )
     unknown = set(data) - {"name", "description", "source", "subjects", "experiments"}
     if unknown:
-        raise Gaze4HRIError(f"{origin}: unknown key(s) {', '.join(sorted(unknown))}", WHERE, "allowed: name, description, source, subjects, experiments")
+        raise Gaze4HRIError(
+            f"{origin}: unknown key(s) {', '.join(sorted(unknown))}",
+            WHERE,
+            "allowed: name, description, source, subjects, experiments",
+        )
     subs, exps = [], []
     for i, d in enumerate(data.get("subjects") or []):
         if not isinstance(d, dict):
-            raise Gaze4HRIError(f"{origin}: subjects[{i}] is not a mapping", WHERE, "write '- subject: \"0017\"' and 'reason: ...'")
-        subs.append(SubjectExclusion(_field(d, "subject", f"{origin} subjects[{i}]"), _field(d, "reason", f"{origin} subjects[{i}]")))
+            raise Gaze4HRIError(
+                f"{origin}: subjects[{i}] is not a mapping", WHERE, "write '- subject: \"0017\"' and 'reason: ...'"
+            )
+        subs.append(
+            SubjectExclusion(
+                _field(d, "subject", f"{origin} subjects[{i}]"), _field(d, "reason", f"{origin} subjects[{i}]")
+            )
+        )
     for i, d in enumerate(data.get("experiments") or []):
         if not isinstance(d, dict):
-            raise Gaze4HRIError(f"{origin}: experiments[{i}] is not a mapping", WHERE, "write subject, experiment, conditions, reason")
+            raise Gaze4HRIError(
+                f"{origin}: experiments[{i}] is not a mapping", WHERE, "write subject, experiment, conditions, reason"
+            )
         exp = _field(d, "experiment", f"{origin} experiments[{i}]")
         if exp not in EXPERIMENTS:
-            raise Gaze4HRIError(f"{origin}: experiments[{i}] has experiment {exp!r}", WHERE, f"use one of {', '.join(EXPERIMENTS)}")
+            raise Gaze4HRIError(
+                f"{origin}: experiments[{i}] has experiment {exp!r}", WHERE, f"use one of {', '.join(EXPERIMENTS)}"
+            )
         conds = d.get("conditions") or ()
         if isinstance(conds, str):
             conds = (conds,)
-        exps.append(ExperimentExclusion(_field(d, "subject", f"{origin} experiments[{i}]"), exp, tuple(str(c) for c in conds), _field(d, "reason", f"{origin} experiments[{i}]")))
-    return Exclusions(name=str(data.get("name") or origin), description=str(data.get("description") or ""), source=str(data.get("source") or ""),
-                      subjects=tuple(subs), experiments=tuple(exps))
+        exps.append(
+            ExperimentExclusion(
+                _field(d, "subject", f"{origin} experiments[{i}]"),
+                exp,
+                tuple(str(c) for c in conds),
+                _field(d, "reason", f"{origin} experiments[{i}]"),
+            )
+        )
+    return Exclusions(
+        name=str(data.get("name") or origin),
+        description=str(data.get("description") or ""),
+        source=str(data.get("source") or ""),
+        subjects=tuple(subs),
+        experiments=tuple(exps),
+    )
 
 
 def load_exclusions(spec: str | Path) -> Exclusions:
@@ -116,12 +171,16 @@ def load_exclusions(spec: str | Path) -> Exclusions:
     else:
         p = Path(s)
         if not p.is_file():
-            raise Gaze4HRIError(f"no exclusion list {s!r}", WHERE, f"name a shipped list ({', '.join(shipped_lists())}) or a YAML file")
+            raise Gaze4HRIError(
+                f"no exclusion list {s!r}", WHERE, f"name a shipped list ({', '.join(shipped_lists())}) or a YAML file"
+            )
         text, origin = p.read_text(), str(p)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise Gaze4HRIError(f"{origin} is not valid YAML ({str(e).splitlines()[0]})", WHERE, "fix the file's syntax") from None
+        raise Gaze4HRIError(
+            f"{origin} is not valid YAML ({str(e).splitlines()[0]})", WHERE, "fix the file's syntax"
+        ) from None
     return parse_exclusions(data, origin)
 
 
@@ -140,11 +199,17 @@ def check_known_subjects(excl: Exclusions, subjects, origin: str) -> None:
     if bad:
         have = sorted(pd.unique(pd.Series(list(subjects), dtype=object).astype(str)))
         shown = ", ".join(have[:6]) + (" ..." if len(have) > 6 else "")
-        raise Gaze4HRIError(f"{origin} names subject(s) {', '.join(bad[:6])}{' ...' if len(bad) > 6 else ''} that are not in the results (they have {shown})",
-                            WHERE, "correct the ids (0017 = S17 = subj_0017 match) or remove those entries")
+        raise Gaze4HRIError(
+            f"{origin} names subject(s) {', '.join(bad[:6])}{' ...' if len(bad) > 6 else ''} that are not in the "
+            f"results (they have {shown})",
+            WHERE,
+            "correct the ids (0017 = S17 = subj_0017 match) or remove those entries",
+        )
 
 
-def apply_exclusions(videos: pd.DataFrame, excl: Exclusions, frames: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:
+def apply_exclusions(
+    videos: pd.DataFrame, excl: Exclusions, frames: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame]:
     """Drop the excluded videos (and mutual-gaze frames) before any analysis.
 
     Returns the kept videos, the kept frames and a table of what was applied:
@@ -160,7 +225,15 @@ def apply_exclusions(videos: pd.DataFrame, excl: Exclusions, frames: pd.DataFram
     for s in excl.subjects:
         m = key == subject_key(s.subject)
         drop |= m
-        rows.append({"subject": names.get(subject_key(s.subject), s.subject), "experiment": "all", "conditions": "all", "reason": s.reason, "videos": int(m.sum())})
+        rows.append(
+            {
+                "subject": names.get(subject_key(s.subject), s.subject),
+                "experiment": "all",
+                "conditions": "all",
+                "reason": s.reason,
+                "videos": int(m.sum()),
+            }
+        )
     fdrop = []
     for e in excl.experiments:
         m = (key == subject_key(e.subject)) & (exp == e.experiment)
@@ -168,8 +241,15 @@ def apply_exclusions(videos: pd.DataFrame, excl: Exclusions, frames: pd.DataFram
             m &= cond.isin(e.conditions)
         drop |= m
         fdrop.append(e)
-        rows.append({"subject": names.get(subject_key(e.subject), e.subject), "experiment": e.experiment, "conditions": ", ".join(e.conditions) or "all",
-                     "reason": e.reason, "videos": int(m.sum())})
+        rows.append(
+            {
+                "subject": names.get(subject_key(e.subject), e.subject),
+                "experiment": e.experiment,
+                "conditions": ", ".join(e.conditions) or "all",
+                "reason": e.reason,
+                "videos": int(m.sum()),
+            }
+        )
     applied = pd.DataFrame(rows, columns=["subject", "experiment", "conditions", "reason", "videos"])
     kept = videos[~drop.to_numpy()]
     if frames is not None and len(frames):

@@ -5,6 +5,7 @@ Each restates a script of GazeForHRI/Gaze4HRI@main (cited per function); tests i
 tests/bench/stats/test_extended.py check every statistic against an independent computation
 (scipy, statsmodels, pingouin).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,7 +42,9 @@ def ci95(x) -> tuple[float, float]:
     return float(x.mean() - h), float(x.mean() + h)
 
 
-def pairs_within(wide: pd.DataFrame, groups: list, cells: list, group_name: str, a_name: str, b_name: str, min_n: int = 2) -> pd.DataFrame:
+def pairs_within(
+    wide: pd.DataFrame, groups: list, cells: list, group_name: str, a_name: str, b_name: str, min_n: int = 2
+) -> pd.DataFrame:
     """All pairs of ``cells`` within each group of a (group, cell) column MultiIndex,
     paired two-sided t-tests, Holm over the pairs of one group (pingouin
     ``pairwise_tests(within=cell, subject=subject, padjust="holm")`` per group).
@@ -83,9 +86,22 @@ def sensitivity(long: pd.DataFrame, value: str = "error_mean", ranges=((10, 100)
             else:
                 lr = sps.linregress(x, y)
                 r = (lr.slope, lr.intercept, lr.rvalue, lr.pvalue, lr.stderr)
-            rows.append({"method": m, "levels": f"{lo}-{hi}", "slope": r[0], "intercept": r[1], "r": r[2], "p": r[3],
-                         "n_subjects": int(g["subject"].nunique()), "n_points": int(len(g)), "delta": r[0] * (hi - lo)})
-    return pd.DataFrame(rows, columns=["method", "levels", "slope", "intercept", "r", "p", "n_subjects", "n_points", "delta"])
+            rows.append(
+                {
+                    "method": m,
+                    "levels": f"{lo}-{hi}",
+                    "slope": r[0],
+                    "intercept": r[1],
+                    "r": r[2],
+                    "p": r[3],
+                    "n_subjects": int(g["subject"].nunique()),
+                    "n_points": int(len(g)),
+                    "delta": r[0] * (hi - lo),
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["method", "levels", "slope", "intercept", "r", "p", "n_subjects", "n_points", "delta"]
+    )
 
 
 def champions(method_pairs: pd.DataFrame, means: pd.DataFrame, alpha: float) -> pd.DataFrame:
@@ -108,8 +124,16 @@ def champions(method_pairs: pd.DataFrame, means: pd.DataFrame, alpha: float) -> 
                 elif r.mean_b < r.mean_a:
                     wins[r.method_b] += 1
         champ = [m for m, w in wins.items() if w == k - 1 and k > 1]
-        rows.append({"target": t, "n_methods": k, "champion": "; ".join(champ), "decisive": bool(champ),
-                     "lowest": ms["method"].iloc[0], "order_by_mean": " < ".join(ms["method"])})
+        rows.append(
+            {
+                "target": t,
+                "n_methods": k,
+                "champion": "; ".join(champ),
+                "decisive": bool(champ),
+                "lowest": ms["method"].iloc[0],
+                "order_by_mean": " < ".join(ms["method"]),
+            }
+        )
     return pd.DataFrame(rows, columns=["target", "n_methods", "champion", "decisive", "lowest", "order_by_mean"])
 
 
@@ -130,9 +154,18 @@ def summarize_slopes(reg: pd.DataFrame, by: str = "method") -> pd.DataFrame:
         for b in ("b_pitch", "b_yaw"):
             x = g[b].to_numpy(float)
             lo, hi = ci95(x)
-            row.update({f"{b}_mean": x.mean(), f"{b}_sd": x.std(ddof=1) if x.size > 1 else np.nan, f"{b}_ci_low": lo, f"{b}_ci_high": hi})
+            row.update(
+                {
+                    f"{b}_mean": x.mean(),
+                    f"{b}_sd": x.std(ddof=1) if x.size > 1 else np.nan,
+                    f"{b}_ci_low": lo,
+                    f"{b}_ci_high": hi,
+                }
+            )
         rows.append(row)
-    cols = [by, "n", "intercept_mean"] + [f"{b}_{s}" for b in ("b_pitch", "b_yaw") for s in ("mean", "sd", "ci_low", "ci_high")]
+    cols = [by, "n", "intercept_mean"] + [
+        f"{b}_{s}" for b in ("b_pitch", "b_yaw") for s in ("mean", "sd", "ci_low", "ci_high")
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -145,9 +178,13 @@ def per_video_eccentricity(frames: pd.DataFrame, min_frames: int = 8) -> tuple[p
     frames: subject, method, condition, trial, error_deg, abs_pitch_deg, abs_yaw_deg.
     Returns (per-video fits, per-method summary).
     """
-    vids = eccentricity_ols(frames, ["subject", "method", "condition", "trial"], "error_deg", "abs_pitch_deg", "abs_yaw_deg", min_frames)
+    vids = eccentricity_ols(
+        frames, ["subject", "method", "condition", "trial"], "error_deg", "abs_pitch_deg", "abs_yaw_deg", min_frames
+    )
     vids = vids.dropna(subset=["b_pitch", "b_yaw"])
-    cond = vids.groupby(["method", "subject", "condition"], observed=True, sort=False)[["intercept", "b_pitch", "b_yaw"]].mean()
+    cond = vids.groupby(["method", "subject", "condition"], observed=True, sort=False)[
+        ["intercept", "b_pitch", "b_yaw"]
+    ].mean()
     subj = cond.groupby(level=["method", "subject"], observed=True, sort=False).mean().reset_index()
     return vids, summarize_slopes(subj)
 
@@ -170,20 +207,55 @@ def group_comparison(values: pd.DataFrame, factor: str, alpha: float, min_subjec
             continue
         a = g.loc[g[factor].astype(str) == levels[0], "value"].to_numpy(float)
         b = g.loc[g[factor].astype(str) == levels[1], "value"].to_numpy(float)
-        row = {"method": m, "factor": factor, "level_a": levels[0], "level_b": levels[1], "n_a": a.size, "n_b": b.size,
-               "mean_a": a.mean() if a.size else np.nan, "mean_b": b.mean() if b.size else np.nan,
-               "sd_a": a.std(ddof=1) if a.size > 1 else np.nan, "sd_b": b.std(ddof=1) if b.size > 1 else np.nan}
+        row = {
+            "method": m,
+            "factor": factor,
+            "level_a": levels[0],
+            "level_b": levels[1],
+            "n_a": a.size,
+            "n_b": b.size,
+            "mean_a": a.mean() if a.size else np.nan,
+            "mean_b": b.mean() if b.size else np.nan,
+            "sd_a": a.std(ddof=1) if a.size > 1 else np.nan,
+            "sd_b": b.std(ddof=1) if b.size > 1 else np.nan,
+        }
         row["mean_diff"] = row["mean_a"] - row["mean_b"]
         if a.size >= min_subjects and b.size >= min_subjects:
             r = sps.ttest_ind(a, b, equal_var=False)
             va, vb = a.var(ddof=1), b.var(ddof=1)
-            dof = (va / a.size + vb / b.size) ** 2 / ((va / a.size) ** 2 / (a.size - 1) + (vb / b.size) ** 2 / (b.size - 1))
+            dof = (va / a.size + vb / b.size) ** 2 / (
+                (va / a.size) ** 2 / (a.size - 1) + (vb / b.size) ** 2 / (b.size - 1)
+            )
             sp = np.sqrt(((a.size - 1) * va + (b.size - 1) * vb) / (a.size + b.size - 2))
-            row.update({"t": float(r.statistic), "dof": float(dof), "p_unc": float(r.pvalue), "cohen_d": float(row["mean_diff"] / sp) if sp > 0 else np.nan})
+            row.update(
+                {
+                    "t": float(r.statistic),
+                    "dof": float(dof),
+                    "p_unc": float(r.pvalue),
+                    "cohen_d": float(row["mean_diff"] / sp) if sp > 0 else np.nan,
+                }
+            )
         else:
             row.update({"t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_d": np.nan})
         rows.append(row)
-    cols = ["method", "factor", "level_a", "level_b", "n_a", "n_b", "mean_a", "mean_b", "sd_a", "sd_b", "mean_diff", "t", "dof", "p_unc", "p_holm", "cohen_d"]
+    cols = [
+        "method",
+        "factor",
+        "level_a",
+        "level_b",
+        "n_a",
+        "n_b",
+        "mean_a",
+        "mean_b",
+        "sd_a",
+        "sd_b",
+        "mean_diff",
+        "t",
+        "dof",
+        "p_unc",
+        "p_holm",
+        "cohen_d",
+    ]
     out = pd.DataFrame(rows, columns=[c for c in cols if c != "p_holm"])
     out.insert(out.columns.get_loc("p_unc") + 1, "p_holm", holm(out["p_unc"].to_numpy()) if len(out) else [])
     out["significant"] = out["p_holm"] < alpha

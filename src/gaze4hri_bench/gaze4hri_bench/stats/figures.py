@@ -13,6 +13,7 @@ Spread is the subject-level 95 % t confidence interval everywhere (figures and t
 alike): mean +/- t(0.975, n-1) SD / sqrt(n) over subjects (Sezer et al.: the subject is
 the unit of analysis).
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,17 +26,40 @@ from gaze4hri_core.protocol import P_GRID
 from ..style import BASELINES, CONDITION_COLORS, METHOD_COLORS, condition_color, contrast_ratio, method_color
 
 __all__ = [
-    "METHOD_COLORS", "CONDITION_COLORS", "BASELINES", "method_color", "condition_color", "star_color", "is_baseline", "t_ci",
-    "SUBJECT_VIEW_GRID", "illumination_levels", "target_heatmap", "conflict_slopes", "eccentricity", "paired_bars",
-    "condition_bars", "significance_matrix",
+    "METHOD_COLORS",
+    "CONDITION_COLORS",
+    "BASELINES",
+    "method_color",
+    "condition_color",
+    "star_color",
+    "is_baseline",
+    "t_ci",
+    "SUBJECT_VIEW_GRID",
+    "illumination_levels",
+    "target_heatmap",
+    "conflict_slopes",
+    "eccentricity",
+    "paired_bars",
+    "condition_bars",
+    "significance_matrix",
 ]
 
-STYLE = {"svg.hashsalt": "gaze4hri", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+STYLE = {
+    "svg.hashsalt": "gaze4hri",
+    "svg.fonttype": "none",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 
 _HATCH = ("", "//", "..", "xx", "\\\\", "++")
 #: The 3x3 grid as the subject sees the table: top row farthest, the subject's left is
 #: the camera's right (protocol.P_GRID names columns from the camera).
-SUBJECT_VIEW_GRID = (("farthest", ("right", "middle", "left")), ("middle", ("right", "middle", "left")), ("closest", ("right", "middle", "left")))
+SUBJECT_VIEW_GRID = (
+    ("farthest", ("right", "middle", "left")),
+    ("middle", ("right", "middle", "left")),
+    ("closest", ("right", "middle", "left")),
+)
 _SUBJECT_COLS = ("subject's left", "middle", "subject's right")
 
 
@@ -71,7 +95,9 @@ def t_ci(mean, sd, n) -> tuple[np.ndarray, np.ndarray]:
     return mean - h, mean + h
 
 
-def _ci_cols(t: pd.DataFrame, mean: str = "mean", sd: str = "sd", lo: str = "ci_low", hi: str = "ci_high") -> tuple[np.ndarray, np.ndarray]:
+def _ci_cols(
+    t: pd.DataFrame, mean: str = "mean", sd: str = "sd", lo: str = "ci_low", hi: str = "ci_high"
+) -> tuple[np.ndarray, np.ndarray]:
     if lo in t and hi in t:
         return t[lo].to_numpy(float), t[hi].to_numpy(float)
     n = t["n"] if "n" in t else np.full(len(t), np.nan)
@@ -87,6 +113,7 @@ def _figure(**kw):
 
 def _styled(fn):
     """Run a figure function under the report's style without touching global rcParams."""
+
     @functools.wraps(fn)
     def wrap(*args, **kw):
         import matplotlib
@@ -127,9 +154,18 @@ def _reference_lines(ax, refs: list[tuple[str, float, str]], top: float) -> str:
             continue
         if v <= top:
             ax.axhline(v, color=color, ls="--", lw=1.1, zorder=1)
-            ax.annotate(f"{lab} {v:.1f}", (0.0, v), xycoords=("axes fraction", "data"), xytext=(2, 1), textcoords="offset points",
-                        fontsize=7, color=color, va="bottom", ha="left",
-                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+            ax.annotate(
+                f"{lab} {v:.1f}",
+                (0.0, v),
+                xycoords=("axes fraction", "data"),
+                xytext=(2, 1),
+                textcoords="offset points",
+                fontsize=7,
+                color=color,
+                va="bottom",
+                ha="left",
+                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
+            )
         else:
             off.append(f"{lab} {v:.1f}")
     return ("off scale (baselines): " + "; ".join(off)) if off else ""
@@ -143,7 +179,8 @@ def _top(values) -> float:
 
 @_styled
 def illumination_levels(table: pd.DataFrame, stem: Path) -> list[Path]:
-    """Mean error by illumination level, one line per network in its colour, 95 % t CI over subjects; baselines as dashed lines."""
+    """Mean error by illumination level, one line per network in its colour, 95 % t CI over subjects;
+    baselines as dashed lines."""
     fig = _figure(figsize=(6.4, 3.6), layout="constrained")
     ax = fig.subplots()
     nets, base = _split(table)
@@ -154,8 +191,17 @@ def illumination_levels(table: pd.DataFrame, stem: Path) -> list[Path]:
         g = g.sort_values("level")
         lo, hi = _ci_cols(g)
         x = np.array([pos[int(lv)] for lv in g["level"]]) + (k - (nets["method"].nunique() - 1) / 2) * 0.04
-        ax.errorbar(x, g["mean"], yerr=[g["mean"] - lo, hi - g["mean"]], marker="o", ms=4, capsize=2, lw=1.3,
-                    color=method_color(m), label=g["display"].iloc[0] if "display" in g else m)
+        ax.errorbar(
+            x,
+            g["mean"],
+            yerr=[g["mean"] - lo, hi - g["mean"]],
+            marker="o",
+            ms=4,
+            capsize=2,
+            lw=1.3,
+            color=method_color(m),
+            label=g["display"].iloc[0] if "display" in g else m,
+        )
         top.extend(hi)
     limit = _top(top)
     off = []
@@ -163,7 +209,15 @@ def illumination_levels(table: pd.DataFrame, stem: Path) -> list[Path]:
         g = g.sort_values("level")
         name = g["display"].iloc[0] if "display" in g else m
         if g["mean"].max() <= limit:
-            ax.plot([pos[int(lv)] for lv in g["level"]], g["mean"], ls="--", marker="", lw=1.1, color=method_color(m), label=f"{name} (baseline)")
+            ax.plot(
+                [pos[int(lv)] for lv in g["level"]],
+                g["mean"],
+                ls="--",
+                marker="",
+                lw=1.1,
+                color=method_color(m),
+                label=f"{name} (baseline)",
+            )
         else:
             off.append((f"{name} (mean of levels)", float(g["mean"].mean()), method_color(m)))
     note = _reference_lines(ax, off, limit)
@@ -186,7 +240,9 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
     """
     nets, base = _split(table)
     methods = list(dict.fromkeys(nets["method"].astype(str))) + list(dict.fromkeys(base["method"].astype(str)))
-    disp = dict(zip(table["method"].astype(str), table["display"] if "display" in table else table["method"], strict=False))
+    disp = dict(
+        zip(table["method"].astype(str), table["display"] if "display" in table else table["method"], strict=False)
+    )
     nr, nc = _grid(len(methods))
     fig = _figure(figsize=(2.7 * nc + 0.8, 2.5 * nr + 0.5), layout="constrained")
     axes = fig.subplots(nr, nc, squeeze=False)
@@ -207,21 +263,36 @@ def target_heatmap(table: pd.DataFrame, stem: Path) -> list[Path]:
             for j in range(3):
                 if np.isfinite(grid[i, j]):
                     dark = not ref and grid[i, j] > (vmin + vmax) / 2
-                    ax.text(j, i, f"{pts[i][j]}\n{grid[i, j]:.1f}", ha="center", va="center", fontsize=7, color="w" if dark else "k")
+                    ax.text(
+                        j,
+                        i,
+                        f"{pts[i][j]}\n{grid[i, j]:.1f}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="w" if dark else "k",
+                    )
         ax.set_xticks(range(3), _SUBJECT_COLS if k // nc == nr - 1 or k + nc >= len(methods) else [], fontsize=6)
         ax.set_yticks(range(3), [r for r, _ in SUBJECT_VIEW_GRID] if k % nc == 0 else [], fontsize=7)
-        ax.set_title(f"{disp.get(m, m)}" + (" (baseline, not on scale)" if ref else ""), fontsize=8, color=method_color(m) if not ref else "#333333")
-    for ax in axes.flat[len(methods):]:
+        ax.set_title(
+            f"{disp.get(m, m)}" + (" (baseline, not on scale)" if ref else ""),
+            fontsize=8,
+            color=method_color(m) if not ref else "#333333",
+        )
+    for ax in axes.flat[len(methods) :]:
         ax.axis("off")
     if im is not None:
         fig.colorbar(im, ax=axes, shrink=0.7, label="mean error (deg)" + (", networks only" if len(base) else ""))
-    fig.suptitle("Error per target point (experiment 4.1), seen from the subject: top row farthest, camera beyond it", fontsize=9)
+    fig.suptitle(
+        "Error per target point (experiment 4.1), seen from the subject: top row farthest, camera beyond it", fontsize=9
+    )
     return _save(fig, stem)
 
 
 @_styled
 def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, order: list[str] | None, stem: Path) -> list[Path]:
-    """Video mean error vs video mean conflict with each subject's fitted line, one panel per method (``order``: display names)."""
+    """Video mean error vs video mean conflict with each subject's fitted line, one panel per method
+    (``order``: display names)."""
     from matplotlib.collections import LineCollection
 
     methods = [m for m in (order or []) if m in set(slopes["display"])] or list(dict.fromkeys(slopes["display"]))
@@ -239,10 +310,16 @@ def conflict_slopes(videos: pd.DataFrame, slopes: pd.DataFrame, order: list[str]
         xs = np.repeat(xr[None, :], len(s), 0)
         ys = s["intercept"].to_numpy()[:, None] + s["slope"].to_numpy()[:, None] * xs
         ax.add_collection(LineCollection(np.stack([xs, ys], axis=-1), colors=col, alpha=0.3, linewidths=0.7))
-        ax.plot(xr, s["intercept"].mean() + s["slope"].mean() * xr, color=col, lw=2.2, label=f"mean slope {s['slope'].mean():.2f}")
+        ax.plot(
+            xr,
+            s["intercept"].mean() + s["slope"].mean() * xr,
+            color=col,
+            lw=2.2,
+            label=f"mean slope {s['slope'].mean():.2f}",
+        )
         ax.set_title(m + (" (baseline)" if is_baseline(mid) else ""), fontsize=8)
         ax.legend(fontsize=6, frameon=False, loc="best")
-    for ax in axes.flat[len(methods):]:
+    for ax in axes.flat[len(methods) :]:
         ax.axis("off")
     fig.supxlabel("video mean head-gaze conflict (deg)", fontsize=8)
     fig.supylabel("video mean error (deg)", fontsize=8)
@@ -263,12 +340,28 @@ def eccentricity(frames: pd.DataFrame, stem: Path, bin_deg: float = 2.5, min_fra
     for ax, col, lab in ((axes[0], "abs_yaw_deg", "|yaw| (deg)"), (axes[1], "abs_pitch_deg", "|pitch| (deg)")):
         b = (frames[col] // bin_deg) * bin_deg + bin_deg / 2
         keys = ["method", "display", "bin"]
-        per = frames.assign(bin=b).groupby([*keys, "subject"], observed=True, sort=False)["error_deg"].agg(["mean", "count"]).reset_index()
-        g = per.groupby(keys, observed=True, sort=False).agg(mean=("mean", "mean"), sd=("mean", "std"), n=("subject", "nunique"), frames=("count", "sum")).reset_index()
+        per = (
+            frames.assign(bin=b)
+            .groupby([*keys, "subject"], observed=True, sort=False)["error_deg"]
+            .agg(["mean", "count"])
+            .reset_index()
+        )
+        g = (
+            per.groupby(keys, observed=True, sort=False)
+            .agg(mean=("mean", "mean"), sd=("mean", "std"), n=("subject", "nunique"), frames=("count", "sum"))
+            .reset_index()
+        )
         for (m, name), gg in g.groupby(["method", "display"], sort=False, observed=True):
             gg = gg[(gg["frames"] >= min_frames) & (gg["n"] >= 2)].sort_values("bin")
             ref = is_baseline(m)
-            ax.plot(gg["bin"], gg["mean"], marker="" if ref else ".", ls="--" if ref else "-", color=method_color(m), label=name + (" (baseline)" if ref else ""))
+            ax.plot(
+                gg["bin"],
+                gg["mean"],
+                marker="" if ref else ".",
+                ls="--" if ref else "-",
+                color=method_color(m),
+                label=name + (" (baseline)" if ref else ""),
+            )
             if not ref and len(gg):
                 lo, hi = t_ci(gg["mean"], gg["sd"], gg["n"])
                 ax.fill_between(gg["bin"], lo, hi, color=method_color(m), alpha=0.12, linewidth=0)
@@ -280,7 +373,13 @@ def eccentricity(frames: pd.DataFrame, stem: Path, bin_deg: float = 2.5, min_fra
 
 
 @_styled
-def condition_bars(table: pd.DataFrame, settings: list[tuple[str, str, str]], title: str, stem: Path, ylabel: str = "angular error (deg)") -> list[Path]:
+def condition_bars(
+    table: pd.DataFrame,
+    settings: list[tuple[str, str, str]],
+    title: str,
+    stem: Path,
+    ylabel: str = "angular error (deg)",
+) -> list[Path]:
     """Grouped bars per network, one bar per condition in the condition's colour (not a method colour), 95 % t CI.
 
     ``settings``: (mean column, SD column, label) per condition; the CI uses the
@@ -296,14 +395,31 @@ def condition_bars(table: pd.DataFrame, settings: list[tuple[str, str, str]], ti
     for k, (mc, sc, lab) in enumerate(settings):
         lo, hi = t_ci(nets[mc], nets[sc], n) if sc else (nets[mc].to_numpy(float), nets[mc].to_numpy(float))
         err = np.vstack([nets[mc] - lo, hi - nets[mc]])
-        ax.bar(x + (k - (len(settings) - 1) / 2) * w, nets[mc], w, yerr=np.where(np.isfinite(err), err, 0), capsize=2, label=lab,
-               color=condition_color(lab), edgecolor="#222222", linewidth=0.5, hatch=_HATCH[k % len(_HATCH)], error_kw={"lw": 0.8})
+        ax.bar(
+            x + (k - (len(settings) - 1) / 2) * w,
+            nets[mc],
+            w,
+            yerr=np.where(np.isfinite(err), err, 0),
+            capsize=2,
+            label=lab,
+            color=condition_color(lab),
+            edgecolor="#222222",
+            linewidth=0.5,
+            hatch=_HATCH[k % len(_HATCH)],
+            error_kw={"lw": 0.8},
+        )
         top.extend(np.where(np.isfinite(hi), hi, nets[mc]))
     limit = _top(top)
     # one line per baseline: its mean over the conditions (each condition's value is in the table)
     many = len(settings) > 1
-    refs = [(f"{r.display if 'display' in base else r.method}" + (" (mean over conditions)" if many else ""),
-             float(np.nanmean([float(getattr(r, mc)) for mc, _sc, _lab in settings])), method_color(r.method)) for r in base.itertuples()]
+    refs = [
+        (
+            f"{r.display if 'display' in base else r.method}" + (" (mean over conditions)" if many else ""),
+            float(np.nanmean([float(getattr(r, mc)) for mc, _sc, _lab in settings])),
+            method_color(r.method),
+        )
+        for r in base.itertuples()
+    ]
     note = _reference_lines(ax, refs, limit)
     ax.set_ylim(0, limit)
     names = nets["display"] if "display" in nets else nets["method"]
@@ -311,7 +427,9 @@ def condition_bars(table: pd.DataFrame, settings: list[tuple[str, str, str]], ti
     for tick, m in zip(ax.get_xticklabels(), nets["method"].astype(str), strict=False):
         tick.set_color(method_color(m))
     ax.set_ylabel(ylabel + ", mean and 95 % CI" if settings[0][1] else ylabel)
-    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="condition", title_fontsize=7)
+    ax.legend(
+        fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="condition", title_fontsize=7
+    )
     ax.set_title(title + (f"\n{note}" if note else ""), fontsize=9)
     return _save(fig, stem)
 
@@ -321,8 +439,16 @@ paired_bars = condition_bars
 
 
 @_styled
-def significance_matrix(pw: pd.DataFrame, stem: Path, title: str, facet: str | None = None, alpha: float = 0.05,
-                        a: str = "display_a", b: str = "display_b", p: str = "p_holm") -> list[Path]:
+def significance_matrix(
+    pw: pd.DataFrame,
+    stem: Path,
+    title: str,
+    facet: str | None = None,
+    alpha: float = 0.05,
+    a: str = "display_a",
+    b: str = "display_b",
+    p: str = "p_holm",
+) -> list[Path]:
     """Pairwise tests as a method x method matrix: colour = mean difference (row - column, deg),
     stars = Holm-corrected p (* < alpha, ** < 0.01, *** < 0.001); one panel per ``facet`` value.
     Networks only when the table has networks (baseline pairs stay in the tables)."""
@@ -358,13 +484,21 @@ def significance_matrix(pw: pd.DataFrame, stem: Path, title: str, facet: str | N
         for i in range(len(names)):
             for j in range(len(names)):
                 if star[i, j]:  # white on the dark ends of the scale, black elsewhere (contrast >= 4.5:1)
-                    ax.text(j, i, star[i, j], ha="center", va="center", fontsize=7, color=star_color(im.cmap(norm(mat[i, j]))))
+                    ax.text(
+                        j,
+                        i,
+                        star[i, j],
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color=star_color(im.cmap(norm(mat[i, j]))),
+                    )
         show_x = k // nc == nr - 1 or k + nc >= len(groups)
         ax.set_xticks(range(len(names)), names if show_x else [], rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(names)), names if k % nc == 0 else [], fontsize=7)
         if key is not None:
             ax.set_title(f"{facet} {key}", fontsize=8)
-    for ax in axes.flat[len(groups):]:
+    for ax in axes.flat[len(groups) :]:
         ax.axis("off")
     if im is not None:
         fig.colorbar(im, ax=axes, shrink=0.7, label="mean difference row - column (deg)")

@@ -7,6 +7,7 @@ is significant after Holm (or the profile's correction in experiment 2).
 Read back from the written ``tables/*.csv`` only, so it shows exactly what the report
 holds; a table that is absent (analysis skipped) gives no row.
 """
+
 from __future__ import annotations
 
 import io
@@ -60,8 +61,16 @@ def _wins(pairs: pd.DataFrame | None, best: str, alpha: float, sel=None) -> str:
 def _row(experiment: str, condition: str, g: pd.DataFrame, b: pd.Series, significant: str, ci=None) -> dict:
     """One headline row for the best method ``b`` of table ``g`` (its own CI columns unless ``ci``)."""
     lo, hi = ci if ci is not None else (b["ci_low"], b["ci_high"])
-    return {"experiment": experiment, "condition": condition, "best": _name(g, b), "mean": b["mean"], "ci_low": lo, "ci_high": hi,
-            "n": int(b["n"]), "significant": significant}
+    return {
+        "experiment": experiment,
+        "condition": condition,
+        "best": _name(g, b),
+        "mean": b["mean"],
+        "ci_low": lo,
+        "ci_high": hi,
+        "n": int(b["n"]),
+        "significant": significant,
+    }
 
 
 def headline(tables: Path, alpha: float = 0.05) -> pd.DataFrame:
@@ -91,7 +100,8 @@ def headline(tables: Path, alpha: float = 0.05) -> pd.DataFrame:
                     worse = tested[(tested[pcol] < alpha) & (tested["mean_diff"] > 0)]
                     better = tested[(tested[pcol] < alpha) & (tested["mean_diff"] < 0)]
                     corr = str(vp["correction"].iloc[0]) if "correction" in vp.columns else "holm"
-                    sig = f"arc worse for {len(worse)}, better for {len(better)} of {len(tested)} methods ({'Holm' if corr == 'holm' else 'uncorrected'})"
+                    how = "Holm" if corr == "holm" else "uncorrected"
+                    sig = f"arc worse for {len(worse)}, better for {len(better)} of {len(tested)} methods ({how})"
                 else:
                     sig = "not tested (too few subjects)"
             rows.append(_row("2 viewpoint", setting, g, b, sig))
@@ -101,7 +111,11 @@ def headline(tables: Path, alpha: float = 0.05) -> pd.DataFrame:
         b = g.loc[g["mean"].idxmin()]
         lo, hi = t_ci(b["mean"], b["sd"], b["n"])  # the conflict table has no CI columns
         tested = cf[np.isfinite(cf["p_holm"])]
-        sig = (f"slope > 0 for {int((tested['p_holm'] < alpha).sum())} of {len(tested)} methods (Holm)" if len(tested) else "not tested (too few subjects)")
+        sig = (
+            f"slope > 0 for {int((tested['p_holm'] < alpha).sum())} of {len(tested)} methods (Holm)"
+            if len(tested)
+            else "not tested (too few subjects)"
+        )
         rows.append(_row("3 conflict", "left, center, right", g, b, sig, ci=(float(lo), float(hi))))
     tg = _read(tdir, "target")
     if tg is not None:
@@ -111,11 +125,23 @@ def headline(tables: Path, alpha: float = 0.05) -> pd.DataFrame:
         ch = _read(tdir, "target_champion")
         if ch is not None:
             champs = ch[ch["decisive"].astype(str).str.lower() == "true"]
-            sig = (f"champion at {len(champs)} of {len(ch)} points" + (": " + ", ".join(f"{r.target} {r.champion_display}" for r in champs.itertuples()) if len(champs) else ""))
+            sig = f"champion at {len(champs)} of {len(ch)} points" + (
+                ": " + ", ".join(f"{r.target} {r.champion_display}" for r in champs.itertuples()) if len(champs) else ""
+            )
         else:
             sig = ""
-        rows.append({"experiment": "4.1 target", "condition": "mean of the 9 points", "best": _name(g, g[g["method"].astype(str) == m].iloc[0]),
-                     "mean": float(whole.min()), "ci_low": np.nan, "ci_high": np.nan, "n": int(g["n"].max()), "significant": sig})
+        rows.append(
+            {
+                "experiment": "4.1 target",
+                "condition": "mean of the 9 points",
+                "best": _name(g, g[g["method"].astype(str) == m].iloc[0]),
+                "mean": float(whole.min()),
+                "ci_low": np.nan,
+                "ci_high": np.nan,
+                "n": int(g["n"].max()),
+                "significant": sig,
+            }
+        )
     mu = _read(tdir, "mutual")
     if mu is not None:
         mp = _read(tdir, "mutual_method_pairs")
@@ -132,12 +158,27 @@ def render(df: pd.DataFrame, title: str = "Headline results", width: int = 140) 
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
-    for c, just in (("Experiment", "left"), ("Condition", "left"), ("Best method", "left"), ("Error (deg)", "right"), ("95 % CI", "right"),
-                    ("N", "right"), ("Significant after correction", "left")):
+    for c, just in (
+        ("Experiment", "left"),
+        ("Condition", "left"),
+        ("Best method", "left"),
+        ("Error (deg)", "right"),
+        ("95 % CI", "right"),
+        ("N", "right"),
+        ("Significant after correction", "left"),
+    ):
         t.add_column(c, justify=just)
     for r in df.itertuples(index=False):
         ci = f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if np.isfinite(r.ci_low) and np.isfinite(r.ci_high) else ""
-        t.add_row(str(r.experiment), str(r.condition), str(r.best), f"{r.mean:.2f}", ci, str(int(r.n)) if np.isfinite(r.n) else "", str(r.significant))
+        t.add_row(
+            str(r.experiment),
+            str(r.condition),
+            str(r.best),
+            f"{r.mean:.2f}",
+            ci,
+            str(int(r.n)) if np.isfinite(r.n) else "",
+            str(r.significant),
+        )
     buf = io.StringIO()
     Console(width=width, file=buf, color_system=None).print(t)
     return buf.getvalue()

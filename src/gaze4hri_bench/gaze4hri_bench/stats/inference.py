@@ -13,6 +13,7 @@ Scand. J. Statist. 6, 65-70.
 Lakens, D. (2013). Calculating and reporting effect sizes. Front. Psychol. 4:863
 (d_z = mean difference / SD of differences; d_av = mean difference / mean SD).
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -99,10 +100,26 @@ def paired_ttest(a, b, alternative: str = "two-sided") -> dict:
     a, b = np.asarray(a, float), np.asarray(b, float)
     n = a.size
     if n < 2:
-        return {"n": n, "mean_diff": np.nan, "t": np.nan, "dof": np.nan, "p_unc": np.nan, "cohen_dz": np.nan, "cohen_dav": np.nan}
+        return {
+            "n": n,
+            "mean_diff": np.nan,
+            "t": np.nan,
+            "dof": np.nan,
+            "p_unc": np.nan,
+            "cohen_dz": np.nan,
+            "cohen_dav": np.nan,
+        }
     d = a - b
     t, p = _one_sample(d, alternative)
-    return {"n": n, "mean_diff": float(d.mean()), "t": t, "dof": n - 1, "p_unc": p, "cohen_dz": cohen_dz(a, b), "cohen_dav": cohen_dav(a, b)}
+    return {
+        "n": n,
+        "mean_diff": float(d.mean()),
+        "t": t,
+        "dof": n - 1,
+        "p_unc": p,
+        "cohen_dz": cohen_dz(a, b),
+        "cohen_dav": cohen_dav(a, b),
+    }
 
 
 def one_sample_ttest(x, mu: float = 0.0, alternative: str = "greater") -> dict:
@@ -115,9 +132,25 @@ def one_sample_ttest(x, mu: float = 0.0, alternative: str = "greater") -> dict:
     n = x.size
     t, p = _one_sample(x - mu, alternative) if n >= 2 else (np.nan, np.nan)
     if not np.isfinite(t):
-        return {"n": n, "mean": float(x.mean()) if n else np.nan, "sd": np.nan, "t": np.nan, "dof": n - 1 if n else np.nan, "p_unc": np.nan, "cohen_d": np.nan}
+        return {
+            "n": n,
+            "mean": float(x.mean()) if n else np.nan,
+            "sd": np.nan,
+            "t": np.nan,
+            "dof": n - 1 if n else np.nan,
+            "p_unc": np.nan,
+            "cohen_d": np.nan,
+        }
     sd = float(x.std(ddof=1))
-    return {"n": n, "mean": float(x.mean()), "sd": sd, "t": t, "dof": n - 1, "p_unc": p, "cohen_d": float((x.mean() - mu) / sd)}
+    return {
+        "n": n,
+        "mean": float(x.mean()),
+        "sd": sd,
+        "t": t,
+        "dof": n - 1,
+        "p_unc": p,
+        "cohen_d": float((x.mean() - mu) / sd),
+    }
 
 
 def cv_percent(level_means, ddof: int = 1) -> float:
@@ -154,8 +187,18 @@ def pairwise_paired(wide: pd.DataFrame, alternative: str = "two-sided", pairs=No
         r["n"] = len(wide)
         if few and len(wide):  # untested family: the paired mean difference is still a descriptive
             r["mean_diff"] = float((x[a] - x[b]).mean())
-        rows.append({"a": a, "b": b, "mean_a": float(x[a].mean()) if x[a].size else np.nan, "mean_b": float(x[b].mean()) if x[b].size else np.nan, **r})
-    out = pd.DataFrame(rows, columns=["a", "b", "mean_a", "mean_b", "n", "mean_diff", "t", "dof", "p_unc", "cohen_dz", "cohen_dav"])
+        rows.append(
+            {
+                "a": a,
+                "b": b,
+                "mean_a": float(x[a].mean()) if x[a].size else np.nan,
+                "mean_b": float(x[b].mean()) if x[b].size else np.nan,
+                **r,
+            }
+        )
+    out = pd.DataFrame(
+        rows, columns=["a", "b", "mean_a", "mean_b", "n", "mean_diff", "t", "dof", "p_unc", "cohen_dz", "cohen_dav"]
+    )
     out.insert(out.columns.get_loc("p_unc") + 1, "p_holm", holm(out["p_unc"].to_numpy()) if len(out) else [])
     return out
 
@@ -177,8 +220,12 @@ def group_slopes(df: pd.DataFrame, by: list[str], x: str, y: str, w: str | None 
     n = d[x].groupby(keys, observed=True).count()
     mx = (wt * d[x]).groupby(keys, observed=True).sum() / sw
     my = (wt * d[y]).groupby(keys, observed=True).sum() / sw
-    dx = d[x] - (wt * d[x]).groupby(keys, observed=True).transform("sum") / wt.groupby(keys, observed=True).transform("sum")
-    dy = d[y] - (wt * d[y]).groupby(keys, observed=True).transform("sum") / wt.groupby(keys, observed=True).transform("sum")
+    dx = d[x] - (wt * d[x]).groupby(keys, observed=True).transform("sum") / wt.groupby(keys, observed=True).transform(
+        "sum"
+    )
+    dy = d[y] - (wt * d[y]).groupby(keys, observed=True).transform("sum") / wt.groupby(keys, observed=True).transform(
+        "sum"
+    )
     sxx = (wt * dx * dx).groupby(keys, observed=True).sum()
     sxy = (wt * dx * dy).groupby(keys, observed=True).sum()
     slope = (sxy / sxx.where(sxx > 1e-12 * sw)).where(n >= 2)
@@ -198,7 +245,11 @@ def group_ols2(df: pd.DataFrame, by: list[str], x1: str, x2: str, y: str) -> pd.
     g = d.groupby(keys, observed=True)
     m = g[[x1, x2, y]].transform("mean")
     c1, c2, cy = d[x1] - m[x1], d[x2] - m[x2], d[y] - m[y]
-    s = pd.DataFrame({"s11": c1 * c1, "s22": c2 * c2, "s12": c1 * c2, "s1y": c1 * cy, "s2y": c2 * cy}).groupby(keys, observed=True).sum()
+    s = (
+        pd.DataFrame({"s11": c1 * c1, "s22": c2 * c2, "s12": c1 * c2, "s1y": c1 * cy, "s2y": c2 * cy})
+        .groupby(keys, observed=True)
+        .sum()
+    )
     mean = g[[x1, x2, y]].mean()
     n = g[y].count()
     det = s["s11"] * s["s22"] - s["s12"] ** 2

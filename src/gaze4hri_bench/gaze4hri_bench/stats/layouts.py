@@ -9,6 +9,7 @@ LaTeX ``table*`` (booktabs) of our values in the paper's layout. Our cells read
 ``mean ± SD [95 % CI]`` over subjects (t-based); the LaTeX keeps the paper's ``mean ±
 SD``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -104,11 +105,18 @@ def table3(illum: pd.DataFrame, cv: pd.DataFrame) -> Layout | None:
             rows.append(p)
             cls.append("paper")
     n = int(illum["n"].max())
-    cap = (f"Table III layout (experiment 1): subject-level mean ± SD [95 % t CI] angular error (deg) per illumination level, N = {n}; "
-           f"CV (%) of the level means. Rows '{paper.label('III')}' are the published values, not ours.")
+    cap = (
+        "Table III layout (experiment 1): subject-level mean ± SD [95 % t CI] angular error (deg) per illumination "
+        f"level, N = {n}; "
+        f"CV (%) of the level means. Rows '{paper.label('III')}' are the published values, not ours."
+    )
     tex_df = pd.DataFrame(tex)
-    latex = _latex("table3", tex_df, f"Mean angular error (deg, mean ± SD over N = {n} subjects) per illumination level and CV (%).",
-                   groups=[("", 1), ("Illumination level (%)", len(levels)), ("", 1)])
+    latex = _latex(
+        "table3",
+        tex_df,
+        f"Mean angular error (deg, mean ± SD over N = {n} subjects) per illumination level and CV (%).",
+        groups=[("", 1), ("Illumination level (%)", len(levels)), ("", 1)],
+    )
     return Layout("table3", pd.DataFrame(rows), cap, latex, cls)
 
 
@@ -119,14 +127,34 @@ def table_s9(cr: pd.DataFrame) -> Layout | None:
     rows, tex = [], []
     for r in cr.itertuples():
         pub = paper.TABLE_S9.get(str(r.method))
-        rows.append({"Method": r.display, "Crop (ours)": cell(r.crop_mean, r.crop_sd, r.n), "Rectified (ours)": cell(r.rectified_mean, r.rectified_sd, r.n),
-                     "Better (ours)": r.better, f"Crop, {paper.label('S9')}": _n(pub[0]) if pub else "",
-                     f"Rectified, {paper.label('S9')}": _n(pub[1]) if pub else ""})
-        tex.append({"Method": r.display, "Crop": cell(r.crop_mean, r.crop_sd, ci=False), "Rectified": cell(r.rectified_mean, r.rectified_sd, ci=False)})
+        rows.append(
+            {
+                "Method": r.display,
+                "Crop (ours)": cell(r.crop_mean, r.crop_sd, r.n),
+                "Rectified (ours)": cell(r.rectified_mean, r.rectified_sd, r.n),
+                "Better (ours)": r.better,
+                f"Crop, {paper.label('S9')}": _n(pub[0]) if pub else "",
+                f"Rectified, {paper.label('S9')}": _n(pub[1]) if pub else "",
+            }
+        )
+        tex.append(
+            {
+                "Method": r.display,
+                "Crop": cell(r.crop_mean, r.crop_sd, ci=False),
+                "Rectified": cell(r.rectified_mean, r.rectified_sd, ci=False),
+            }
+        )
     n = int(cr["n"].min())
-    cap = (f"Table S9 layout: whole-dataset subject-level error (deg), mean ± SD [95 % t CI], cropped vs rectified input (N = {n}); "
-           f"'Better' from the Holm-corrected paired test. Columns '{paper.label('S9')}' are the published means.")
-    latex = _latex("table_s9", pd.DataFrame(tex), f"Whole-dataset mean angular error (deg, mean ± SD over N = {n} subjects), cropped vs rectified input.")
+    cap = (
+        "Table S9 layout: whole-dataset subject-level error (deg), mean ± SD [95 % t CI], cropped vs rectified input "
+        f"(N = {n}); "
+        f"'Better' from the Holm-corrected paired test. Columns '{paper.label('S9')}' are the published means."
+    )
+    latex = _latex(
+        "table_s9",
+        pd.DataFrame(tex),
+        f"Whole-dataset mean angular error (deg, mean ± SD over N = {n} subjects), cropped vs rectified input.",
+    )
     return Layout("table_s9", _drop_empty_paper(pd.DataFrame(rows)), cap, latex)
 
 
@@ -139,19 +167,47 @@ def table_s10(eff: pd.DataFrame) -> Layout | None:
     for r in eff.itertuples():
         m = str(r.method)
         base = is_baseline(m) or str(r.input) == "none"
-        ms = float(r.infer_ms_per_frame) if r.infer_ms_per_frame is not None and np.isfinite(r.infer_ms_per_frame) else np.nan
+        ms = (
+            float(r.infer_ms_per_frame)
+            if r.infer_ms_per_frame is not None and np.isfinite(r.infer_ms_per_frame)
+            else np.nan
+        )
         net_ms = "n/a (no network)" if base else (_n(ms) if np.isfinite(ms) and ms > 0 else "n/a (not recorded)")
-        net_fps = "n/a (no network)" if base else (_n(1000.0 / ms, 1) if np.isfinite(ms) and ms > 0 else "n/a (not recorded)")
-        vram = _n(r.peak_vram_mb, 1) if r.peak_vram_mb is not None and np.isfinite(r.peak_vram_mb) else ("n/a (CPU)" if str(r.device).startswith("cpu") else "n/a")
+        net_fps = (
+            "n/a (no network)" if base else (_n(1000.0 / ms, 1) if np.isfinite(ms) and ms > 0 else "n/a (not recorded)")
+        )
+        vram = (
+            _n(r.peak_vram_mb, 1)
+            if r.peak_vram_mb is not None and np.isfinite(r.peak_vram_mb)
+            else ("n/a (CPU)" if str(r.device).startswith("cpu") else "n/a")
+        )
         fam = paper.TABLE_S10.get(paper.S10_FAMILY.get(m, ""))
-        rows.append({"Method": r.display, "Input": r.input, "Device": r.device, "Network ms/frame": net_ms, "Network FPS": net_fps,
-                     "Pipeline FPS": _n(r.fps, 1), "Peak VRAM (MB)": vram, "Peak RSS (MB)": _n(r.peak_rss_mb, 0),
-                     f"VRAM (MB), {paper.label('S10')}": _n(fam[0]) if fam else "", f"ms/frame, {paper.label('S10')}": _n(fam[1]) if fam else "",
-                     f"FPS, {paper.label('S10')}": _n(fam[2], 1) if fam else ""})
-        tex.append({"Method": r.display, "Device": r.device, "Peak VRAM (MB)": vram, "ms/frame": net_ms, "FPS": net_fps})
-    cap = ("Table S10 layout: network inference time per frame and its FPS (1000 / ms; n/a for weight-free baselines, which run no network), "
-           "the pipeline's throughput (frames / wall time, decoding and face detection included) and peak memory, as recorded on this machine "
-           f"(Device). Columns '{paper.label('S10')}' are the published RTX A4000 figures (1000 runs), not comparable across machines.")
+        rows.append(
+            {
+                "Method": r.display,
+                "Input": r.input,
+                "Device": r.device,
+                "Network ms/frame": net_ms,
+                "Network FPS": net_fps,
+                "Pipeline FPS": _n(r.fps, 1),
+                "Peak VRAM (MB)": vram,
+                "Peak RSS (MB)": _n(r.peak_rss_mb, 0),
+                f"VRAM (MB), {paper.label('S10')}": _n(fam[0]) if fam else "",
+                f"ms/frame, {paper.label('S10')}": _n(fam[1]) if fam else "",
+                f"FPS, {paper.label('S10')}": _n(fam[2], 1) if fam else "",
+            }
+        )
+        tex.append(
+            {"Method": r.display, "Device": r.device, "Peak VRAM (MB)": vram, "ms/frame": net_ms, "FPS": net_fps}
+        )
+    cap = (
+        "Table S10 layout: network inference time per frame and its FPS (1000 / ms; n/a for weight-free baselines, "
+        "which run no network), "
+        "the pipeline's throughput (frames / wall time, decoding and face detection included) and peak memory, as "
+        "recorded on this machine "
+        f"(Device). Columns '{paper.label('S10')}' are the published RTX A4000 figures (1000 runs), not comparable "
+        "across machines."
+    )
     latex = _latex("table_s10", pd.DataFrame(tex), "Efficiency: peak VRAM, network time per frame and FPS.")
     return Layout("table_s10", _drop_empty_paper(pd.DataFrame(rows)), cap, latex)
 
@@ -180,8 +236,17 @@ def gt_per_target(paths: list[Path]) -> pd.DataFrame:
             continue
         g = t.group_by(["subject", "target"]).aggregate([("gt_pitch_deg", "mean"), ("gt_yaw_deg", "mean")]).to_pandas()
         g = g[g["target"].astype(str).str.fullmatch(r"P[1-9]")]
-        out = g.groupby("target").agg(n=("subject", "nunique"), pitch_mean=("gt_pitch_deg_mean", "mean"), pitch_sd=("gt_pitch_deg_mean", "std"),
-                                      yaw_mean=("gt_yaw_deg_mean", "mean"), yaw_sd=("gt_yaw_deg_mean", "std")).reset_index()
+        out = (
+            g.groupby("target")
+            .agg(
+                n=("subject", "nunique"),
+                pitch_mean=("gt_pitch_deg_mean", "mean"),
+                pitch_sd=("gt_pitch_deg_mean", "std"),
+                yaw_mean=("gt_yaw_deg_mean", "mean"),
+                yaw_sd=("gt_yaw_deg_mean", "std"),
+            )
+            .reset_index()
+        )
         return out.sort_values("target", key=lambda s: s.str[1:].astype(int)).reset_index(drop=True)
     return pd.DataFrame(columns=["target", "n", "pitch_mean", "pitch_sd", "yaw_mean", "yaw_sd"])
 
@@ -197,15 +262,30 @@ def table_s11(gt: pd.DataFrame) -> Layout | None:
     for r in gt.itertuples():
         pub = paper.TABLE_S11.get(str(r.target))
         row, col = pos.get(str(r.target), ("", ""))
-        rows.append({"Point": r.target, "Row (from subject)": row, "Column (from camera)": col, "N": int(r.n),
-                     "Pitch (ours)": cell(r.pitch_mean, r.pitch_sd, r.n), "Yaw (ours)": cell(r.yaw_mean, r.yaw_sd, r.n),
-                     f"Pitch, {paper.label('S11')}": _n(pub[0]) if pub else "", f"Yaw, {paper.label('S11')}": _n(pub[1]) if pub else ""})
+        rows.append(
+            {
+                "Point": r.target,
+                "Row (from subject)": row,
+                "Column (from camera)": col,
+                "N": int(r.n),
+                "Pitch (ours)": cell(r.pitch_mean, r.pitch_sd, r.n),
+                "Yaw (ours)": cell(r.yaw_mean, r.yaw_sd, r.n),
+                f"Pitch, {paper.label('S11')}": _n(pub[0]) if pub else "",
+                f"Yaw, {paper.label('S11')}": _n(pub[1]) if pub else "",
+            }
+        )
         tex.append({"Point": r.target, "Pitch": _n(r.pitch_mean), "Yaw": _n(r.yaw_mean)})
     n = int(gt["n"].max())
-    cap = (f"Table S11 layout: mean ground-truth gaze pitch and yaw (deg) per target point, mean ± SD [95 % t CI] over N = {n} subjects of each "
-           "subject's mean over the fixed-camera illumination trials (camera frame, this project's pitch/yaw convention, docs/results_schema.md). "
-           f"Columns '{paper.label('S11')}' are the published means.")
-    latex = _latex("table_s11", pd.DataFrame(tex), f"Mean ground-truth gaze (deg) per target point across N = {n} subjects.")
+    cap = (
+        "Table S11 layout: mean ground-truth gaze pitch and yaw (deg) per target point, mean ± SD [95 % t CI] over N "
+        f"= {n} subjects of each "
+        "subject's mean over the fixed-camera illumination trials (camera frame, this project's pitch/yaw convention, "
+        "docs/results_schema.md). "
+        f"Columns '{paper.label('S11')}' are the published means."
+    )
+    latex = _latex(
+        "table_s11", pd.DataFrame(tex), f"Mean ground-truth gaze (deg) per target point across N = {n} subjects."
+    )
     return Layout("table_s11", _drop_empty_paper(pd.DataFrame(rows)), cap, latex)
 
 
@@ -227,7 +307,14 @@ def mutual_grid(mutual: pd.DataFrame) -> Layout | None:
         rows.append(r)
         tex.append(t)
     n = int(mutual["n"].max())
-    cap = f"Mutual gaze (experiment 4.2) per method and condition: subject-level mean ± SD [95 % t CI] (deg), N = {n}; h/v: horizontal/vertical scan, slow 0.05 m/s, fast 0.1 m/s."
-    latex = _latex("mutual_grid", pd.DataFrame(tex), f"Mutual-gaze error (deg, mean ± SD over N = {n} subjects) per camera scan.",
-                   groups=[("", 1), ("Camera scan", len(conds))])
+    cap = (
+        f"Mutual gaze (experiment 4.2) per method and condition: subject-level mean ± SD [95 % t CI] (deg), N = {n}; "
+        "h/v: horizontal/vertical scan, slow 0.05 m/s, fast 0.1 m/s."
+    )
+    latex = _latex(
+        "mutual_grid",
+        pd.DataFrame(tex),
+        f"Mutual-gaze error (deg, mean ± SD over N = {n} subjects) per camera scan.",
+        groups=[("", 1), ("Camera scan", len(conds))],
+    )
     return Layout("mutual_grid", pd.DataFrame(rows), cap, latex)

@@ -6,6 +6,7 @@ the mutual-gaze videos (for the eccentricity regression of exp. 4.2) are kept, s
 memory used does not grow with the number of frames: each file is read (only the
 columns needed), reduced with Arrow's hash aggregation and dropped.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,16 @@ from gaze4hri_core.errors import Gaze4HRIError
 
 from ..schema import METADATA_KEY, REQUIRED, SCHEMA_VERSION
 
-__all__ = ["LoadedResults", "FileInfo", "find_parquet", "load_results", "pipeline_profile", "CORE_COLUMNS", "OPTIONAL_COLUMNS", "SUBJECT_META"]
+__all__ = [
+    "LoadedResults",
+    "FileInfo",
+    "find_parquet",
+    "load_results",
+    "pipeline_profile",
+    "CORE_COLUMNS",
+    "OPTIONAL_COLUMNS",
+    "SUBJECT_META",
+]
 
 #: Columns without which a file cannot be analysed at all.
 CORE_COLUMNS = ("subject", "experiment", "condition", "target", "trial", "method", "input", "valid", "error_deg")
@@ -111,9 +121,15 @@ def find_parquet(inputs: list[Path]) -> list[Path]:
     for p in map(Path, inputs):
         if p.is_dir():
             # hidden folders hold the pipeline's per-trial part files (.parts/): not results
-            found = sorted(f for f in p.rglob("*.parquet") if not any(x.startswith(".") for x in f.relative_to(p).parts))
+            found = sorted(
+                f for f in p.rglob("*.parquet") if not any(x.startswith(".") for x in f.relative_to(p).parts)
+            )
             if not found:
-                raise Gaze4HRIError(f"no .parquet files in directory {p}", "analyze RESULTS", "pass per-frame results files or folders holding them")
+                raise Gaze4HRIError(
+                    f"no .parquet files in directory {p}",
+                    "analyze RESULTS",
+                    "pass per-frame results files or folders holding them",
+                )
             out.extend(found)
         elif p.is_file():
             out.append(p)
@@ -147,7 +163,11 @@ def _metadata_subjects(meta: dict | None) -> list[pd.DataFrame]:
     recs = (meta or {}).get("subjects")
     if not isinstance(recs, dict):
         return []
-    rows = [{"subject": str(sid), **{k: rec[k] for k in SUBJECT_META if k in rec}} for sid, rec in recs.items() if isinstance(rec, dict)]
+    rows = [
+        {"subject": str(sid), **{k: rec[k] for k in SUBJECT_META if k in rec}}
+        for sid, rec in recs.items()
+        if isinstance(rec, dict)
+    ]
     return [pd.DataFrame(rows)] if rows else []
 
 
@@ -172,9 +192,17 @@ def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]
     base = table.select(_KEYS)
     for c, arr in allf.items():
         base = base.append_column(f"_all_{c}", arr)
-    counts = base.group_by(_KEYS, use_threads=True).aggregate([([], "count_all")] + [(f"_all_{c}", "mean") for c in allf])
-    all_names = {"_all_head_gaze_conflict_deg_mean": "conflict_all_mean", "_all_gt_pitch_deg_mean": "abs_pitch_mean", "_all_gt_yaw_deg_mean": "abs_yaw_mean"}
-    counts = counts.rename_columns([all_names.get(c, "n_frames" if c == "count_all" else c) for c in counts.column_names])
+    counts = base.group_by(_KEYS, use_threads=True).aggregate(
+        [([], "count_all")] + [(f"_all_{c}", "mean") for c in allf]
+    )
+    all_names = {
+        "_all_head_gaze_conflict_deg_mean": "conflict_all_mean",
+        "_all_gt_pitch_deg_mean": "abs_pitch_mean",
+        "_all_gt_yaw_deg_mean": "abs_yaw_mean",
+    }
+    counts = counts.rename_columns(
+        [all_names.get(c, "n_frames" if c == "count_all" else c) for c in counts.column_names]
+    )
 
     vt = table.filter(valid)
     # population variance of the valid errors: the study's frame-pooled SD over videos
@@ -183,7 +211,12 @@ def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]
     if "head_gaze_conflict_deg" in has:
         aggs.append(("head_gaze_conflict_deg", "mean"))
     means = vt.group_by(_KEYS, use_threads=True).aggregate(aggs)
-    names = {"error_deg_mean": "error_mean", "error_deg_count": "n_valid", "error_deg_variance": "error_var", "head_gaze_conflict_deg_mean": "conflict_mean"}
+    names = {
+        "error_deg_mean": "error_mean",
+        "error_deg_count": "n_valid",
+        "error_deg_variance": "error_var",
+        "head_gaze_conflict_deg_mean": "conflict_mean",
+    }
     means = means.rename_columns([names.get(c, c) for c in means.column_names])
     vid = counts.join(means, _KEYS, join_type="left outer").to_pandas()
     for c in ("conflict_mean", "conflict_all_mean", "abs_pitch_mean", "abs_yaw_mean"):
@@ -212,7 +245,11 @@ def _reduce(table: pa.Table, has: set[str]) -> tuple[pd.DataFrame, pd.DataFrame]
         # frame of the video (valid or not), as the study's (line_movement_analysis_paper.py:290-330)
         from .study_tables import label_segments
 
-        path = table.filter(pc.equal(table["experiment"], "mutual")).select(["subject", "trial", *sorted(_PATH)]).to_pandas()
+        path = (
+            table.filter(pc.equal(table["experiment"], "mutual"))
+            .select(["subject", "trial", *sorted(_PATH)])
+            .to_pandas()
+        )
         mutual = label_segments(path, mutual)
     return vid, mutual
 
@@ -232,12 +269,24 @@ def _unused_frames(table: pa.Table, has_reason: bool) -> pa.Table:
     finite = pc.is_finite(pc.fill_null(table["error_deg"], float("nan")))
     bad = table.filter(pc.invert(pc.and_(flag, finite)))
     if not bad.num_rows:
-        return pa.table({"method": pa.array([], pa.string()), "input": pa.array([], pa.string()), "invalid_reason": pa.array([], pa.string())})
+        return pa.table(
+            {
+                "method": pa.array([], pa.string()),
+                "input": pa.array([], pa.string()),
+                "invalid_reason": pa.array([], pa.string()),
+            }
+        )
     flag_bad = pc.fill_null(bad["valid"], False)
     given = pc.cast(bad["invalid_reason"], pa.string()) if has_reason else pa.nulls(bad.num_rows, pa.string())
     given = pc.if_else(pc.equal(pc.fill_null(given, ""), ""), pa.scalar(NO_REASON), given)
     reason = pc.if_else(flag_bad, pa.scalar(ERROR_NOT_FINITE), given)
-    return pa.table({"method": pc.cast(bad["method"], pa.string()), "input": pc.cast(bad["input"], pa.string()), "invalid_reason": reason})
+    return pa.table(
+        {
+            "method": pc.cast(bad["method"], pa.string()),
+            "input": pc.cast(bad["input"], pa.string()),
+            "invalid_reason": reason,
+        }
+    )
 
 
 def load_results(paths: list[Path]) -> LoadedResults:
@@ -268,13 +317,21 @@ def _open(files, infos, handles) -> None:
         try:
             pf = pq.ParquetFile(p)
         except (pa.ArrowInvalid, OSError) as e:
-            raise Gaze4HRIError(f"{p} is not a readable Parquet file ({str(e).splitlines()[0]})", "analyze RESULTS",
-                                "pass per-frame results written by gaze4hri-bench run") from None
+            raise Gaze4HRIError(
+                f"{p} is not a readable Parquet file ({str(e).splitlines()[0]})",
+                "analyze RESULTS",
+                "pass per-frame results written by gaze4hri-bench run",
+            ) from None
         meta = _metadata(pf)
         cols = set(pf.schema_arrow.names)
         info = FileInfo(
-            path=str(p), sha256="", rows=pf.metadata.num_rows,
-            schema=(meta or {}).get("schema"), methods=[], inputs=[], metadata=meta,
+            path=str(p),
+            sha256="",
+            rows=pf.metadata.num_rows,
+            schema=(meta or {}).get("schema"),
+            methods=[],
+            inputs=[],
+            metadata=meta,
             missing_columns=[c for c in REQUIRED if c not in cols],
             profile=pipeline_profile(meta),
         )
@@ -284,11 +341,17 @@ def _open(files, infos, handles) -> None:
     if len(versions) > 1:
         by = {v: [Path(i.path).name for i in infos if i.schema == v] for v in sorted(versions)}
         desc = "; ".join(f"{v}: {', '.join(n[:3])}{' ...' if len(n) > 3 else ''}" for v, n in by.items())
-        raise Gaze4HRIError(f"results mix schema versions ({desc})", "analyze RESULTS",
-                            f"analyse files of one version ({SCHEMA_VERSION}) or re-run the pipeline")
+        raise Gaze4HRIError(
+            f"results mix schema versions ({desc})",
+            "analyze RESULTS",
+            f"analyse files of one version ({SCHEMA_VERSION}) or re-run the pipeline",
+        )
     if versions and versions != {SCHEMA_VERSION}:
-        raise Gaze4HRIError(f"results have schema {versions.pop()}, this version reads {SCHEMA_VERSION}",
-                            "analyze RESULTS", "use the gaze4hri-bench version that wrote them or re-run the pipeline")
+        raise Gaze4HRIError(
+            f"results have schema {versions.pop()}, this version reads {SCHEMA_VERSION}",
+            "analyze RESULTS",
+            "use the gaze4hri-bench version that wrote them or re-run the pipeline",
+        )
 
 
 def _read_table(info: FileInfo, pf, has: set[str]) -> pa.Table:
@@ -297,8 +360,14 @@ def _read_table(info: FileInfo, pf, has: set[str]) -> pa.Table:
     want += ["invalid_reason"] if "invalid_reason" in has else []
     want += ["t_ns"] if _PATH <= has else []
     # string keys read dictionary-encoded: Arrow then hashes small integer codes
-    dict_cols = [c for c in [*_KEYS, "invalid_reason"] if c in has and (
-        pa.types.is_string(pf.schema_arrow.field(c).type) or pa.types.is_large_string(pf.schema_arrow.field(c).type))]
+    dict_cols = [
+        c
+        for c in [*_KEYS, "invalid_reason"]
+        if c in has
+        and (
+            pa.types.is_string(pf.schema_arrow.field(c).type) or pa.types.is_large_string(pf.schema_arrow.field(c).type)
+        )
+    ]
     table = pq.ParquetFile(info.path, read_dictionary=dict_cols).read(columns=want).unify_dictionaries()
     for c in _KEYS:
         if not pa.types.is_string(table[c].type) and not pa.types.is_dictionary(table[c].type):
@@ -307,8 +376,9 @@ def _read_table(info: FileInfo, pf, has: set[str]) -> pa.Table:
     return table.set_column(i, "error_deg", pc.cast(table["error_deg"], pa.float64()))
 
 
-def _assemble(vids, mutuals, reasons, subj_meta) -> tuple[pd.DataFrame, int, list, pd.DataFrame, pd.DataFrame,
-                                                           pd.DataFrame]:
+def _assemble(
+    vids, mutuals, reasons, subj_meta
+) -> tuple[pd.DataFrame, int, list, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The files' parts as one table each: videos (duplicates dropped, counted), the methods without a
     valid frame, mutual-gaze frames, invalid frames per reason and subject metadata."""
     videos = pd.concat(vids, ignore_index=True)
@@ -325,8 +395,11 @@ def _assemble(vids, mutuals, reasons, subj_meta) -> tuple[pd.DataFrame, int, lis
     mutual = pd.concat(mutuals, ignore_index=True) if mutuals else pd.DataFrame({c: [] for c in cols})
     for c in ["subject", "method", "input", "condition", "trial"]:
         mutual[c] = mutual[c].astype(str).astype("category")
-    inv = (pd.concat(reasons, ignore_index=True) if reasons
-           else pd.DataFrame(columns=["method", "input", "invalid_reason", "count_all"]))
+    inv = (
+        pd.concat(reasons, ignore_index=True)
+        if reasons
+        else pd.DataFrame(columns=["method", "input", "invalid_reason", "count_all"])
+    )
     inv = inv.rename(columns={"invalid_reason": "reason", "count_all": "frames"})
     for c in ("method", "input", "reason"):
         inv[c] = inv[c].astype(str).replace({"": "(none given)", "None": "(none given)"})
@@ -351,15 +424,18 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
         has = set(pf.schema_arrow.names)
         table = _read_table(info, pf, has)
         vid, mut = _reduce(table, has)
-        meta_cols = {k: next(c for c in names if c in has) for k, names in SUBJECT_META.items()
-                     if any(c in has for c in names)}
+        meta_cols = {
+            k: next(c for c in names if c in has) for k, names in SUBJECT_META.items() if any(c in has for c in names)
+        }
         if meta_cols:
             sm = pq.ParquetFile(info.path).read(columns=["subject", *meta_cols.values()]).to_pandas()
             subj_meta.append(sm.rename(columns={v: k for k, v in meta_cols.items()}).drop_duplicates("subject"))
         subj_meta.extend(_metadata_subjects(info.metadata))
         bad = _unused_frames(table, "invalid_reason" in has)
         if bad.num_rows:
-            reasons.append(bad.group_by(["method", "input", "invalid_reason"]).aggregate([([], "count_all")]).to_pandas())
+            reasons.append(
+                bad.group_by(["method", "input", "invalid_reason"]).aggregate([([], "count_all")]).to_pandas()
+            )
         del table
         pairs = vid[["method", "input"]].drop_duplicates().itertuples(index=False)
         for m, i in pairs:
@@ -373,8 +449,19 @@ def _load(files, hashes, infos, handles) -> LoadedResults:
         info.sha256 = h.result()
     if not [i for i in infos if i.status == "used"]:
         why = "; ".join(f"{Path(i.path).name}: {i.reason}" for i in infos)
-        raise Gaze4HRIError(f"no usable results file ({why})", "analyze RESULTS",
-                            f"results need the columns {', '.join(CORE_COLUMNS)} (docs/results_schema.md)")
+        raise Gaze4HRIError(
+            f"no usable results file ({why})",
+            "analyze RESULTS",
+            f"results need the columns {', '.join(CORE_COLUMNS)} (docs/results_schema.md)",
+        )
     videos, duplicates, no_valid, mutual, inv, subjects = _assemble(vids, mutuals, reasons, subj_meta)
-    return LoadedResults(videos=videos, mutual_frames=mutual, files=infos, missing=missing, no_valid=no_valid,
-                         duplicates=duplicates, invalid=inv, subjects=subjects)
+    return LoadedResults(
+        videos=videos,
+        mutual_frames=mutual,
+        files=infos,
+        missing=missing,
+        no_valid=no_valid,
+        duplicates=duplicates,
+        invalid=inv,
+        subjects=subjects,
+    )

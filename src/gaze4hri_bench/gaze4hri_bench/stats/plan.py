@@ -2,6 +2,7 @@
 the exclusions, and the registry of analyses (name -> runner), so that the report only
 renders what this returns.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -17,7 +18,17 @@ from .analysis_profiles import PROFILES, AnalysisProfile, get_profile
 from .exclusions import Exclusions, apply_exclusions, check_known_subjects, load_exclusions, shipped_lists
 from .load import LoadedResults, load_results
 
-__all__ = ["Context", "Prepared", "ANALYSES", "check_pipeline_profiles", "resolve_profile", "exclude", "prepare", "isolated", "run_analyses"]
+__all__ = [
+    "Context",
+    "Prepared",
+    "ANALYSES",
+    "check_pipeline_profiles",
+    "resolve_profile",
+    "exclude",
+    "prepare",
+    "isolated",
+    "run_analyses",
+]
 
 
 @dataclass(frozen=True)
@@ -35,13 +46,24 @@ class Context:
 
     def lacking(self, column: str) -> dict[str, str]:
         chosen = set(zip(self.choice["method"], self.choice["input"], strict=True))
-        return {m: f"its results lack column {column}" for (m, i), cols in self.loaded.missing.items() if (m, i) in chosen and column in cols}
+        return {
+            m: f"its results lack column {column}"
+            for (m, i), cols in self.loaded.missing.items()
+            if (m, i) in chosen and column in cols
+        }
 
 
 def _efficiency(c: Context) -> A.Analysis:
-    md = [{"file": Path(i.path).name, "method": (i.metadata or {}).get("method", ",".join(i.methods)),
-           "input": (i.metadata or {}).get("input", ",".join(i.inputs)), "timing": (i.metadata or {}).get("timing")}
-          for i in c.loaded.files if i.status == "used"]
+    md = [
+        {
+            "file": Path(i.path).name,
+            "method": (i.metadata or {}).get("method", ",".join(i.methods)),
+            "input": (i.metadata or {}).get("input", ",".join(i.inputs)),
+            "timing": (i.metadata or {}).get("timing"),
+        }
+        for i in c.loaded.files
+        if i.status == "used"
+    ]
     return A.efficiency(md)
 
 
@@ -53,10 +75,16 @@ def _kw(c: Context) -> dict:
 ANALYSES: Registry[Callable[[Context], A.Analysis]] = Registry("analysis")
 ANALYSES.add("illumination", lambda c: A.illumination(c.main, c.alpha, **_kw(c)))
 ANALYSES.add("viewpoint", lambda c: A.viewpoint(c.main, c.alpha, **_kw(c)))
-ANALYSES.add("conflict", lambda c: A.conflict(c.main, c.alpha, skip_methods=c.lacking("head_gaze_conflict_deg"), **_kw(c)))
+ANALYSES.add(
+    "conflict", lambda c: A.conflict(c.main, c.alpha, skip_methods=c.lacking("head_gaze_conflict_deg"), **_kw(c))
+)
 ANALYSES.add("target", lambda c: A.target_position(c.main, c.alpha, **_kw(c)))
-ANALYSES.add("mutual", lambda c: A.mutual_gaze(c.main, c.frames, c.alpha, skip_methods={**c.lacking("gt_pitch_deg"), **c.lacking("gt_yaw_deg")},
-                                               **_kw(c)))
+ANALYSES.add(
+    "mutual",
+    lambda c: A.mutual_gaze(
+        c.main, c.frames, c.alpha, skip_methods={**c.lacking("gt_pitch_deg"), **c.lacking("gt_yaw_deg")}, **_kw(c)
+    ),
+)
 ANALYSES.add("crop_vs_rectified", lambda c: A.crop_vs_rectified(c.videos, c.alpha, **_kw(c)))
 ANALYSES.add("efficiency", _efficiency)
 ANALYSES.add("groups", lambda c: A.subject_groups(c.main, c.loaded.subjects, c.alpha, **_kw(c)))
@@ -73,8 +101,11 @@ def check_pipeline_profiles(loaded: LoadedResults, allow_mixed: bool) -> tuple[l
     by = {p: [Path(i.path).name for i in used if i.profile == p] for p in profs}
     desc = "; ".join(f"{p}: {', '.join(n[:3])}{' ...' if len(n) > 3 else ''}" for p, n in by.items())
     if not allow_mixed:
-        raise Gaze4HRIError(f"results come from different pipeline profiles ({desc})", "analyze RESULTS",
-                            "analyse one pipeline profile at a time, or pass --allow-mixed-profiles to compare them in one table")
+        raise Gaze4HRIError(
+            f"results come from different pipeline profiles ({desc})",
+            "analyze RESULTS",
+            "analyse one pipeline profile at a time, or pass --allow-mixed-profiles to compare them in one table",
+        )
     return profs, [f"results mix pipeline profiles ({desc}); --allow-mixed-profiles given, so they share the tables"]
 
 
@@ -127,8 +158,14 @@ class Prepared:
     warnings: list[str]
 
 
-def prepare(inputs: list[Path], alpha: float, profile: str = "auto", exclusions: str | None = None,
-            min_subjects: int = A.MIN_SUBJECTS, allow_mixed: bool = False) -> Prepared:
+def prepare(
+    inputs: list[Path],
+    alpha: float,
+    profile: str = "auto",
+    exclusions: str | None = None,
+    min_subjects: int = A.MIN_SUBJECTS,
+    allow_mixed: bool = False,
+) -> Prepared:
     """Load per-frame results, check their pipeline profiles, resolve the analysis
     profile, apply its exclusion list, choose each method's input: everything
     ``analyze`` and ``gaze4hri-bench deviations`` run the analyses on."""
@@ -139,12 +176,20 @@ def prepare(inputs: list[Path], alpha: float, profile: str = "auto", exclusions:
     if exclusions and str(exclusions) not in shipped_lists():
         # a list written for this data: a subject it names that the results lack is a typo, refused
         # (shipped lists, e.g. the study's, may name subjects a partial data set does not have)
-        check_known_subjects(excl_list, loaded.videos["subject"].cat.categories if hasattr(loaded.videos["subject"], "cat") else loaded.videos["subject"], str(exclusions))
+        check_known_subjects(
+            excl_list,
+            loaded.videos["subject"].cat.categories
+            if hasattr(loaded.videos["subject"], "cat")
+            else loaded.videos["subject"],
+            str(exclusions),
+        )
     warnings = [f"{Path(i.path).name} not used: {i.reason}" for i in loaded.files if i.status != "used"] + warnings
     loaded.videos, loaded.mutual_frames, excl_applied = exclude(loaded, excl_list)
     videos = loaded.videos
     if loaded.duplicates:
-        warnings.append(f"{loaded.duplicates} video(s) appear in more than one results file: the first file's copy is used")
+        warnings.append(
+            f"{loaded.duplicates} video(s) appear in more than one results file: the first file's copy is used"
+        )
     if loaded.no_valid:
         bad = set(loaded.no_valid)
         for m, i in sorted(bad):
@@ -152,12 +197,16 @@ def prepare(inputs: list[Path], alpha: float, profile: str = "auto", exclusions:
         key = pd.MultiIndex.from_frame(videos[["method", "input"]].astype(str))
         videos = videos[~key.isin(list(bad))]
     if videos.empty:
-        raise Gaze4HRIError("no method has valid frames", "analyze RESULTS", "check the results' valid and error_deg columns")
+        raise Gaze4HRIError(
+            "no method has valid frames", "analyze RESULTS", "check the results' valid and error_deg columns"
+        )
     cov = A.coverage(loaded.videos)
     main, choice = A.select_inputs(videos)
     n_subj = int(main["subject"].nunique())
     if n_subj < min_subjects:
-        warnings.append(f"only {n_subj} subject(s), fewer than --min-subjects {min_subjects}: inferential analyses skipped, "
-                        "descriptive tables only")
+        warnings.append(
+            f"only {n_subj} subject(s), fewer than --min-subjects {min_subjects}: inferential analyses skipped, "
+            "descriptive tables only"
+        )
     ctx = Context(main, videos, loaded.mutual_frames, choice, loaded, alpha, prof, min_subjects)
     return Prepared(ctx, loaded, cov, pipeline_profiles, prof, profile_source, excl_list, excl_applied, warnings)

@@ -365,7 +365,8 @@ def _closing(doc: Doc, out: Path, loaded, t0: float) -> None:
             doc.fig(sens[2], "Effect of each study-profile setting on a perfect network, per setting and input (deg).")
     doc.h(2, "Provenance")
     software = ", ".join(f"{k} {v}" for k, v in _versions().items())
-    doc.p(f"Results schema {SCHEMA_VERSION}. Analysis software: {software}" + (f"; git {_git()}" if _git() else "") + ".")
+    git = f"; git {_git()}" if _git() else ""
+    doc.p(f"Results schema {SCHEMA_VERSION}. Analysis software: {software}{git}.")
     prov = pd.DataFrame([
         {"File": i.path, "SHA256": i.sha256, "Rows": i.rows, "Schema": i.schema or "(no metadata)",
          "Methods": ", ".join(i.methods), "Inputs": ", ".join(i.inputs),

@@ -8,6 +8,7 @@ the pipeline wrote it; results without it are judged from what they do carry (a
 ``sim`` blink source, the demo command line, a synthetic-results generator) and say
 how they were judged, or "unknown".
 """
+
 from __future__ import annotations
 
 import json
@@ -37,10 +38,12 @@ class Status:
     alarms: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        return [f"Data: {self.data}",
-                f"Pipeline profile: {', '.join(self.pipeline_profiles) or 'reference'}",
-                f"Face detector: {', '.join(self.detectors) or 'none (no cropped or rectified input)'}",
-                f"Blink source: {', '.join(self.blinks) or 'not recorded'}"]
+        return [
+            f"Data: {self.data}",
+            f"Pipeline profile: {', '.join(self.pipeline_profiles) or 'reference'}",
+            f"Face detector: {', '.join(self.detectors) or 'none (no cropped or rectified input)'}",
+            f"Blink source: {', '.join(self.blinks) or 'not recorded'}",
+        ]
 
 
 def data_kind(meta: dict | None) -> tuple[str, str]:
@@ -109,19 +112,43 @@ def build_status(files: list, pipeline_profiles: list[str]) -> Status:
             blinks.add(str(b["source"]) + (f" ({b['rule']})" if b.get("rule") else ""))
         from .analyses import display_name
 
-        rows.append({"display": display_name(method), "input": inp, "weights": w, "detector": str(det or "none"),
-                     "profile": pipeline_profile(md), "data": sim})
+        rows.append(
+            {
+                "display": display_name(method),
+                "input": inp,
+                "weights": w,
+                "detector": str(det or "none"),
+                "profile": pipeline_profile(md),
+                "data": sim,
+            }
+        )
         if random:
-            alarms.append(f"RANDOM WEIGHTS: {display_name(method)} ({inp}) ran with randomly initialised weights; its errors say nothing about the method.")
+            alarms.append(
+                f"RANDOM WEIGHTS: {display_name(method)} ({inp}) ran with randomly initialised weights; its errors "
+                "say nothing about the method."
+            )
     if rows:
         from .layouts import _order
 
-        rank = {m: k for k, m in enumerate(_order([str((f.metadata or {}).get("method") or ",".join(f.methods)) for f in used]))}
-        keyed = sorted(zip(rows, used, strict=True), key=lambda rf: (rank.get(str((rf[1].metadata or {}).get("method") or ",".join(rf[1].methods)), 99), rf[0]["input"]))
+        rank = {
+            m: k
+            for k, m in enumerate(_order([str((f.metadata or {}).get("method") or ",".join(f.methods)) for f in used]))
+        }
+        keyed = sorted(
+            zip(rows, used, strict=True),
+            key=lambda rf: (
+                rank.get(str((rf[1].metadata or {}).get("method") or ",".join(rf[1].methods)), 99),
+                rf[0]["input"],
+            ),
+        )
         rows = [r for r, _f in keyed]
     if used and all(s == "simulated" for s in sims):
         data, simulated = "SIMULATED (" + "; ".join(sorted(set(hows))) + ")", True
-        alarms.insert(0, "SIMULATED DATA: these results are simulated, not recordings of people; they test the software, not the methods.")
+        alarms.insert(
+            0,
+            "SIMULATED DATA: these results are simulated, not recordings of people; they test the software, not the "
+            "methods.",
+        )
     elif used and all(s == "real" for s in sims):
         data, simulated = "real recordings (" + "; ".join(sorted(set(hows))) + ")", False
     elif any(s in ("simulated", "mixed") for s in sims):
@@ -129,5 +156,12 @@ def build_status(files: list, pipeline_profiles: list[str]) -> Status:
         alarms.insert(0, "MIXED DATA: some results come from simulated sessions.")
     else:
         data, simulated = "unknown: " + "; ".join(sorted(set(hows))), None
-    return Status(data, simulated, list(pipeline_profiles) or ["reference"], sorted(detectors), sorted(blinks),
-                  pd.DataFrame(rows, columns=["display", "input", "weights", "detector", "profile", "data"]), alarms)
+    return Status(
+        data,
+        simulated,
+        list(pipeline_profiles) or ["reference"],
+        sorted(detectors),
+        sorted(blinks),
+        pd.DataFrame(rows, columns=["display", "input", "weights", "detector", "profile", "data"]),
+        alarms,
+    )

@@ -4,6 +4,7 @@ one output file of a script (cited per function; no code copied); the analyses i
 :mod:`.analyses` add them to their tables, and tests/bench/stats/test_study_tables.py
 checks each against its definition recomputed by hand.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,9 +20,26 @@ from statsmodels.stats.meta_analysis import combine_effects
 from .extended import ci95
 from .inference import holm
 
-__all__ = ["STUDY_ROWS", "describe", "group_descriptives", "wins_tally", "tiers", "paired_matrix", "slope_meta", "SLOPE_COEFS", "SLOPE_META_COLUMNS",
-           "fixed_effect", "path_corners", "label_segments", "segment_regressions", "segment_meta", "SEGMENT_COLUMNS", "SEGMENT_META_COLUMNS",
-           "CAM_COLUMNS", "pooled_mean_sd"]
+__all__ = [
+    "STUDY_ROWS",
+    "describe",
+    "group_descriptives",
+    "wins_tally",
+    "tiers",
+    "paired_matrix",
+    "slope_meta",
+    "SLOPE_COEFS",
+    "SLOPE_META_COLUMNS",
+    "fixed_effect",
+    "path_corners",
+    "label_segments",
+    "segment_regressions",
+    "segment_meta",
+    "SEGMENT_COLUMNS",
+    "SEGMENT_META_COLUMNS",
+    "CAM_COLUMNS",
+    "pooled_mean_sd",
+]
 
 #: The study's target rows (point_analysis.py:332-349): R1 = P1, P2, P3 (farthest from the
 #: subject), R2 = P4, P5, P6, R3 = P7, P8, P9 (closest).
@@ -39,10 +57,19 @@ def describe(x) -> dict:
     n = x.size
     sd = float(x.std(ddof=1)) if n > 1 else np.nan
     lo, hi = ci95(x)
-    return {"n": int(n), "mean": float(x.mean()) if n else np.nan, "sd": sd, "se": sd / np.sqrt(n) if n > 1 else np.nan, "ci_low": lo, "ci_high": hi}
+    return {
+        "n": int(n),
+        "mean": float(x.mean()) if n else np.nan,
+        "sd": sd,
+        "se": sd / np.sqrt(n) if n > 1 else np.nan,
+        "ci_low": lo,
+        "ci_high": hi,
+    }
 
 
-def group_descriptives(wide: pd.DataFrame, methods: list[str], groups: dict[str, tuple[str, ...]], factor: str) -> pd.DataFrame:
+def group_descriptives(
+    wide: pd.DataFrame, methods: list[str], groups: dict[str, tuple[str, ...]], factor: str
+) -> pd.DataFrame:
     """Per method and group (a row R1-R3 or a column C1-C3 of the target grid) the subject-level
     descriptives of ``wide`` (index subject, columns (method, group)): the study's
     ``row_subject_level_descriptives`` / ``col_subject_level_descriptives`` files
@@ -82,10 +109,22 @@ def wins_tally(champions: pd.DataFrame, means: pd.DataFrame) -> pd.DataFrame:
     def key(p: str) -> tuple:
         return (int(p[1:]),) if p[1:].isdigit() else (10**9, p)
 
-    out = pd.DataFrame([{"method": m, "n_points_won": len(won[m]), "points_won": ", ".join(sorted(won[m], key=key)),
-                         "n_points_tied_topmean": len(tied.get(m, [])), "points_tied_topmean": ", ".join(sorted(tied.get(m, []), key=key))} for m in won],
-                       columns=["method", "n_points_won", "points_won", "n_points_tied_topmean", "points_tied_topmean"])
-    return out.sort_values(["n_points_won", "n_points_tied_topmean", "method"], ascending=[False, False, True], kind="stable").reset_index(drop=True)
+    out = pd.DataFrame(
+        [
+            {
+                "method": m,
+                "n_points_won": len(won[m]),
+                "points_won": ", ".join(sorted(won[m], key=key)),
+                "n_points_tied_topmean": len(tied.get(m, [])),
+                "points_tied_topmean": ", ".join(sorted(tied.get(m, []), key=key)),
+            }
+            for m in won
+        ],
+        columns=["method", "n_points_won", "points_won", "n_points_tied_topmean", "points_tied_topmean"],
+    )
+    return out.sort_values(
+        ["n_points_won", "n_points_tied_topmean", "method"], ascending=[False, False, True], kind="stable"
+    ).reset_index(drop=True)
 
 
 def tiers(pairs: pd.DataFrame, means: pd.Series, alpha: float) -> list[list[str]]:
@@ -96,7 +135,10 @@ def tiers(pairs: pd.DataFrame, means: pd.Series, alpha: float) -> list[list[str]
     the worse), then it opens the next tier.
 
     pairs: method_a, method_b, p_holm. means: method -> subject-level mean."""
-    p = {frozenset((str(a), str(b))): float(q) for a, b, q in zip(pairs["method_a"], pairs["method_b"], pairs["p_holm"], strict=True)}
+    p = {
+        frozenset((str(a), str(b))): float(q)
+        for a, b, q in zip(pairs["method_a"], pairs["method_b"], pairs["p_holm"], strict=True)
+    }
     order = [str(m) for m in means.dropna().sort_values(kind="stable").index]
     out: list[list[str]] = []
     for m in order:
@@ -117,15 +159,32 @@ def paired_matrix(wide: pd.DataFrame, methods: list[str], a: str, b: str) -> pd.
     parts = []
     for m in methods:
         w = wide[m][[a, b]].dropna()
-        parts.append(pd.DataFrame({"method": m, "subject": w.index.astype(str), a: w[a].to_numpy(), b: w[b].to_numpy()}))
+        parts.append(
+            pd.DataFrame({"method": m, "subject": w.index.astype(str), a: w[a].to_numpy(), b: w[b].to_numpy()})
+        )
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["method", "subject", a, b])
 
 
 #: The four coefficients of the study's per-video two-predictor fits: raw slopes (deg of error
 #: per deg of abs(yaw) / abs(pitch)) and standardized betas (every variable z-scored within the video).
 SLOPE_COEFS = ("b_yaw", "b_pitch", "beta_yaw", "beta_pitch")
-SLOPE_META_COLUMNS = ["condition", "coef", "method", "videos", "frames", "estimate", "se", "z", "p_unc", "p_holm",
-                      "ci_low", "ci_high", "mean", "sd", "prop_pos"]
+SLOPE_META_COLUMNS = [
+    "condition",
+    "coef",
+    "method",
+    "videos",
+    "frames",
+    "estimate",
+    "se",
+    "z",
+    "p_unc",
+    "p_holm",
+    "ci_low",
+    "ci_high",
+    "mean",
+    "sd",
+    "prop_pos",
+]
 
 
 def _zscore(x: np.ndarray) -> np.ndarray:
@@ -155,7 +214,8 @@ def slope_meta(frames: pd.DataFrame, min_frames: int = 8) -> tuple[pd.DataFrame,
     - per (condition, method) and coefficient, the fixed-effect inverse-variance meta-analysis
       over the videos with a finite slope and SE > 0 (:1135-1175, ``_meta_one_coef``): weights
       1/SE^2, pooled estimate sum(w b)/sum(w), SE 1/sqrt(sum(w)) (:func:`fixed_effect`, statsmodels'
-      ``combine_effects``), two-sided z-test against 0 with the normal distribution; also the unweighted mean and SD (ddof 1) of the slopes and
+      ``combine_effects``), two-sided z-test against 0 with the normal distribution; also the unweighted mean
+      and SD (ddof 1) of the slopes and
       the share of positive slopes;
     - Holm across the methods of one (condition, coefficient) (:1190-1200).
 
@@ -176,8 +236,20 @@ def slope_meta(frames: pd.DataFrame, min_frames: int = 8) -> tuple[pd.DataFrame,
         y, yaw, pitch = (g[c].to_numpy(float) for c in ("error_deg", "abs_yaw_deg", "abs_pitch_deg"))
         b, se = _fit2(y, yaw, pitch)
         bs, ses = _fit2(_zscore(y), _zscore(yaw), _zscore(pitch))
-        rows.append({**dict(zip(keys, k, strict=True)), "n_frames": len(g), "b_yaw": b[0], "se_b_yaw": se[0], "b_pitch": b[1], "se_b_pitch": se[1],
-                     "beta_yaw": bs[0], "se_beta_yaw": ses[0], "beta_pitch": bs[1], "se_beta_pitch": ses[1]})
+        rows.append(
+            {
+                **dict(zip(keys, k, strict=True)),
+                "n_frames": len(g),
+                "b_yaw": b[0],
+                "se_b_yaw": se[0],
+                "b_pitch": b[1],
+                "se_b_pitch": se[1],
+                "beta_yaw": bs[0],
+                "se_beta_yaw": ses[0],
+                "beta_pitch": bs[1],
+                "se_beta_pitch": ses[1],
+            }
+        )
     vids = pd.DataFrame(rows, columns=[*keys, "n_frames"] + [c for b in SLOPE_COEFS for c in (b, f"se_{b}")])
     meta = []
     for (cond, m), g in vids.groupby(["condition", "method"], sort=False):
@@ -189,9 +261,19 @@ def slope_meta(frames: pd.DataFrame, min_frames: int = 8) -> tuple[pd.DataFrame,
             if th.size:
                 est, s = fixed_effect(th, se**2)
                 z = est / s
-                r.update({"estimate": est, "se": s, "z": z, "p_unc": float(2.0 * norm.sf(abs(z))), "ci_low": est - norm.ppf(0.975) * s,
-                          "ci_high": est + norm.ppf(0.975) * s, "mean": float(th.mean()), "sd": float(th.std(ddof=1)) if th.size > 1 else np.nan,
-                          "prop_pos": float((th > 0).mean())})
+                r.update(
+                    {
+                        "estimate": est,
+                        "se": s,
+                        "z": z,
+                        "p_unc": float(2.0 * norm.sf(abs(z))),
+                        "ci_low": est - norm.ppf(0.975) * s,
+                        "ci_high": est + norm.ppf(0.975) * s,
+                        "mean": float(th.mean()),
+                        "sd": float(th.std(ddof=1)) if th.size > 1 else np.nan,
+                        "prop_pos": float((th > 0).mean()),
+                    }
+                )
             meta.append(r)
     out = pd.DataFrame(meta, columns=SLOPE_META_COLUMNS)
     for _, idx in out.groupby(["condition", "coef"], sort=False).groups.items():
@@ -270,12 +352,20 @@ def path_corners(t_ns, pos, stop_frac: float = 0.2) -> np.ndarray:
     short = max(win, 1)
     last = starts.size - 1
     for k in range(starts.size):  # a blip of motion within a stop, or at the path's ends, is stop
-        if moving[starts[k]] and ends[k] - starts[k] < short and (k == 0 or not moving[starts[k - 1]]) and (k == last or not moving[starts[k + 1]]):
-            moving[starts[k]:ends[k]] = False
+        if (
+            moving[starts[k]]
+            and ends[k] - starts[k] < short
+            and (k == 0 or not moving[starts[k - 1]])
+            and (k == last or not moving[starts[k + 1]])
+        ):
+            moving[starts[k] : ends[k]] = False
     edges = np.flatnonzero(np.diff(moving.astype(np.int8))) + 1
     starts, ends = np.r_[0, edges], np.r_[edges, moving.size]
-    out = [t[a + int(np.argmin(speed[a:b]))] for a, b in zip(starts, ends, strict=True)
-           if not moving[a] and a > 0 and b < moving.size]
+    out = [
+        t[a + int(np.argmin(speed[a:b]))]
+        for a, b in zip(starts, ends, strict=True)
+        if not moving[a] and a > 0 and b < moving.size
+    ]
     return np.asarray(out, np.int64)
 
 
@@ -285,7 +375,9 @@ _CORNERS: dict[bytes, np.ndarray] = {}
 def _corners_memo(t: np.ndarray, p: np.ndarray) -> np.ndarray:
     """:func:`path_corners` remembered by the path's bytes: every (method, input) file of a run
     holds the same camera path per video, so it is cut once."""
-    key = hashlib.blake2b(np.ascontiguousarray(t).tobytes() + np.ascontiguousarray(p).tobytes(), digest_size=16).digest()
+    key = hashlib.blake2b(
+        np.ascontiguousarray(t).tobytes() + np.ascontiguousarray(p).tobytes(), digest_size=16
+    ).digest()
     c = _CORNERS.get(key)
     if c is None:
         if len(_CORNERS) > 50_000:
@@ -319,9 +411,39 @@ def label_segments(paths: pd.DataFrame, frames: pd.DataFrame, keys=("subject", "
     return frames.assign(segment=seg, n_segments=nseg)
 
 
-SEGMENT_COLUMNS = ["subject", "method", "condition", "trial", "segment", "n_segments", "axis", "n_frames", "slope", "intercept", "r", "p"]
-SEGMENT_META_COLUMNS = ["condition", "segment", "method", "subjects", "videos", "rows", "fisher_rows", "fisher_z", "fisher_z_se", "z", "p_unc", "p_holm",
-                        "r_pooled", "slope_mean", "slope_sd", "r_mean", "r_sd"]
+SEGMENT_COLUMNS = [
+    "subject",
+    "method",
+    "condition",
+    "trial",
+    "segment",
+    "n_segments",
+    "axis",
+    "n_frames",
+    "slope",
+    "intercept",
+    "r",
+    "p",
+]
+SEGMENT_META_COLUMNS = [
+    "condition",
+    "segment",
+    "method",
+    "subjects",
+    "videos",
+    "rows",
+    "fisher_rows",
+    "fisher_z",
+    "fisher_z_se",
+    "z",
+    "p_unc",
+    "p_holm",
+    "r_pooled",
+    "slope_mean",
+    "slope_sd",
+    "r_mean",
+    "r_sd",
+]
 
 
 def _ols1(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -356,7 +478,9 @@ def segment_regressions(frames: pd.DataFrame, min_frames: int = 3) -> pd.DataFra
     n_segments (:func:`label_segments`), error_deg, abs_pitch_deg, abs_yaw_deg.
     Returns :data:`SEGMENT_COLUMNS`, one row per (video, main segment)."""
     keys = ["subject", "method", "condition", "trial", "segment"]
-    d = frames[(frames["segment"] >= 0) & (frames["segment"] % 2 == 0)].dropna(subset=["error_deg", "abs_pitch_deg", "abs_yaw_deg"])
+    d = frames[(frames["segment"] >= 0) & (frames["segment"] % 2 == 0)].dropna(
+        subset=["error_deg", "abs_pitch_deg", "abs_yaw_deg"]
+    )
     rows = []
     for k, g in d.groupby(keys, sort=False, observed=True):
         if len(g) < min_frames:
@@ -366,8 +490,18 @@ def segment_regressions(frames: pd.DataFrame, min_frames: int = 3) -> pd.DataFra
         y = g["error_deg"].to_numpy(float)
         b, a = _ols1(x, y)
         r, p = _pearson(x, y)
-        rows.append({**dict(zip(keys, k, strict=True)), "n_segments": int(g["n_segments"].iloc[0]), "axis": "abs_yaw" if horizontal else "abs_pitch",
-                     "n_frames": len(g), "slope": b, "intercept": a, "r": r, "p": p})
+        rows.append(
+            {
+                **dict(zip(keys, k, strict=True)),
+                "n_segments": int(g["n_segments"].iloc[0]),
+                "axis": "abs_yaw" if horizontal else "abs_pitch",
+                "n_frames": len(g),
+                "slope": b,
+                "intercept": a,
+                "r": r,
+                "p": p,
+            }
+        )
     out = pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
     return out.astype({"segment": "int64", "n_segments": "int64", "n_frames": "int64"})
 
@@ -387,13 +521,28 @@ def segment_meta(rows: pd.DataFrame) -> pd.DataFrame:
         part = []
         for m, g in fam.groupby("method", sort=False, observed=True):
             ok = g[np.isfinite(g["r"].to_numpy(float)) & (g["n_frames"] >= 4)]
-            rec = {"condition": cond, "segment": int(seg), "method": m, "subjects": int(g["subject"].nunique()),
-                   "videos": int(g[["subject", "trial"]].drop_duplicates().shape[0]), "rows": len(g), "fisher_rows": len(ok)}
+            rec = {
+                "condition": cond,
+                "segment": int(seg),
+                "method": m,
+                "subjects": int(g["subject"].nunique()),
+                "videos": int(g[["subject", "trial"]].drop_duplicates().shape[0]),
+                "rows": len(g),
+                "fisher_rows": len(ok),
+            }
             if len(ok):
                 zi = np.arctanh(np.clip(ok["r"].to_numpy(float), -0.999999, 0.999999))
                 zbar, se = fixed_effect(zi, 1.0 / (ok["n_frames"].to_numpy(float) - 3.0))
                 z = zbar / se
-                rec.update({"fisher_z": zbar, "fisher_z_se": se, "z": z, "p_unc": float(2.0 * norm.sf(abs(z))), "r_pooled": float(np.tanh(zbar))})
+                rec.update(
+                    {
+                        "fisher_z": zbar,
+                        "fisher_z_se": se,
+                        "z": z,
+                        "p_unc": float(2.0 * norm.sf(abs(z))),
+                        "r_pooled": float(np.tanh(zbar)),
+                    }
+                )
             for c in ("slope", "r"):
                 x = g[c].to_numpy(float)
                 x = x[np.isfinite(x)]

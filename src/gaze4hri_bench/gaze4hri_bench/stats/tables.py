@@ -2,6 +2,7 @@
 (booktabs) or HTML. CSV files keep full precision; the rendered forms round for
 reading (means, SDs, slopes, t and d to 2 decimals; p to 3 significant digits).
 """
+
 from __future__ import annotations
 
 import html
@@ -15,30 +16,124 @@ __all__ = ["format_frame", "to_markdown", "to_latex", "to_html", "HEADERS"]
 
 #: Column -> header shown in rendered tables (CSV keeps the column names).
 HEADERS = {
-    "display": "Method", "display_a": "Method A", "display_b": "Method B", "method": "method id",
-    "level": "Level (%)", "mean": "Mean", "sd": "SD", "n": "N", "cv_percent": "CV (%)", "n_levels": "Levels",
-    "mean_a": "Mean A", "mean_b": "Mean B", "mean_diff": "Diff.", "t": "t", "dof": "df", "p_unc": "p", "p": "p",
-    "p_holm": "p (Holm)", "cohen_dz": "d_z", "cohen_dav": "d_av", "significant": "Sig.",
-    "fixed_mean": "Fixed mean", "fixed_sd": "Fixed SD", "arc_mean": "Arc mean", "arc_sd": "Arc SD",
-    "slope_mean": "Slope mean", "slope_sd": "Slope SD", "pct_positive": "% slope > 0",
-    "target": "Point", "row": "Row", "column": "Column", "best_display": "Best method", "best_mean": "Best mean",
-    "factor": "Factor", "a": "A", "b": "B", "condition": "Condition", "condition_a": "Cond. A", "condition_b": "Cond. B",
-    "intercept_mean": "Intercept", "b_pitch_mean": "b_pitch mean", "b_pitch_sd": "b_pitch SD", "b_yaw_mean": "b_yaw mean",
-    "b_yaw_sd": "b_yaw SD", "crop_mean": "Crop mean", "crop_sd": "Crop SD", "rectified_mean": "Rect. mean",
-    "rectified_sd": "Rect. SD", "better": "Better", "input": "Input", "available": "Inputs", "rule": "Rule",
-    "whole_mean": "Whole-dataset mean", "subjects": "Subjects", "videos": "Videos", "frames": "Frames",
-    "valid_frames": "Valid frames", "valid_pct": "Valid (%)", "device": "Device", "batch": "Batch",
-    "infer_ms_per_frame": "ms/frame", "fps": "FPS", "peak_vram_mb": "Peak VRAM (MB)", "peak_rss_mb": "Peak RSS (MB)",
-    "subject": "Subject", "reason": "Reason",
-    "pool": "Pool", "tier": "Tier", "group": "Group", "points": "Points", "se": "SE", "setting": "Setting", "conditions": "Conditions",
-    "n_fixed": "N fixed", "n_arc": "N arc", "n_valid": "Valid frames", "error_mean": "Mean error", "conflict": "Conflict",
-    "n_points_won": "Points won", "points_won": "Won", "n_points_tied_topmean": "Lowest, no champion", "points_tied_topmean": "Lowest at",
-    "weights": "Weights", "detector": "Detector", "data": "Data", "profile": "Pipeline profile",
-    "coef": "Coefficient", "estimate": "Pooled slope", "z": "z", "prop_pos": "Share > 0",
-    "ci": "95 % CI", "slope_ci": "Slope 95 % CI", "fixed_ci": "Fixed 95 % CI", "arc_ci": "Arc 95 % CI",
-    "crop_ci": "Crop 95 % CI", "rectified_ci": "Rect. 95 % CI", "b_pitch_ci": "b_pitch 95 % CI", "b_yaw_ci": "b_yaw 95 % CI",
+    "display": "Method",
+    "display_a": "Method A",
+    "display_b": "Method B",
+    "method": "method id",
+    "level": "Level (%)",
+    "mean": "Mean",
+    "sd": "SD",
+    "n": "N",
+    "cv_percent": "CV (%)",
+    "n_levels": "Levels",
+    "mean_a": "Mean A",
+    "mean_b": "Mean B",
+    "mean_diff": "Diff.",
+    "t": "t",
+    "dof": "df",
+    "p_unc": "p",
+    "p": "p",
+    "p_holm": "p (Holm)",
+    "cohen_dz": "d_z",
+    "cohen_dav": "d_av",
+    "significant": "Sig.",
+    "fixed_mean": "Fixed mean",
+    "fixed_sd": "Fixed SD",
+    "arc_mean": "Arc mean",
+    "arc_sd": "Arc SD",
+    "slope_mean": "Slope mean",
+    "slope_sd": "Slope SD",
+    "pct_positive": "% slope > 0",
+    "target": "Point",
+    "row": "Row",
+    "column": "Column",
+    "best_display": "Best method",
+    "best_mean": "Best mean",
+    "factor": "Factor",
+    "a": "A",
+    "b": "B",
+    "condition": "Condition",
+    "condition_a": "Cond. A",
+    "condition_b": "Cond. B",
+    "intercept_mean": "Intercept",
+    "b_pitch_mean": "b_pitch mean",
+    "b_pitch_sd": "b_pitch SD",
+    "b_yaw_mean": "b_yaw mean",
+    "b_yaw_sd": "b_yaw SD",
+    "crop_mean": "Crop mean",
+    "crop_sd": "Crop SD",
+    "rectified_mean": "Rect. mean",
+    "rectified_sd": "Rect. SD",
+    "better": "Better",
+    "input": "Input",
+    "available": "Inputs",
+    "rule": "Rule",
+    "whole_mean": "Whole-dataset mean",
+    "subjects": "Subjects",
+    "videos": "Videos",
+    "frames": "Frames",
+    "valid_frames": "Valid frames",
+    "valid_pct": "Valid (%)",
+    "device": "Device",
+    "batch": "Batch",
+    "infer_ms_per_frame": "ms/frame",
+    "fps": "FPS",
+    "peak_vram_mb": "Peak VRAM (MB)",
+    "peak_rss_mb": "Peak RSS (MB)",
+    "subject": "Subject",
+    "reason": "Reason",
+    "pool": "Pool",
+    "tier": "Tier",
+    "group": "Group",
+    "points": "Points",
+    "se": "SE",
+    "setting": "Setting",
+    "conditions": "Conditions",
+    "n_fixed": "N fixed",
+    "n_arc": "N arc",
+    "n_valid": "Valid frames",
+    "error_mean": "Mean error",
+    "conflict": "Conflict",
+    "n_points_won": "Points won",
+    "points_won": "Won",
+    "n_points_tied_topmean": "Lowest, no champion",
+    "points_tied_topmean": "Lowest at",
+    "weights": "Weights",
+    "detector": "Detector",
+    "data": "Data",
+    "profile": "Pipeline profile",
+    "coef": "Coefficient",
+    "estimate": "Pooled slope",
+    "z": "z",
+    "prop_pos": "Share > 0",
+    "ci": "95 % CI",
+    "slope_ci": "Slope 95 % CI",
+    "fixed_ci": "Fixed 95 % CI",
+    "arc_ci": "Arc 95 % CI",
+    "crop_ci": "Crop 95 % CI",
+    "rectified_ci": "Rect. 95 % CI",
+    "b_pitch_ci": "b_pitch 95 % CI",
+    "b_yaw_ci": "b_yaw 95 % CI",
 }
-_INT = {"n", "dof", "tier", "n_fixed", "n_arc", "n_valid", "n_points_won", "n_points_tied_topmean", "n_levels", "subjects", "videos", "frames", "valid_frames", "batch", "level", "n_videos", "n_frames"}
+_INT = {
+    "n",
+    "dof",
+    "tier",
+    "n_fixed",
+    "n_arc",
+    "n_valid",
+    "n_points_won",
+    "n_points_tied_topmean",
+    "n_levels",
+    "subjects",
+    "videos",
+    "frames",
+    "valid_frames",
+    "batch",
+    "level",
+    "n_videos",
+    "n_frames",
+}
 
 
 def _fmt_p(x: float) -> str:
@@ -56,7 +151,9 @@ def _fmt(col: str, x) -> str:
         return "*" if x else ""
     if col in ("p", "p_unc", "p_holm"):
         return _fmt_p(float(x))
-    if isinstance(x, (int, np.integer)) or (col in _INT and isinstance(x, (float, np.floating)) and float(x).is_integer()):
+    if isinstance(x, (int, np.integer)) or (
+        col in _INT and isinstance(x, (float, np.floating)) and float(x).is_integer()
+    ):
         return f"{int(x)}"
     if isinstance(x, (float, np.floating)):
         return f"{x:.2f}"
@@ -65,7 +162,11 @@ def _fmt(col: str, x) -> str:
 
 def _ci_pairs(cols: list[str]) -> dict[str, str]:
     """``<prefix>ci_low`` -> ``<prefix>ci_high`` for every CI pair present."""
-    return {c: c[: -len("ci_low")] + "ci_high" for c in cols if c.endswith("ci_low") and c[: -len("ci_low")] + "ci_high" in cols}
+    return {
+        c: c[: -len("ci_low")] + "ci_high"
+        for c in cols
+        if c.endswith("ci_low") and c[: -len("ci_low")] + "ci_high" in cols
+    }
 
 
 def _ci_cell(lo, hi) -> str:
@@ -80,14 +181,28 @@ def _cells(df: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
     ``method`` ids (and ``file``) are left out when a ``display`` name is present; a
     ``ci_low``/``ci_high`` pair (any prefix) is shown as one "95 % CI" cell ``[low, high]``.
     """
-    cols = [c for c in df.columns if not (c in ("method", "method_a", "method_b", "file") and any(d in df.columns for d in ("display", "display_a")))]
+    cols = [
+        c
+        for c in df.columns
+        if not (
+            c in ("method", "method_a", "method_b", "file") and any(d in df.columns for d in ("display", "display_a"))
+        )
+    ]
     pairs = _ci_pairs(cols)
     cols = [c for c in cols if c not in set(pairs.values())]
-    values = [[_ci_cell(lo, hi) for lo, hi in zip(df[c].tolist(), df[pairs[c]].tolist(), strict=True)] if c in pairs
-              else [_fmt(c, x) for x in df[c].tolist()] for c in cols]
+    values = [
+        [_ci_cell(lo, hi) for lo, hi in zip(df[c].tolist(), df[pairs[c]].tolist(), strict=True)]
+        if c in pairs
+        else [_fmt(c, x) for x in df[c].tolist()]
+        for c in cols
+    ]
     rows = [list(r) for r in zip(*values, strict=True)] if cols else []
     num = [pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool and c not in pairs for c in cols]
-    return [HEADERS.get(c, c) if c not in pairs else (HEADERS.get(c[: -len("ci_low")] + "ci", "95 % CI")) for c in cols], rows, num
+    return (
+        [HEADERS.get(c, c) if c not in pairs else (HEADERS.get(c[: -len("ci_low")] + "ci", "95 % CI")) for c in cols],
+        rows,
+        num,
+    )
 
 
 def format_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -104,7 +219,18 @@ def to_markdown(df: pd.DataFrame, caption: str | None = None) -> str:
     return (f"*{caption}*\n\n" if caption else "") + "\n".join(lines) + "\n"
 
 
-_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\^{}",
+}
 
 
 def _tex(s: str) -> str:
@@ -112,8 +238,15 @@ def _tex(s: str) -> str:
     return s.replace("< .001", "$<$ .001").replace("±", r"$\pm$")
 
 
-def to_latex(df: pd.DataFrame, caption: str | None = None, label: str | None = None, *, wide: bool = False,
-             groups: list[tuple[str, int]] | None = None, align: str | None = None) -> str:
+def to_latex(
+    df: pd.DataFrame,
+    caption: str | None = None,
+    label: str | None = None,
+    *,
+    wide: bool = False,
+    groups: list[tuple[str, int]] | None = None,
+    align: str | None = None,
+) -> str:
     """LaTeX tabular with booktabs rules (\\toprule, \\midrule, \\bottomrule), paste-ready.
 
     ``wide``: a ``table*`` spanning both columns of a two-column paper (as the study's
@@ -167,7 +300,9 @@ def _td_class(s: str, numeric: bool) -> str:
     return " ".join(cls)
 
 
-def to_html(df: pd.DataFrame, caption: str | None = None, *, table_id: str | None = None, row_class: list[str] | None = None) -> str:
+def to_html(
+    df: pd.DataFrame, caption: str | None = None, *, table_id: str | None = None, row_class: list[str] | None = None
+) -> str:
     """HTML table for the self-contained report, inside a horizontally scrolling container
     (``div.tw``) so that a wide table never widens the page; long unbroken cells
     (hashes, paths) may wrap anywhere. ``row_class``: a CSS class per row (e.g. the
@@ -178,7 +313,11 @@ def to_html(df: pd.DataFrame, caption: str | None = None, *, table_id: str | Non
     rc = row_class or [""] * len(rows)
     body = "".join(
         (f'<tr class="{html.escape(k)}">' if k else "<tr>")
-        + "".join(f'<td class="{_td_class(s, n)}">{html.escape(_keep_together(s))}</td>' for s, n in zip(row, num, strict=True)) + "</tr>"
+        + "".join(
+            f'<td class="{_td_class(s, n)}">{html.escape(_keep_together(s))}</td>'
+            for s, n in zip(row, num, strict=True)
+        )
+        + "</tr>"
         for row, k in zip(rows, rc, strict=True)
     )
     tid = f' id="{html.escape(table_id)}"' if table_id else ""
