@@ -5,7 +5,7 @@ import shutil
 import subprocess
 
 import pytest
-from gaze4hri_acq.doctor.host import HostFacts, disk_need, host_checks, host_facts
+from gaze4hri_acq.doctor.host_machine import HostFacts, disk_need, host_checks, host_facts
 from gaze4hri_acq.doctor.record import exit_code
 from gaze4hri_acq.orchestrator.disk import gb
 from gaze4hri_acq.session_config import session_config

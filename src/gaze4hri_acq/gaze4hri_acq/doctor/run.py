@@ -13,7 +13,7 @@ from gaze4hri_core.errors import Gaze4HRIError, SessionError
 
 from .calibration import CalibrationLimits, file_checks, live_checks
 from .camera import camera_checks, gather_camera
-from .host import disk_need, host_checks, host_facts
+from .host_machine import disk_need, host_checks, host_facts
 from .mocap import expected_bodies, gather_mocap, mocap_checks
 from .record import Check, failures
 from .render import render_table
