@@ -2,6 +2,7 @@
 rig, as the session refuses it), residuals, the subject's eye-head file, and the live
 agreement of the camera's body with FK x hand-eye and of the table with its survey."""
 import datetime as dt
+import os
 import shutil
 
 import numpy as np
@@ -20,9 +21,17 @@ NOW = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.timezone.utc)
 def cal(tmp_path, default_calibration_dir):
     d = tmp_path / "cal"
     shutil.copytree(default_calibration_dir, d)
-    for name in ("hand_eye.yaml", "registration.yaml", "table.yaml", "camera_body.yaml", "subjects/default.yaml"):
-        _set(d / name, date=(NOW - dt.timedelta(days=2)).isoformat())
+    for p in d.rglob("*.yaml"):
+        _age(p, days=2)
     return d
+
+
+def _age(path, days):
+    """The file written ``days`` before NOW: its mtime (the rig's files) and its date field (a subject's file)."""
+    t = NOW - dt.timedelta(days=days)
+    if path.parent.name == "subjects":
+        _set(path, date=t.isoformat())
+    os.utime(path, (t.timestamp(), t.timestamp()))
 
 
 def _set(path, **fields):
@@ -37,7 +46,8 @@ def _checks(d, real=True, subject=None):
 
 @pytest.mark.unit
 def test_an_old_calibration_fails_with_the_real_rig(cal):
-    _set(cal / "registration.yaml", date=(NOW - dt.timedelta(days=45)).isoformat(), rms_m=0.0008)
+    _set(cal / "registration.yaml", rms_m=0.0008)
+    _age(cal / "registration.yaml", days=45)
     c = _checks(cal)
     assert c["registration.yaml"].line() == ("FAIL calibration registration.yaml: registration.yaml: 45.0 days old "
                                              "(limit 30) -> re-run the calibration it comes from "
@@ -52,7 +62,8 @@ def test_a_missing_file_a_bad_residual_and_an_old_eye_head_file(cal):
     (cal / "targets.yaml").unlink()
     (cal / "table.yaml").unlink()
     _set(cal / "registration.yaml", rms_m=0.0031)
-    _set(cal / "subjects" / "default.yaml", date=(NOW - dt.timedelta(hours=30)).isoformat(), position_rms_m=0.001)
+    _set(cal / "subjects" / "default.yaml", position_rms_m=0.001)
+    _age(cal / "subjects" / "default.yaml", days=30 / 24)
     fc = file_checks
     c = {x.name: x for x in fc(cal, None, None, CalibrationLimits(), True, NOW, "default")}
     assert c["targets.yaml"].status == "fail" and "missing" in c["targets.yaml"].value

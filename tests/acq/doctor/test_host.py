@@ -55,5 +55,7 @@ def test_a_tmpfs_too_small_for_the_session(tmp_path):
                                f"{gb(shutil.disk_usage(mnt).free)} free in {mnt} -> free disk space, pick --out-dir "
                                "on a larger disk, or record fewer trials or a smaller --resolution")
         assert need > 100e6 > shutil.disk_usage(mnt).free  # 640x360 RGB at 30 Hz for 5 s, margin 1.2
+        resumed = host_checks(host_facts(cfg.out_dir), need, n, "640x360@30", "none", False, new_session=False)[0]
+        assert resumed.status == "warn" and resumed.fix.startswith("the session stops before the first trial")
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)

@@ -34,11 +34,13 @@ class CalibrationLimits:
     live_deg: tuple[float, float] = (1.0, 3.0)
 
 
-def file_age_days(path: Path, now: _dt.datetime) -> float:
-    """Age from the file's ``date`` field (what the calibration run wrote), else its mtime."""
+def file_age_days(path: Path, now: _dt.datetime, date_field: bool = True) -> float:
+    """Age by the session's rules: a subject's file from its ``date`` field, else its mtime
+    (orchestrator.calibration._eye_head_age_hours); the rig's files from their mtime
+    (``date_field`` False: orchestrator.calibration.check_calibration)."""
     t = None
     try:
-        d = (yaml.safe_load(path.read_text("utf-8")) or {}).get("date")
+        d = (yaml.safe_load(path.read_text("utf-8")) or {}).get("date") if date_field else None
         t = _dt.datetime.fromisoformat(str(d)) if d else None
     except (ValueError, AttributeError, yaml.YAMLError, OSError):
         t = None
@@ -65,7 +67,7 @@ def file_checks(cal_dir: Path, calib: Calibration | None, error: str | None, lim
     for name in CALIBRATION_FILES:
         p = cal_dir / name
         if p.is_file():
-            age = file_age_days(p, now)
+            age = file_age_days(p, now, date_field=False)
             v = f"{name}: {age:.1f} days old"
             too_old = age > limits.max_age_days
             fix = "re-run the calibration it comes from (docs/calibration.md)"

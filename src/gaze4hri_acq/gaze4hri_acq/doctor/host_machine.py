@@ -100,15 +100,18 @@ def _clocks(robot_rtt_ms: float | None, robot_drift_ms: float | None, mocap_late
 
 def host_checks(f: HostFacts, need_bytes: int, trials: int, mode: str, compression: str, real: bool,
                 robot_rtt_ms: float | None = None, robot_drift_ms: float | None = None,
-                mocap_latency_ms: float | None = None) -> list[Check]:
-    """Disk for ``trials`` at ``mode`` (WxH@fps), clocks, load, ROS settings and versions."""
+                mocap_latency_ms: float | None = None, new_session: bool = True) -> list[Check]:
+    """Disk for ``trials`` at ``mode`` (WxH@fps), clocks, load, ROS settings and versions. Too
+    little disk fails a new session (the session refuses it: check_session_disk) and warns on a
+    resume or redo (the session records until the trial that does not fit; the rest stay pending)."""
     from ..orchestrator.disk import gb
 
     v = f"{gb(need_bytes)} needed for {trials} trials at {mode} (compression {compression}), {gb(f.free_bytes)} free " \
         f"in {f.disk_path}"
+    fix = "free disk space, pick --out-dir on a larger disk, or record fewer trials or a smaller --resolution"
     out = [passed(G, "disk", v) if f.free_bytes >= need_bytes else
-           failed(G, "disk", v, "free disk space, pick --out-dir on a larger disk, or record fewer trials "
-                                "or a smaller --resolution")]
+           failed(G, "disk", v, fix) if new_session else
+           warned(G, "disk", v, "the session stops before the first trial that does not fit: " + fix)]
     out.append(_clocks(robot_rtt_ms, robot_drift_ms, mocap_latency_ms))
     per = f.load1 / f.cpus
     v = f"load {f.load1:.1f} on {f.cpus} CPUs"

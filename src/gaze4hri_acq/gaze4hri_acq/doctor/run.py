@@ -100,7 +100,8 @@ def run_doctor(cfg, targets: DoctorTargets | None = None, subject: bool = False)
         checks += live_checks(calib, robot.T_base_tool0, mocap.poses, limits)
     need, n = disk_need(cfg)
     checks += host_checks(host_facts(Path(cfg.out_dir)), need, n, f"{w}x{h}@{cfg.fps}", cfg.compression, real,
-                          robot.clock_rtt_ms, robot.clock_drift_ms, mocap.latency_ms)
+                          robot.clock_rtt_ms, robot.clock_drift_ms, mocap.latency_ms,
+                          new_session=not (cfg.resume or cfg.redo))
     return checks
 
 
