@@ -1,11 +1,11 @@
 """Figures of the report (matplotlib Figure objects, no pyplot state), each written as PNG and SVG.
 
-Every function takes the tidy tables of :mod:`gaze4hri_bench.stats.analyses` and a
+Every function takes the tidy tables of :mod:`gaze4hri_bench.stats.experiments` and a
 path stem, writes ``stem.png`` and ``stem.svg`` and returns the two paths.
 
-Colour is keyed, never positional: :func:`method_color` gives a method the same colour
-in every figure, and conditions (fixed camera / arc, crop / rectified, mutual-gaze
-scans) take :data:`CONDITION_COLORS`, a separate palette of greys and earth tones that
+Colour is keyed, never positional (the colour table is :mod:`gaze4hri_bench.style`, shared with
+the review clips): :func:`method_color` gives a method the same colour in every figure, and
+conditions (fixed camera / arc, crop / rectified, mutual-gaze scans) take :data:`CONDITION_COLORS`, a separate palette of greys and earth tones that
 shares no hue with the methods'. Baselines (weight-free methods: ``head_pose``,
 ``straight``) are drawn as dashed reference lines, not bars, and never set the scale:
 a baseline far above the networks is written at the top edge ("off scale").
