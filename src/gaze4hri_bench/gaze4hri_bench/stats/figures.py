@@ -7,8 +7,8 @@ Colour is keyed, never positional (the colour table is :mod:`gaze4hri_bench.styl
 the review clips): :func:`method_color` gives a method the same colour in every figure, and
 conditions (fixed camera / arc, crop / rectified, mutual-gaze scans) take :data:`CONDITION_COLORS`,
 a separate palette of greys and earth tones that shares no hue with the methods'. Baselines
-(weight-free methods: ``head_pose``, ``straight``) are drawn as dashed reference lines, not bars, and never set the scale:
-a baseline far above the networks is written at the top edge ("off scale").
+(weight-free methods: ``head_pose``, ``straight``) are drawn as dashed reference lines, not bars,
+and never set the scale: a baseline far above the networks is written at the top edge ("off scale").
 Spread is the subject-level 95 % t confidence interval everywhere (figures and tables
 alike): mean +/- t(0.975, n-1) SD / sqrt(n) over subjects (Sezer et al.: the subject is
 the unit of analysis).
