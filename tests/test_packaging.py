@@ -39,17 +39,21 @@ def test_colcon_build_installs_launch_and_config(tmp_path):
     pkgs = ("gaze4hri_acq", "gaze4hri_core", "gaze4hri_sim")
     env = {k: v for k, v in os.environ.items() if k != "GAZE4HRI_CALIBRATION"}
     env["AMENT_PREFIX_PATH"] = os.pathsep.join(str(inst / p) for p in pkgs)
-    env["PYTHONPATH"] = os.pathsep.join(str(next((inst / p / "lib").glob("python3*/site-packages"))) for p in pkgs)
-    probe = subprocess.run([sys.executable, "-c", "import gaze4hri_acq.nodes.common as c, gaze4hri_core.device_config as d; "
+    env["PYTHONPATH"] = os.pathsep.join(str(next((inst / p / "lib").glob("python3*/site-packages")))
+                                        for p in pkgs)
+    probe = subprocess.run([sys.executable, "-c",
+                            "import gaze4hri_acq.nodes.common as c, gaze4hri_core.device_config as d; "
                             "print(d.__file__); print(d.DEFAULT_CALIBRATION); print(c.CONFIG_DIR); print(c.__file__)"],
                            cwd=ws, env=env, capture_output=True, text=True, timeout=60)
     assert probe.returncode == 0, probe.stderr[-2000:]
     mod, cal, cfg, acq = probe.stdout.split()
-    assert mod.startswith(str(inst)) and acq.startswith(str(inst))  # the installed copies (every subpackage), not the checkout
+    # the installed copies (every subpackage), not the checkout
+    assert mod.startswith(str(inst)) and acq.startswith(str(inst))
     assert Path(cal) == share / "calibration" and Path(cfg) == share / "config"
 
 
-ROS_MODULES = {"rclpy", "rosidl_runtime_py", "sensor_msgs", "geometry_msgs", "std_msgs", "launch", "launch_ros", "gaze4hri_acq"}
+ROS_MODULES = {"rclpy", "rosidl_runtime_py", "sensor_msgs", "geometry_msgs", "std_msgs", "launch", "launch_ros",
+               "gaze4hri_acq"}
 
 
 def _imports(tree):

@@ -85,6 +85,7 @@ IMPORTS: dict[str, str] = {
 PIP_ONLY: dict[str, str] = {
     "rtde_control": "ur-rtde",  # ur_rtde (UR5, backend:=real)
     "rtde_receive": "ur-rtde",
+    "dashboard_client": "ur-rtde",  # ur_rtde's Dashboard Server client (the doctor's robot check)
     "natnet": "natnet",  # OptiTrack NatNet (backend:=real)
     "foxglove": "foxglove-sdk",  # the session's Foxglove live view (live_view.py)
     "zstandard": "zstandard",  # mcap_crc's fallback when backports.zstd is absent; not needed with rosbags
@@ -130,7 +131,9 @@ def _imports(pkg_dir: Path) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for f in sorted(pkg_dir.rglob("*.py")):
         rel = f.relative_to(pkg_dir)
-        if rel.name == "setup.py" or rel.parts[0] in ("build", "install", "test", "tests") or ".egg-info" in str(rel):
+        # <pkg>/testing: stand-ins for the tests and benchmarks (dpkt), not imported at run time
+        if (rel.name == "setup.py" or rel.parts[0] in ("build", "install", "test", "tests") or ".egg-info" in str(rel)
+                or "testing" in rel.parts[:2]):
             continue
         for node in ast.walk(ast.parse(f.read_text("utf-8"), str(f))):
             names = []
@@ -149,13 +152,15 @@ def _fallback_only(pkg_dir: Path, module: str) -> bool:
         tree = ast.parse(f.read_text("utf-8"))
         guarded = set()
         for t in ast.walk(tree):
-            if isinstance(t, ast.Try) and any(isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+            if isinstance(t, ast.Try) and any(isinstance(h.type, ast.Name)
+                                              and h.type.id in ("ImportError", "ModuleNotFoundError")
                                               for h in t.handlers):
                 for n in ast.walk(t):
                     if isinstance(n, ast.Import | ast.ImportFrom):
                         guarded.add(id(n))
         for n in ast.walk(tree):
-            mods = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module] if isinstance(n, ast.ImportFrom) and n.module else []
+            mods = ([a.name for a in n.names] if isinstance(n, ast.Import)
+                    else [n.module] if isinstance(n, ast.ImportFrom) and n.module else [])
             if any(m.split(".")[0] == module for m in mods) and id(n) not in guarded:
                 return False
     return True
@@ -220,7 +225,8 @@ def test_pip_only_modules_have_no_rosdep_key_and_lab_pins_match_base():
         pytest.skip(f"the rosdep database is absent: no {VENDOR / 'rosdep'} (../shared/vendor/rosdistro, README there)")
     rules = {}
     for f in ("base.yaml", "python.yaml"):
-        rules.update(yaml.load((VENDOR / "rosdep" / f).read_text("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        rules.update(yaml.load((VENDOR / "rosdep" / f).read_text("utf-8"),
+                               Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
     def strings(v):
         if isinstance(v, dict):
@@ -236,7 +242,8 @@ def test_pip_only_modules_have_no_rosdep_key_and_lab_pins_match_base():
     for mod, dist in PIP_ONLY.items():
         if mod in OPTIONAL_FALLBACKS:
             continue
-        assert dist not in provided and dist.replace("-", "_") not in provided, f"{dist} has a rosdep rule now: declare its key"
+        assert dist not in provided and dist.replace("-", "_") not in provided, \
+            f"{dist} has a rosdep rule now: declare its key"
     assert "python3-pydantic-pip" not in rules  # else: use it instead of the apt key + lab.txt
     lab, base = _pins(ROOT / "requirements" / "lab.txt"), _pins(ROOT / "requirements" / "base.txt")
     assert lab and all(base.get(k) == v for k, v in lab.items()), {k: (v, base.get(k)) for k, v in lab.items()}
@@ -263,7 +270,8 @@ def rosdep_env(tmp_path_factory):
         "".join(f"yaml {(VENDOR / 'rosdep' / f).as_uri()}\n" for f in ("base.yaml", "python.yaml")), "utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROS_")}
     env.update(ROSDISTRO_INDEX_URL=(VENDOR / "index-v4.yaml").as_uri(), ROSDEP_SOURCE_PATH=str(tmp / "sources"),
-               ROS_HOME=str(tmp / "home"), ROS_PYTHON_VERSION="3", PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}")
+               ROS_HOME=str(tmp / "home"), ROS_PYTHON_VERSION="3",
+               PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}")
     r = subprocess.run([exe, "update"], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert 'Add distro "jazzy"' in r.stdout and 'Add distro "kilted"' in r.stdout, r.stdout
@@ -272,7 +280,8 @@ def rosdep_env(tmp_path_factory):
 
 def _resolve(exe: str, env: dict, keys: list[str], os_: str, distro: str) -> dict[str, tuple[str, list[str]]]:
     """``rosdep resolve`` of every key at once: key -> (installer, packages)."""
-    r = subprocess.run([exe, "resolve", *keys, f"--os={os_}", f"--rosdistro={distro}"], env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([exe, "resolve", *keys, f"--os={os_}", f"--rosdistro={distro}"], env=env, capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, f"{os_} {distro}: {r.stdout}{r.stderr}"  # "no rosdep rule for ..." otherwise
     out, key, inst = {}, None, None
     for line in r.stdout.splitlines():
@@ -290,11 +299,13 @@ def test_rosdep_resolves_every_key_offline(rosdep_env):
     the same crawl) all resolve for noble/Jazzy, noble/Kilted and bookworm/Jazzy: ROS packages to
     ros-<distro>-*, the python3-* keys to their apt packages, and only PIP_KEYS to pip."""
     exe, env = rosdep_env
-    r = subprocess.run([exe, "keys", "--from-paths", str(WS_SRC), "--ignore-src"], env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([exe, "keys", "--from-paths", str(WS_SRC), "--ignore-src"], env=env, capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     keys = sorted(r.stdout.split())
     pkgs = _packages()
-    assert set(keys) == set().union(*(_all_keys(d) for d in pkgs.values())) - set(pkgs)  # rosdep reads what catkin_pkg reads
+    # rosdep reads what catkin_pkg reads
+    assert set(keys) == set().union(*(_all_keys(d) for d in pkgs.values())) - set(pkgs)
     for os_, distro in PLATFORMS:
         got = _resolve(exe, env, keys, os_, distro)
         assert set(got) == set(keys), (os_, distro, set(keys) - set(got))
@@ -303,7 +314,8 @@ def test_rosdep_resolves_every_key_offline(rosdep_env):
         for k in ros:  # ROS package keys -> ros-<distro>-<name> (REP 2005 naming)
             assert got[k] == ("apt", [f"ros-{distro}-{k.replace('_', '-')}"]), (os_, distro, k, got[k])
         for k in set(keys) - ros:
-            want = ("pip", [PIP_KEYS[k]]) if k in PIP_KEYS else ("apt", [k])  # these python3-* keys name their apt package
+            # these python3-* keys name their apt package
+            want = ("pip", [PIP_KEYS[k]]) if k in PIP_KEYS else ("apt", [k])
             assert got[k] == want, (os_, distro, k, got[k])
     # pydantic resolves to apt's 1.10 on noble and bookworm: 2.x from requirements/lab.txt (package.xml)
     assert "python3-pydantic" in keys
@@ -316,8 +328,8 @@ def test_readme_rosdep_install_simulated(rosdep_env):
     long: rosdep asks this machine's apt-cache about every apt package (about 3 s each)."""
     exe, env = rosdep_env
     for os_, distro in PLATFORMS:
-        r = subprocess.run([exe, "install", "--simulate", "--reinstall", "--from-paths", str(WS_SRC), "--ignore-src", "-y",
-                            f"--os={os_}", f"--rosdistro={distro}", "--as-root", "pip:false"], env=env, cwd=ROOT,
+        r = subprocess.run([exe, "install", "--simulate", "--reinstall", "--from-paths", str(WS_SRC), "--ignore-src",
+                            "-y", f"--os={os_}", f"--rosdistro={distro}", "--as-root", "pip:false"], env=env, cwd=ROOT,
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{os_} {distro}:\n{r.stdout}{r.stderr}"
         assert set(re.findall(r"pip3? install -U -I (\S+)", r.stdout)) == set(PIP_KEYS.values()), r.stdout
@@ -328,5 +340,6 @@ def _released(distro: str) -> set[str]:
     """Package names released in the vendored <distro>/distribution.yaml (REP 143)."""
     import yaml
 
-    repos = yaml.load((VENDOR / distro / "distribution.yaml").read_text("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["repositories"]
+    repos = yaml.load((VENDOR / distro / "distribution.yaml").read_text("utf-8"),
+                      Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["repositories"]
     return {p for name, r in repos.items() if "release" in r for p in r["release"].get("packages", [name])}

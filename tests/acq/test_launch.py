@@ -515,6 +515,7 @@ def test_ctrl_c_during_a_launched_trial_stops_cleanly(ws, tmp_path):
     trial (SIGINT to the whole process group, twice): every process ends by itself
     before launch escalates to SIGTERM/SIGKILL, the trial is marked incomplete and its
     bag is closed with its metadata; the launch fails (non-zero)."""
+    _skip_unless_scripts_start(ws.install)
     import signal
 
     from gaze4hri_core.session import bag_dir, load_manifest
@@ -564,6 +565,7 @@ def test_live_gaze_launch_fails_loudly_without_the_benchmark_package(ws, tmp_pat
     """Issue 21: from a workspace whose Python lacks gaze4hri_bench the live gaze node
     never activated and logged nothing; now its configure fails with the fix in one line
     and the launch exits non-zero."""
+    _skip_unless_scripts_start(ws.install)
     hide = tmp_path / "hide" / "gaze4hri_bench"
     hide.mkdir(parents=True)
     (hide / "__init__.py").write_text("raise ImportError(\"No module named 'gaze4hri_bench'\")\n")
