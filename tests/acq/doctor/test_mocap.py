@@ -75,7 +75,7 @@ def _run(capture, modeldef=None, frame=lambda f: f, spoof=False, seconds=1.0):
 @pytest.mark.replay
 def test_the_captured_stream_passes(capture):
     checks, report = _run(capture)
-    assert exit_code(list(checks.values())) == 0, [c.line() for c in checks.values()]
+    assert exit_code(list(checks.values())) == 0, [c.line() for c in checks.values() if c.status != "pass"]
     assert checks["server"].value.endswith(": Motive 2.1.0.0, NatNet 3.0.0.0")
     assert checks["sender"].line() == "PASS mocap sender: frames from the server only"
     assert checks["body head_band"].value.startswith("tracked in 100% of ")
