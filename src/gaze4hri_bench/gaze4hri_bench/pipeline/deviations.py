@@ -15,7 +15,7 @@ head axes under R^T) show 0 and say so: their effect needs real weights.
 
 Writes ``deviations.csv``, ``deviations.parquet``, ``deviations.md`` and ``deviations.png``;
 written into REPORT/deviations, ``analyze``'s report shows them as its "Pipeline
-sensitivity" section (report_section).
+sensitivity" section (sensitivity.report_section).
 """
 from __future__ import annotations
 
@@ -26,12 +26,13 @@ import numpy as np
 import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 
+from ..sensitivity import REPORT_SUBDIR, network_summary, report_section, summary
+
 __all__ = ["add_arguments", "main", "deviation_table", "frame_geometries", "trial_truths", "origin_table",
            "report_section", "DEFAULT_OUT", "REPORT_SUBDIR"]
 
 DEFAULT_OUT = Path("out/deviations")
 #: where ``analyze``'s report looks for this command's output: REPORT/deviations
-REPORT_SUBDIR = "deviations"
 
 
 def frame_geometries(ds, tref) -> tuple[list, pd.DataFrame]:
@@ -258,44 +259,10 @@ def origin_table(truths: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["experiment", "frames", "median_deg", "p95_deg", "max_deg"])
 
 
-def _summary(tab: pd.DataFrame) -> pd.DataFrame:
-    """One row per setting: methods affected and the effect over all experiments."""
-    rows = []
-    for s, g in tab.groupby("setting", sort=False):
-        seen = g[(g["max_deg"] > 1e-3) | (g["not_scored"] > 0 if "not_scored" in g.columns else False)]
-        rows.append({"setting": s, "verdict": g["verdict"].iloc[0], "methods": ", ".join(sorted(set(g["method"]))),
-                     "methods affected (oracle)": (", ".join(sorted(set(seen["method"])))
-                                                   or "none (perfect network blind)"),
-                     "median_deg (max over rows)": round(float(g["median_deg"].max()), 3),
-                     "p95_deg (max over rows)": round(float(g["p95_deg"].max()), 3),
-                     "frames not scored % (max over rows)": round(float(g["not_scored_pct"].max()), 2)
-                     if "not_scored_pct" in g.columns else 0.0})
-    return pd.DataFrame(rows)
-
-
-def _network_summary(net: pd.DataFrame, sig: pd.DataFrame | None) -> pd.DataFrame:
-    """One row per setting of the runs with the networks: methods, worst median / p95 of
-    the prediction change, worst mean error change, significant results changed."""
-    rows = []
-    for s, g in net.groupby("setting", sort=False):
-        e = g["error_change_deg"].abs()
-        worst = g.loc[e.idxmax(), "error_change_deg"] if e.notna().any() else np.nan
-        rows.append({"setting": s, "networks": ", ".join(sorted(set(g["method"] + " (" + g["network"] + ")"))),
-                     "median_deg (max over rows)": round(float(g["median_deg"].max()), 3),
-                     "p95_deg (max over rows)": round(float(g["p95_deg"].max()), 3),
-                     "error change deg (largest)": round(float(worst), 3)})
-    out = pd.DataFrame(rows)
-    if sig is not None and len(sig) and len(out):
-        lab = sig.set_index("setting").apply(
-            lambda r: r["note"] if r["note"] else f"{int(r['changed'])} of {int(r['tested'])}", axis=1)
-        out["significant results changed"] = out["setting"].map(lab).fillna("-")
-    return out
-
-
 def _markdown(tab: pd.DataFrame, command: str, profile: str, net: pd.DataFrame | None = None,
               sig: pd.DataFrame | None = None, changes: pd.DataFrame | None = None,
               origin: pd.DataFrame | None = None) -> str:
-    summ = _summary(tab)
+    summ = summary(tab)
     lines = ["## Pipeline sensitivity", "",
              f"Each documented setting of profile `{profile}` alone on top of `reference`, with the oracle (a "
              "perfect network); effect = angle between the gaze it then reports and what `reference` reports (the "
@@ -340,7 +307,7 @@ def _markdown(tab: pd.DataFrame, command: str, profile: str, net: pd.DataFrame |
               "estimators: their rows measure how much a setting changes a network's input, not accuracy.", "",
               "| setting | networks | median deg | p95 deg | error change deg | significant results changed |",
               "|---|---|---|---|---|---|"]
-    for r in _network_summary(net, sig).to_dict("records"):
+    for r in network_summary(net, sig).to_dict("records"):
         lines.append(f"| `{r['setting']}` | {r['networks']} | {r['median_deg (max over rows)']:.3f} | "
                      f"{r['p95_deg (max over rows)']:.3f} | {r['error change deg (largest)']:+.3f} | "
                      f"{r.get('significant results changed', '-')} |")
@@ -352,52 +319,6 @@ def _markdown(tab: pd.DataFrame, command: str, profile: str, net: pd.DataFrame |
             lines.append(f"| `{r.setting}` | {r.analysis} | {r.table} | {r.key} | {r.change} | {r.p_reference:.3g} | "
                          f"{r.p_variant:.3g} |")
     return "\n".join(lines) + "\n"
-
-
-def report_section(report_dir: Path) -> tuple[str, pd.DataFrame, Path | None] | None:
-    """(intro, one row per setting, figure or None) for the report's "Pipeline
-    sensitivity" section, from ``<report_dir>/deviations/deviations.parquet`` (what
-    ``gaze4hri-bench deviations --out REPORT/deviations`` writes); None when absent."""
-    d = Path(report_dir) / REPORT_SUBDIR
-    f = d / "deviations.parquet"
-    if not f.is_file():
-        return None
-    try:
-        tab = pd.read_parquet(f)
-    except (OSError, ValueError):
-        return None
-    need = {"setting", "verdict", "method", "input", "experiment", "median_deg", "p95_deg", "max_deg"}
-    if tab.empty or not need <= set(tab.columns):
-        return None
-    summ = _summary(tab).drop(columns=["methods"])
-    net = _read_optional(d / "network.parquet")
-    sig = _read_optional(d / "significance.parquet")
-    intro = ("Each documented setting of the study profile alone on top of `reference`, measured with the oracle "
-             "(a perfect network in each method's raw output convention, on these sessions' per-frame geometry): "
-             "the angle between "
-             "the gaze it then reports and what `reference` reports, worst method and experiment. Settings a perfect "
-             "network cannot see (image appearance, crop and face-box rules, clip windows) show 0 there. ")
-    if net is not None and len(net):
-        ns = _network_summary(net, sig).rename(columns={
-            "median_deg (max over rows)": "network median deg", "p95_deg (max over rows)": "network p95 deg",
-            "error change deg (largest)": "error change deg"})
-        summ = summ.merge(ns, on="setting", how="outer", sort=False)
-        intro += ("The network columns run each setting through the whole pipeline with the networks named there "
-                  "(random weights are not gaze estimators: input sensitivity only), with the change in mean error "
-                  "and how many of this report's tested results change outcome. ")
-    else:
-        intro += ("No run with network weights: their effect, and whether a setting changes a significant result, "
-                  "is not measured. ")
-    intro += f"Per experiment and input: `{REPORT_SUBDIR}/deviations.md`."
-    png = d / "deviations.png"
-    return intro, summ, (png if png.is_file() else None)
-
-
-def _read_optional(f: Path) -> pd.DataFrame | None:
-    try:
-        return pd.read_parquet(f) if f.is_file() else None
-    except (OSError, ValueError):
-        return None
 
 
 def _figure(tab: pd.DataFrame, path: Path) -> None:
@@ -516,7 +437,7 @@ def _main(args: argparse.Namespace) -> int:
     tab.to_csv(args.out / "deviations.csv", index=False)
     tab.to_parquet(args.out / "deviations.parquet", index=False)
     _figure(tab, args.out / "deviations.png")
-    print(_summary(tab).to_string(index=False))
+    print(summary(tab).to_string(index=False))
     net = sig = changes = None
     if args.network != "off" and not present:
         print(f"with the networks: skipped, no weights present for {', '.join(methods)} "
@@ -538,7 +459,7 @@ def _main(args: argparse.Namespace) -> int:
         sig.to_csv(args.out / "significance.csv", index=False)
         sig.to_parquet(args.out / "significance.parquet", index=False)
         changes.to_csv(args.out / "findings_changed.csv", index=False)
-        print(_network_summary(net, sig).to_string(index=False))
+        print(network_summary(net, sig).to_string(index=False))
     (args.out / "deviations.md").write_text(_markdown(tab, command, args.profile, net, sig, changes, origin))
     extra = " and network.*, significance.*, findings_changed.csv" if net is not None else ""
     print(f"wrote {args.out}/deviations.{{md,csv,parquet,png}}" + extra)

@@ -347,7 +347,7 @@ def _section(doc: Doc, sec: Section, a: Analysis, figs: dict, gt: pd.DataFrame |
 
 def _closing(doc: Doc, out: Path, loaded, t0: float) -> None:
     """Review clips and pipeline sensitivity when their folders exist, then provenance."""
-    from ..pipeline.deviations import report_section
+    from ..sensitivity import report_section
     from .review_links import report_links
 
     clips = report_links(out)  # written by `gaze4hri-bench review RESULTS --extremes --out REPORT/review` (issue 15)
