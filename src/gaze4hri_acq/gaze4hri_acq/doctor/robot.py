@@ -281,7 +281,8 @@ def _limits(r: RobotReport, T_world_base: SE3, limits: SafetyLimits) -> list[Che
     return out
 
 
-def robot_checks(r: RobotReport, model: str, T_world_base: SE3 | None, limits: SafetyLimits | None = None) -> list[Check]:
+def robot_checks(r: RobotReport, model: str, T_world_base: SE3 | None,
+                 limits: SafetyLimits | None = None) -> list[Check]:
     """Every robot check from one report: reachability, series and version against
     ``model``, robot mode, safety, remote control, rate, TCP offset, payload, joints and
     the workspace box (``T_world_base``: the calibration's registration)."""
