@@ -183,8 +183,10 @@ def test_recording_only_while_the_recorders_bag_is_open(tmp_path):
 @pytest.mark.unit
 def test_render_thread_keeps_the_cadence_while_the_orchestrator_blocks(tmp_path):
     """Bring-up blocks the orchestrator's thread (here 2 s in a device request): the
-    render thread redraws on its own, at least twice a second (counted over the real
-    window; 4 Hz nominal, the bound leaves room for a loaded machine)."""
+    render thread redraws on its own while no hook arrives (4 Hz nominal). The bounds are
+    what tells a thread-driven redraw from a hook-driven one, not a cadence: at least 3
+    redraws during the block and no gap as long as half the block, so a loaded machine
+    (CPU burners beside the suite) cannot fail it."""
     view = _view(tmp_path, None, terminal=True)
     view.start()
     view.status("bringing up devices")  # the first hook starts the table and its thread
@@ -197,7 +199,7 @@ def test_render_thread_keeps_the_cadence_while_the_orchestrator_blocks(tmp_path)
     view.stop()
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     print(f"\n{len(times) - 1} redraws in {window:.2f} s, longest gap {max(gaps):.3f} s")
-    assert len(times) - 1 >= 2 * window * 0.9 and max(gaps) < 1.0
+    assert len(times) - 1 >= 3 and max(gaps) < window / 2
     assert "bringing up devices" in view.console.file.getvalue()
 
 
