@@ -48,14 +48,14 @@ def host_facts(out_dir: Path) -> HostFacts:
             "RMW_IMPLEMENTATION", "ROS_DISTRO")
     rclpy = os.environ.get("ROS_DISTRO")
     if not rclpy:
+        import importlib.util
         from importlib import metadata
 
-        for dist in ("rclpy", "ros-kilted-rclpy", "ros-jazzy-rclpy"):
+        if importlib.util.find_spec("rclpy") is not None:  # a wheel or a sourced ROS without ROS_DISTRO
             try:
-                rclpy = f"rclpy {metadata.version(dist)}"
-                break
+                rclpy = f"rclpy {metadata.version('rclpy')}"
             except metadata.PackageNotFoundError:
-                continue
+                rclpy = "rclpy"
     return HostFacts(shutil.disk_usage(p).free, str(p), os.getloadavg()[0], os.cpu_count() or 1,
                      {k: os.environ[k] for k in keys if k in os.environ}, platform.python_version(), rclpy)
 
