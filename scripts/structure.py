@@ -112,7 +112,7 @@ def imports(pkgs: dict[str, Package]) -> list[Import]:
     modules = {m: p for pkg in pkgs.values() for m, p in pkg.modules.items()}
     out = []
     for name, path in sorted(modules.items()):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(_read(path), filename=str(path))
         inner = _function_scoped(tree)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(tree):
@@ -267,18 +267,26 @@ class Function:
 def long_functions(paths: list[Path], limit: int = MAX_FUNCTION_LINES) -> list[Function]:
     out = []
     for p in paths:
-        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        for n in ast.walk(ast.parse(_read(p))):
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > limit:
                 out.append(Function(p, n.name, n.lineno, n.end_lineno - n.lineno + 1))
     return sorted(out, key=lambda f: -f.lines)
 
 
+def _read(path: Path) -> str:
+    """A file's text; empty when it went away since the tree was listed (a tree being edited)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
 def line_count(path: Path) -> int:
-    return len(path.read_text(encoding="utf-8").splitlines())
+    return len(_read(path).splitlines())
 
 
 def long_lines(path: Path, limit: int = MAX_LINE_CHARS) -> int:
-    return sum(len(line) > limit for line in path.read_text(encoding="utf-8").splitlines())
+    return sum(len(line) > limit for line in _read(path).splitlines())
 
 
 @dataclass
