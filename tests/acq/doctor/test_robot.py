@@ -49,6 +49,7 @@ def test_a_healthy_controller_passes_then_a_protective_stop_and_an_emergency_sto
     assert _line(checks, "mode") == "PASS robot mode: robot mode RUNNING"
     assert "TCP offset 0.0 mm" in _line(checks, "tcp offset")
     assert _line(checks, "workspace").startswith("PASS")
+    assert _line(checks, "kinematics") == "PASS robot kinematics: reported TCP 0.0 mm from UR5 forward kinematics"
 
     assert emu.control("pstop") == "ok"
     checks = _checks(emu.host, "ur5", default_calibration_dir)
@@ -94,6 +95,7 @@ def test_joints_workspace_tcp_offset_and_payload_are_judged(default_calibration_
     assert checks["joints"].line() == ("FAIL robot joints: largest joint 355 deg (limit 360) -> unwind the joint "
                                        "near its limit with the pendant (freedrive or jog)")
     assert checks["workspace"].status == "fail" and "outside" in checks["workspace"].value
+    assert checks["kinematics"].status == "fail" and "mm from UR5 forward kinematics" in checks["kinematics"].value
     assert checks["tcp offset"].status == "warn" and "100.0 mm" in checks["tcp offset"].value
     assert checks["payload"].status == "warn" and "0.000 kg" in checks["payload"].value
     assert checks["mode"].status == "pass" and checks["safety"].status == "pass"

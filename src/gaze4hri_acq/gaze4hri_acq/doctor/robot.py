@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from gaze4hri_core.kinematics import forward
 from gaze4hri_core.safety import SafetyLimits
 from gaze4hri_core.transforms import SE3, ur_pose_to_se3
 
@@ -264,13 +265,23 @@ def _tool(r: RobotReport, expect_rate: float) -> list[Check]:
     return out
 
 
-def _limits(r: RobotReport, T_world_base: SE3, limits: SafetyLimits) -> list[Check]:
+def _limits(r: RobotReport, model: str, T_world_base: SE3, limits: SafetyLimits) -> list[Check]:
     out = []
     q = np.asarray(r.q, float)
     worst = float(np.max(np.abs(q)))
     v = f"largest joint {math.degrees(worst):.0f} deg (limit 360)"
     out.append(passed(G, "joints", v) if worst < 2 * math.pi - JOINT_MARGIN_RAD else
                failed(G, "joints", v, "unwind the joint near its limit with the pendant (freedrive or jog)"))
+    # the reported TCP against the configured model's forward kinematics (x the TCP offset): a wrong
+    # --robot-model (UR5 vs UR5e DH parameters) or an unexpected offset shows here in mm
+    fk = forward(q, model)
+    if r.tcp_offset is not None and len(r.tcp_offset) == 6:
+        fk = fk @ ur_pose_to_se3(list(r.tcp_offset)).matrix
+    mm = float(np.linalg.norm(fk[:3, 3] - r.T_base_tool0.t)) * 1e3
+    v = f"reported TCP {mm:.1f} mm from {model.upper()} forward kinematics"
+    out.append(passed(G, "kinematics", v) if mm < 1.0 else
+               failed(G, "kinematics", v, "pass the --robot-model of this arm (its DH parameters) and check the "
+                                          "controller's TCP offset"))
     p = T_world_base.apply(r.T_base_tool0.t)
     lo, hi = np.array(limits.workspace_min), np.array(limits.workspace_max)
     where = f"tool0 at {np.round(p, 3).tolist()} m (world)"
@@ -297,5 +308,5 @@ def robot_checks(r: RobotReport, model: str, T_world_base: SE3 | None,
         out += _mode_safety(r)
     out += _tool(r, 500.0 if model == "ur5e" else 125.0)
     if r.q is not None and r.tcp_pose is not None and T_world_base is not None:
-        out += _limits(r, T_world_base, limits or SafetyLimits())
+        out += _limits(r, model, T_world_base, limits or SafetyLimits())
     return out
