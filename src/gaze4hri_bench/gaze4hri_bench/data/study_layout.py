@@ -26,7 +26,8 @@ __all__ = [
 
 # exp_type folder -> (trial-id template, allowed points); study-code.md "Raw per-trial layout"
 EXP_TYPES: dict[str, tuple[str, tuple[str, ...]]] = {
-    **{f"lighting_{lvl}": (f"illum{lvl:03d}_P{{n}}", tuple(f"p{i}" for i in range(1, 10))) for lvl in (10, 25, 50, 100)},
+    **{f"lighting_{lvl}": (f"illum{lvl:03d}_P{{n}}",
+                           tuple(f"p{i}" for i in range(1, 10))) for lvl in (10, 25, 50, 100)},
     "circular_movement": ("arc_P{n}", tuple(f"p{i}" for i in range(1, 10))),
     "head_pose_left": ("conflict_left_H{n}", ("h1", "h2", "h4", "h5")),
     "head_pose_middle": ("conflict_center_H{n}", tuple(f"h{i}" for i in range(1, 7))),
@@ -142,7 +143,8 @@ def load_intrinsics_pickle(path: Path | str) -> dict[str, object]:
     ``camera_intrinsics.npy`` without executing arbitrary pickles: only a plain dict of
     numbers is accepted; anything else is a one-line SessionError."""
     path = Path(path)
-    fix = "write camera_intrinsics.npy as np.save(path, {'fx': .., 'fy': .., 'cx': .., 'cy': .., 'distortion_coeffs': [..]})"
+    fix = ("write camera_intrinsics.npy as np.save(path, {'fx': .., 'fy': .., 'cx': .., 'cy': .., "
+           "'distortion_coeffs': [..]})")
     try:
         with path.open("rb") as f:
             version = np.lib.format.read_magic(f)
@@ -171,7 +173,8 @@ def load_intrinsics_pickle(path: Path | str) -> dict[str, object]:
     try:
         d = np.asarray(d, float).reshape(-1)
     except (TypeError, ValueError):
-        raise SessionError("camera_intrinsics.npy: distortion_coeffs is not a list of numbers", str(path), fix) from None
+        raise SessionError("camera_intrinsics.npy: distortion_coeffs is not a list of numbers", str(path),
+                           fix) from None
     out["distortion_coeffs"] = d
     return out
 

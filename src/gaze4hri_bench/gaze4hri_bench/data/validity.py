@@ -47,7 +47,8 @@ __all__ = [
 ]
 
 # no_ground_truth: a frame whose ground-truth gaze could not be computed (pipeline/run.py)
-DATA_REASONS = ("trial_incomplete", "dropped_frame", "duplicate_frame", "before_stable_start", "mocap_lost", "interp_gap", "no_ground_truth")
+DATA_REASONS = ("trial_incomplete", "dropped_frame", "duplicate_frame", "before_stable_start", "mocap_lost",
+                "interp_gap", "no_ground_truth")
 FACE_REASONS = ("blink", "blink_uncertain", "no_face")
 # not_scored: a frame the method's pipeline profile does not score (profiles.not_scored_mask)
 PROFILE_REASONS = ("not_scored",)
@@ -84,7 +85,8 @@ def combine_reasons(masks: dict[str, np.ndarray], n: int) -> np.ndarray:
     return out
 
 
-def blink_from_ear(ear, threshold: float | None = None, min_frames: int = 1, relative: float | None = EAR_RELATIVE) -> np.ndarray:
+def blink_from_ear(ear, threshold: float | None = None, min_frames: int = 1,
+                   relative: float | None = EAR_RELATIVE) -> np.ndarray:
     """Blink mask from per-frame EAR of one trial (NaN: unknown -> not a blink):
     EAR < ``relative`` x the trial's median EAR (default, EAR_RELATIVE), or/and
     EAR < an absolute ``threshold`` (e.g. EAR_THRESHOLD = 0.2, the baseline of
@@ -136,7 +138,8 @@ def load_blink_annotations(path: Path | str) -> dict[str, list[tuple[int, int]]]
                 a, b = int(r["first_frame"]), int(r["last_frame"])
                 trial = r["trial"].strip()
             except (KeyError, TypeError, ValueError):
-                raise SessionError("invalid blink annotation row (need trial,first_frame,last_frame integers)", f"{p}:{i}", fix) from None
+                raise SessionError("invalid blink annotation row (need trial,first_frame,last_frame integers)",
+                                   f"{p}:{i}", fix) from None
             out.setdefault(trial, []).append(_range(a, b, f"{p}:{i}", fix))
         return out
     raw = read_yaml(p, "blink annotation file", SessionError, fix)

@@ -71,7 +71,8 @@ class _SubjectFile:
         self.n = 0
         st = h5py.string_dtype()
         self.d = {
-            "face_patch": self.f.create_dataset("face_patch", (0, size, size, 3), np.uint8, maxshape=(None, size, size, 3),
+            "face_patch": self.f.create_dataset("face_patch", (0, size, size, 3), np.uint8,
+                                                maxshape=(None, size, size, 3),
                                                 chunks=(8, size, size, 3), compression="lzf"),
             "face_gaze": self.f.create_dataset("face_gaze", (0, 2), np.float32, maxshape=(None, 2)),
             "face_head_pose": self.f.create_dataset("face_head_pose", (0, 2), np.float32, maxshape=(None, 2)),
@@ -95,7 +96,8 @@ class _SubjectFile:
 
 
 def export_ethxgaze(data: Path, out: Path, subjects=None, trials=None, stride: int = 1, data_format: str = "auto",
-                    val_subjects=(), test_subjects=(), focal_px: float = 960.0, distance_mm: float = 600.0, size: int = 224,
+                    val_subjects=(), test_subjects=(), focal_px: float = 960.0, distance_mm: float = 600.0,
+                    size: int = 224,
                     log: Callable[[str], None] = print, progress: bool = False) -> EthExportResult:
     """Write ``out/{train,test}/subject<ID>.h5`` per subject and ``out/train_test_split.json``
     (keys are the file names, read from ``out/train/`` or ``out/test/`` as ETH-XGaze's loader does).

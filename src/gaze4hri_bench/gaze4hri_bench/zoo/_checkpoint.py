@@ -31,7 +31,8 @@ def load_checkpoint(path: str | Path, trust_pickle: bool = False) -> Any:
 
     p = Path(path)
     if not p.is_file():
-        raise Gaze4HRIError(f"checkpoint not found: {p}", "models import", "pass the path of the downloaded weights file")
+        raise Gaze4HRIError(f"checkpoint not found: {p}", "models import",
+                            "pass the path of the downloaded weights file")
     if p.stat().st_size == 0:
         raise Gaze4HRIError(f"checkpoint is empty: {p}", "models import", "download the file again")
     with open(p, "rb") as f:
@@ -71,7 +72,8 @@ def _unreadable(p: Path, e: BaseException) -> Gaze4HRIError:
     elif isinstance(e, zipfile.BadZipFile | EOFError):
         kind = "truncated (incomplete download?)"
     msg = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
-    return Gaze4HRIError(f"cannot read checkpoint {p.name}: {kind}", f"torch.load: {msg}", "download the file again and check its sha256")
+    return Gaze4HRIError(f"cannot read checkpoint {p.name}: {kind}", f"torch.load: {msg}",
+                         "download the file again and check its sha256")
 
 
 def _is_tensor_dict(obj: Any) -> bool:
@@ -93,7 +95,8 @@ def unwrap_state_dict(obj: Any, where: str = "checkpoint") -> dict[str, Any]:
         if _is_tensor_dict(obj):
             return dict(obj)
         if isinstance(obj, Mapping):
-            nested = next((obj[k] for k in NESTED_KEYS if k in obj and isinstance(obj[k], Mapping | torch.nn.Module)), None)
+            nested = next((obj[k] for k in NESTED_KEYS if k in obj and isinstance(obj[k], Mapping | torch.nn.Module)),
+                          None)
             if nested is None:
                 tensors = {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
                 if len(tensors) > len(obj) // 2:  # a state dict carrying a few stray non-tensor entries
@@ -104,7 +107,8 @@ def unwrap_state_dict(obj: Any, where: str = "checkpoint") -> dict[str, Any]:
         break
     keys = ", ".join(map(str, list(obj)[:6])) if isinstance(obj, Mapping) else type(obj).__name__
     raise Gaze4HRIError(
-        f"no state dict found in {where} (top level: {keys})", "models import", "pass the released .pt/.pth/.pkl/.ckpt weights file"
+        f"no state dict found in {where} (top level: {keys})", "models import",
+        "pass the released .pt/.pth/.pkl/.ckpt weights file"
     )
 
 
@@ -149,7 +153,8 @@ def map_state_dict(
     missing = [k for k in reference if k not in sd]
     unexpected = [k for k in sd if k not in reference]
     wrong = [
-        f"{k} {list(sd[k].shape) if isinstance(sd[k], torch.Tensor) else type(sd[k]).__name__} != {list(reference[k].shape)}"
+        f"{k} {list(sd[k].shape) if isinstance(sd[k], torch.Tensor) else type(sd[k]).__name__} "
+        f"!= {list(reference[k].shape)}"
         for k in reference
         if k in sd and (not isinstance(sd[k], torch.Tensor) or tuple(sd[k].shape) != tuple(reference[k].shape))
     ]
@@ -171,4 +176,5 @@ def describe_mismatch(missing: list[str], unexpected: list[str], wrong: list[str
         more = f", ... (+{len(items) - show})" if len(items) > show else ""
         return f"{len(items)} {label} ({', '.join(items[:show])}{more})"
 
-    return "; ".join(p for p in (part("missing", missing), part("unexpected", unexpected), part("wrong shape", wrong)) if p)
+    return "; ".join(p for p in (part("missing", missing), part("unexpected", unexpected),
+                                 part("wrong shape", wrong)) if p)

@@ -65,7 +65,8 @@ class Manifest:
         # one tensor per line: readable diffs, still valid JSON
         head = json.dumps({k: v for k, v in doc.items() if k not in ("tensors", "dropped")}, indent=2)[:-2]
         rows = lambda xs: ",\n".join("    " + json.dumps(x) for x in xs)  # noqa: E731
-        return f'{head},\n  "tensors": [\n{rows(doc["tensors"])}\n  ],\n  "dropped": [\n{rows(doc["dropped"])}\n  ]\n}}\n'
+        return (f'{head},\n  "tensors": [\n{rows(doc["tensors"])}\n  ],\n'
+                f'  "dropped": [\n{rows(doc["dropped"])}\n  ]\n}}\n')
 
 
 def shapes_of(state_dict: Mapping[str, Any]) -> list[tuple[str, tuple[int, ...]]]:
@@ -97,7 +98,8 @@ def load_manifest(path: str | Path) -> Manifest:
         raise Gaze4HRIError(f"cannot read state-dict manifest {p}", str(e)[:120], "restore it from git") from None
     key = next((k for k in _TENSOR_FIELDS if k in doc), None)
     if not isinstance(doc, Mapping) or key is None:
-        raise Gaze4HRIError(f"state-dict manifest {p} has no tensor list", "manifest", f"expected one of {_TENSOR_FIELDS}")
+        raise Gaze4HRIError(f"state-dict manifest {p} has no tensor list", "manifest",
+                            f"expected one of {_TENSOR_FIELDS}")
     tensors = [(n, s if s is not None else ()) for n, s in _pairs(doc[key])]
     meta = {k: v for k, v in doc.items() if k not in (key, "dropped", "schema")}
     return Manifest(tensors=tensors, dropped=_pairs(doc.get("dropped", [])), meta=meta)

@@ -130,4 +130,5 @@ def main(args: argparse.Namespace) -> int:
     except Gaze4HRIError:
         raise
     except (OSError, MemoryError) as e:
-        raise Gaze4HRIError(f"{type(e).__name__}: {e}", f"models {cmd}", "check paths, permissions and free space") from None
+        raise Gaze4HRIError(f"{type(e).__name__}: {e}", f"models {cmd}",
+                            "check paths, permissions and free space") from None

@@ -141,7 +141,8 @@ def check_contract(path: str | Path, spec: MethodSpec) -> None:
         model = onnx.load(str(path), load_external_data=False)
         onnx.checker.check_model(model)
     except Exception as e:  # noqa: BLE001 - protobuf/checker raise assorted types
-        raise Gaze4HRIError(f"invalid ONNX file {Path(path).name}", str(e).splitlines()[0][:120], "re-run `models import`") from None
+        raise Gaze4HRIError(f"invalid ONNX file {Path(path).name}", str(e).splitlines()[0][:120],
+                            "re-run `models import`") from None
     inits = {i.name for i in model.graph.initializer}
 
     def dims(vi) -> tuple:

@@ -143,7 +143,8 @@ def import_checkpoint(method: str, checkpoint: str | Path, models_dir: str | Pat
     return _export_and_record(model, spec, directory, record, quiet)
 
 
-def export_random(method: str, models_dir: str | Path | None = None, seed: int = 0, quiet: bool = False) -> dict[str, Any]:
+def export_random(method: str, models_dir: str | Path | None = None, seed: int = 0,
+                  quiet: bool = False) -> dict[str, Any]:
     """Random-weight model (tests, timing): same graph and contract as an imported one."""
     res = families.resolve(method)
     model = ex.random_model(res.module, res.spec, seed=seed)
@@ -245,8 +246,8 @@ def listing(models_dir: str | Path | None = None) -> list[Row]:
     rows = []
     for spec in SPECS.values():
         status = families.family_status(spec.family)
-        expected = spec.weights_sha256 or ("none released (own training)" if "own" in spec.notes or "No released" in spec.notes
-                                           else "unknown")
+        own = "own" in spec.notes or "No released" in spec.notes
+        expected = spec.weights_sha256 or ("none released (own training)" if own else "unknown")
         rows.append(Row(spec.name, spec.family, spec.train_set, spec.licence, spec.source_url, expected,
                         "yes" if status == "ok" else status, _onnx_state(spec, directory, records)))
     return rows

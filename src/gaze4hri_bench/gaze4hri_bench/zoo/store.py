@@ -65,7 +65,8 @@ def read_records(directory: Path) -> dict[str, dict[str, Any]]:
     try:
         doc = yaml.safe_load(p.read_text()) or {}
     except yaml.YAMLError as e:
-        raise Gaze4HRIError(f"cannot parse {p}", str(e).splitlines()[0], "fix or delete the file and re-import") from None
+        raise Gaze4HRIError(f"cannot parse {p}", str(e).splitlines()[0],
+                            "fix or delete the file and re-import") from None
     models = doc.get("models") or {}
     if not isinstance(models, dict):
         raise Gaze4HRIError(f"{p}: 'models' must be a mapping", MANIFEST_NAME, "fix or delete the file and re-import")
@@ -77,7 +78,8 @@ def _write(directory: Path, records: dict[str, dict[str, Any]]) -> Path:
 
     directory.mkdir(parents=True, exist_ok=True)
     p = directory / MANIFEST_NAME
-    body = yaml.safe_dump({"schema": SCHEMA, "models": dict(sorted(records.items()))}, sort_keys=False, width=120, default_flow_style=None)
+    body = yaml.safe_dump({"schema": SCHEMA, "models": dict(sorted(records.items()))}, sort_keys=False, width=120,
+                          default_flow_style=None)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".manifest.", suffix=".yaml")
     with os.fdopen(fd, "w") as f:
         f.write(_HEADER + body)

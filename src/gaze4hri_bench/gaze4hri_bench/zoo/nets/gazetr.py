@@ -33,7 +33,8 @@ FAMILY = "gazetr"
 MANIFEST = "docs/models/gazetr.json"
 DROPPED_PREFIXES: tuple[str, ...] = ()  # the official checkpoint holds inference weights only
 SOURCE_FILES = "yihuacheng/GazeTR model.py, resnet.py @ f84ccfe"
-CONTAINER = "torch.save(net.state_dict()): a flat OrderedDict (trainer/total.py); `module.` prefixes stripped if present"
+CONTAINER = ("torch.save(net.state_dict()): a flat OrderedDict (trainer/total.py); `module.` prefixes stripped "
+             "if present")
 
 D_MODEL, N_HEADS, D_FF, N_LAYERS, N_TOKENS = 32, 8, 512, 6, 7 * 7 + 1
 

@@ -33,7 +33,8 @@ N_BINS = 90
 #: vestigial Linear(2048 + 3, 3) kept in the official checkpoints, never used in forward
 DROPPED_PREFIXES = ("fc_finetune.",)
 SOURCE_FILES = "Ahmednull/L2CS-Net l2cs/model.py @ 9cd4934, train.py @ 57a3375"
-CONTAINER = "torch.save(model.state_dict()) in a .pkl file (train.py): a flat OrderedDict; `module.` prefixes stripped if present"
+CONTAINER = ("torch.save(model.state_dict()) in a .pkl file (train.py): a flat OrderedDict; `module.` prefixes "
+             "stripped if present")
 
 
 class L2CSNet(ResNetTrunk):

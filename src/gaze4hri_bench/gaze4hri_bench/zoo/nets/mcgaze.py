@@ -141,7 +141,8 @@ class MCGaze(nn.Module):
             # absent frames get any finite boxes (their outputs are discarded)
             hw = torch.where(present, frame_hw.reshape(n, 2).to(clip.dtype), clip.new_full((1, 2), 32.0))
             # absent frames get a -1e9 attention logit: exp underflows to exactly 0 weight
-            key_bias = (~present).to(clip.dtype).reshape(b, 1, t).expand(b, NUM_PROPOSALS, t).reshape(b * NUM_PROPOSALS, 1, 1, t) * -1e9
+            key_bias = (~present).to(clip.dtype).reshape(b, 1, t).expand(b, NUM_PROPOSALS, t)
+            key_bias = key_bias.reshape(b * NUM_PROPOSALS, 1, 1, t) * -1e9
         boxes = self.rpn_head.frame_boxes(hw)
         query = self.rpn_head.init_proposal_features.weight.unsqueeze(0).expand(n, NUM_PROPOSALS, DIM)
         for stage in self.roi_head.bbox_head:
@@ -237,8 +238,9 @@ def check_checkpoint(obj: Any, path: str | Path | None = None) -> str | None:
     setting = checkpoint_setting(obj, path)
     if setting == "gaze360":
         raise Gaze4HRIError(
-            "this is MCGaze's Gaze360-setting checkpoint (tested with CenterCrop 0.68 then 224 px); mcgaze_gaze360 feeds the "
-            "L2CS-setting pipeline (keep-ratio resize to 448 px), as the study did", str(path or "mcgaze import"),
+            "this is MCGaze's Gaze360-setting checkpoint (tested with CenterCrop 0.68 then 224 px); mcgaze_gaze360 "
+            "feeds the L2CS-setting pipeline (keep-ratio resize to 448 px), as the study did",
+            str(path or "mcgaze import"),
             "import multiclue_gaze_r50_l2cs.pth (MCGaze README, l2cs-setting; docs/models_video.md)")
     if setting is None:
         return ("cannot tell the MCGaze setting of this checkpoint (no mmcv meta config, no l2cs/gaze360 in its name): "
@@ -296,7 +298,8 @@ def write_official_checkpoint(model: nn.Module, path: str | Path, seed: int = 0)
         "mmdet_version": "2.23.0",
         "CLASSES": ("face", "eyes", "head"),
         # mmcv stores the merged config text (cfg.pretty_text); an excerpt of the l2cs one
-        "config": "data_root = 'data/l2cs/'\ntest_pipeline = [dict(type='Resize', img_scale=(448, 448), keep_ratio=True)]  # written by gaze4hri tests",
+        "config": "data_root = 'data/l2cs/'\ntest_pipeline = [dict(type='Resize', img_scale=(448, 448), "
+                  "keep_ratio=True)]  # written by gaze4hri tests",
         "iter": 7000,
     }
     torch.save({"meta": meta, "state_dict": sd}, str(path))

@@ -31,7 +31,8 @@ MANIFEST = "docs/models/puregaze.json"
 DROPPED_PREFIXES = ("deconv.",)
 #: documented for docs/models/puregaze.json
 SOURCE_FILES = "yihuacheng/PureGaze model/model.py, model/modules.py @ 74fa082"
-CONTAINER = "torch.save(net.state_dict()): a flat OrderedDict (trainer/trainer.py); `module.` prefixes stripped if present"
+CONTAINER = ("torch.save(net.state_dict()): a flat OrderedDict (trainer/trainer.py); `module.` prefixes stripped "
+             "if present")
 
 
 class _GazeHead(nn.Module):
