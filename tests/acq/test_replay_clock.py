@@ -87,7 +87,7 @@ def test_clock_parameter_from_the_process_ros_args(short_session, monkeypatch, a
 
 
 def test_replay_launch_declares_clock_on_by_default():
-    from gaze4hri_acq.nodes.launching import REPLAY_ARGUMENTS
+    from gaze4hri_acq.launching import REPLAY_ARGUMENTS
 
     by = {a["name"]: a for a in REPLAY_ARGUMENTS}
     assert by["clock"]["default"] == "true" and by["clock"]["choices"] == ["true", "false"]
