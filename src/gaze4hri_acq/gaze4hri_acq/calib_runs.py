@@ -126,11 +126,13 @@ class RegistrationRun:
         rep = rep or self.result()
         if not self.ok(rep):
             raise CalibrationError(f"registration RMS {rep.rms_m * 1e3:.2f} mm above {self.max_rms_m * 1e3:.2f} mm",
-                                   str(self.calibration_dir), "check the marker is rigid on the flange and re-run the registration")
+                                   str(self.calibration_dir),
+                                   "check the marker is rigid on the flange and re-run the registration")
         path = Path(self.calibration_dir) / "registration.yaml"
         save_transform(path, rep.T, "world", "base", "gaze4hri/registration@1", robot_model=self.robot_model,
                        rms_m=round(rep.rms_m, 6), max_m=round(rep.max_m, 6), n_points=rep.n_points,
-                       marker_in_tool0=[float(x) for x in self.marker_in_tool0], method="gaze4hri-acq calibrate registration")
+                       marker_in_tool0=[float(x) for x in self.marker_in_tool0],
+                       method="gaze4hri-acq calibrate registration")
         load_transform(path, "world", "base")  # read back: the file validates
         return path
 
@@ -140,7 +142,8 @@ def _wait_still(robot, timeout_s: float, clock) -> None:
     while robot.is_moving():
         if time.monotonic() > t_end:
             robot.stop()
-            raise CalibrationError("the robot did not reach a registration point in time", "registration run", "check the robot and re-run")
+            raise CalibrationError("the robot did not reach a registration point in time", "registration run",
+                                   "check the robot and re-run")
         clock.sleep(0.02)
     st = robot.state()
     if st.stop_reason:
@@ -155,7 +158,8 @@ def run_registration(robot, mocap, run: RegistrationRun, center: SE3, clock, spe
         robot.move_linear([T], speed, accel)
         _wait_still(robot, move_timeout_s, clock)
         clock.sleep(settle_s)
-        frames = collect(mocap, (body,), run.samples_per_point, timeout_s=5.0 + run.samples_per_point / 10, since_ns=clock.now_ns())
+        frames = collect(mocap, (body,), run.samples_per_point, timeout_s=5.0 + run.samples_per_point / 10,
+                         since_ns=clock.now_ns())
         if not frames:
             raise CalibrationError(f"motion capture does not see '{body}' at point {i + 1}", "registration run",
                                    f"check the marker on the flange is named '{body}' in Motive and is visible")
@@ -202,14 +206,16 @@ class EyeHeadRun:
                             f"{self.max_position_rms_m * 1e3:.1f} mm / {self.max_rotation_rms_deg:.1f} deg")
         d = float(np.linalg.norm(rep.T_head_eye.t))
         if d > self.max_eye_head_distance_m:
-            problems.append(f"eye midpoint {d * 1e3:.0f} mm from the head band (max {self.max_eye_head_distance_m * 1e3:.0f} mm)")
+            problems.append(f"eye midpoint {d * 1e3:.0f} mm from the head band "
+                            f"(max {self.max_eye_head_distance_m * 1e3:.0f} mm)")
         if rep.n_used < max(3, self.n_samples // 2):
             problems.append(f"only {rep.n_used} of {rep.n_samples} samples kept")
         if not problems:
             return EyeHeadDecision(rep, True, False, f"eye-head calibration ok: {rep.position_rms_m * 1e3:.2f} mm, "
                                                      f"{rep.rotation_rms_deg:.2f} deg over {rep.n_used} samples")
         retry = self.attempts < self.max_attempts
-        msg = "; ".join(problems) + (f": hold the tool still above the eyes and retry (attempt {self.attempts + 1} of {self.max_attempts})"
+        msg = "; ".join(problems) + (": hold the tool still above the eyes and retry "
+                                     f"(attempt {self.attempts + 1} of {self.max_attempts})"
                                      if retry else f": giving up after {self.attempts} attempts")
         return EyeHeadDecision(rep, False, retry, msg)
 
@@ -220,7 +226,8 @@ class EyeHeadRun:
 
     def save(self, decision: EyeHeadDecision) -> Path:
         if not decision.ok:
-            raise CalibrationError(f"eye-head calibration not accepted: {decision.message}", str(self.calibration_dir), "retry the calibration")
+            raise CalibrationError(f"eye-head calibration not accepted: {decision.message}", str(self.calibration_dir),
+                                   "retry the calibration")
         rep = decision.report
         path = Path(self.calibration_dir) / "subjects" / f"{self.subject}.yaml"
         save_eye_head(path, rep.T_head_eye, self.subject, n_samples=rep.n_samples, n_used=rep.n_used,
@@ -304,8 +311,8 @@ class TargetSurveyRun:
             if spread > self.max_spread_m:
                 raise CalibrationError(f"the table moved during the survey ({spread * 1e3:.1f} mm)", str(tpath),
                                        "keep the table still and survey again")
-            save_transform(tpath, T_table, "world", "table", "gaze4hri/table@1", body="table", n_samples=len(self.table_poses),
-                           method="gaze4hri-acq calibrate targets")
+            save_transform(tpath, T_table, "world", "table", "gaze4hri/table@1", body="table",
+                           n_samples=len(self.table_poses), method="gaze4hri-acq calibrate targets")
             load_transform(tpath, "world", "table")
         return path
 

@@ -33,8 +33,8 @@ from gaze4hri_core.calibration import CameraIntrinsics
 from gaze4hri_core.device_config import CameraConfig, CameraSettings
 from gaze4hri_core.devices import CameraFrame, DeviceError, HostClock
 
-__all__ = ["RealSenseCamera", "TimestampMapper", "FrameCounter", "apply_color_settings", "read_color_settings", "color_option_defaults",
-           "reset_color_options"]
+__all__ = ["RealSenseCamera", "TimestampMapper", "FrameCounter", "apply_color_settings", "read_color_settings",
+           "color_option_defaults", "reset_color_options"]
 
 _DEVICE = "Intel RealSense D435i"
 
@@ -122,7 +122,8 @@ def reset_color_options(rs, sensor) -> dict[str, str]:
     return skipped
 
 
-def apply_color_settings(rs, sensor, settings: CameraSettings, address: str = "", reset: bool = True) -> dict[str, float]:
+def apply_color_settings(rs, sensor, settings: CameraSettings, address: str = "",
+                         reset: bool = True) -> dict[str, float]:
     """Reset every writable colour option to its default (``reset``), then set the
     study's options in order (auto modes off first, since the sensor ignores a manual
     exposure or white balance while they are on) and read each one back; returns
@@ -134,17 +135,20 @@ def apply_color_settings(rs, sensor, settings: CameraSettings, address: str = ""
     for name, value in settings.as_options().items():
         opt = getattr(rs.option, name)
         if not sensor.supports(opt):
-            raise DeviceError(_DEVICE, address, f"the colour sensor has no option '{name}'", "use a D435/D435i colour sensor (RGB Camera)")
+            raise DeviceError(_DEVICE, address, f"the colour sensor has no option '{name}'",
+                              "use a D435/D435i colour sensor (RGB Camera)")
         try:
             sensor.set_option(opt, float(value))
             got = float(sensor.get_option(opt))
             step = float(sensor.get_option_range(opt).step)
         except RuntimeError as e:
             raise DeviceError(_DEVICE, address, f"cannot set {name} to {value:g} ({e})",
-                              "check the value is in the camera's range (rs-enumerate-devices -o) and the firmware") from None
+                              "check the value is in the camera's range (rs-enumerate-devices -o) and the firmware"
+                              ) from None
         if abs(got - float(value)) > max(step, 1e-6):
             raise DeviceError(_DEVICE, address, f"{name} reads back {got:g} after setting {value:g}",
-                              "another program may control the camera (close realsense-viewer) or the firmware clamps it")
+                              "another program may control the camera (close realsense-viewer) "
+                              "or the firmware clamps it")
         out[name] = got
     return out
 
@@ -165,7 +169,8 @@ def read_color_settings(rs, sensor) -> dict[str, float]:
 def _intrinsics(rs, profile, name: str = "d435i_color") -> CameraIntrinsics:
     i = profile.as_video_stream_profile().get_intrinsics()
     K = np.array([[i.fx, 0.0, i.ppx], [0.0, i.fy, i.ppy], [0.0, 0.0, 1.0]])
-    model = {rs.distortion.brown_conrady: "plumb_bob", rs.distortion.inverse_brown_conrady: "inverse_brown_conrady"}.get(i.model, "plumb_bob")
+    models = {rs.distortion.brown_conrady: "plumb_bob", rs.distortion.inverse_brown_conrady: "inverse_brown_conrady"}
+    model = models.get(i.model, "plumb_bob")
     D = np.array(list(i.coeffs)[:5], float)
     return CameraIntrinsics(int(i.width), int(i.height), K, D, model, name)
 
@@ -226,7 +231,8 @@ class RealSenseCamera:
         if self.replay:
             path = Path(c.replay_file)
             if not path.is_file():
-                raise DeviceError(_DEVICE, str(path), "recording not found", "pass replay_file:= a RealSense .db3 recording")
+                raise DeviceError(_DEVICE, str(path), "recording not found",
+                                  "pass replay_file:= a RealSense .db3 recording")
             cfg.enable_device_from_file(str(path), repeat_playback=False)
             cfg.enable_stream(rs.stream.color)  # whatever colour mode was recorded
         else:
@@ -246,7 +252,8 @@ class RealSenseCamera:
             profile = pipe.start(cfg)
         except RuntimeError as e:
             raise DeviceError(_DEVICE, self.address, f"cannot start the colour stream ({e})",
-                              f"use a supported mode (e.g. 1920x1080 or 1280x720 at 30 Hz RGB8); got {c.width}x{c.height} at {c.fps} Hz") from None
+                              "use a supported mode (e.g. 1920x1080 or 1280x720 at 30 Hz RGB8); "
+                              f"got {c.width}x{c.height} at {c.fps} Hz") from None
         dev = profile.get_device()
         if self.replay:
             pb = dev.as_playback()
@@ -311,9 +318,11 @@ class RealSenseCamera:
         domain = str(cf.get_frame_timestamp_domain()).split(".")[-1]
         img = np.asanyarray(cf.get_data())
         if img.ndim != 3 or img.shape[2] != 3:
-            raise DeviceError(_DEVICE, self.address, f"unexpected colour format {cf.get_profile().format()}", "record/stream RGB8")
+            raise DeviceError(_DEVICE, self.address, f"unexpected colour format {cf.get_profile().format()}",
+                              "record/stream RGB8")
         self.frames_read += 1
-        return CameraFrame(self._mapper.to_host_ns(ts, domain, arrival), n, np.ascontiguousarray(img).copy(), ts, domain)
+        stamp = self._mapper.to_host_ns(ts, domain, arrival)
+        return CameraFrame(stamp, n, np.ascontiguousarray(img).copy(), ts, domain)
 
     def stop(self) -> None:
         if self._pipe is not None:

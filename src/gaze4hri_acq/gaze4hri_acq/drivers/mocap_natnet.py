@@ -222,7 +222,8 @@ class NatNetMocap:
         try:
             client.connect(timeout=timeout_s)
         except TimeoutError:
-            foreign = f" ({self.guard.foreign} from elsewhere dropped, last: {self.guard.last_fault})" if self.guard.foreign else ""
+            g = self.guard
+            foreign = f" ({g.foreign} from elsewhere dropped, last: {g.last_fault})" if g.foreign else ""
             raise DeviceError(_DEVICE, self.address, f"no server info reply within {timeout_s:.1f} s{foreign}",
                               "start Motive, enable Streaming ('Broadcast Frame Data'), match unicast/multicast "
                               "and check server_ip / local_ip") from None

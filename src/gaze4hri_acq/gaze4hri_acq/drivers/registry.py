@@ -15,7 +15,8 @@ from gaze4hri_core.device_config import CameraConfig, MocapConfig, RobotConfig, 
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.registry import Registry
 
-__all__ = ["DRIVERS", "BACKENDS", "driver_class", "make_robot", "robot_monitor", "make_camera", "make_mocap", "make_world", "backends_for"]
+__all__ = ["DRIVERS", "BACKENDS", "driver_class", "make_robot", "robot_monitor", "make_camera", "make_mocap",
+           "make_world", "backends_for"]
 
 DRIVERS: dict[tuple[str, str], str] = {
     ("robot", "real"): "gaze4hri_acq.drivers.robot_rtde:RtdeRobot",

@@ -54,9 +54,11 @@ def probe_rtde(host: str, port: int = RTDE_PORT, timeout_s: float = 2.0, protoco
     try:
         s = socket.create_connection((host, port), timeout=timeout_s)
     except ConnectionRefusedError:
-        raise DeviceError(_DEVICE, where, "connection refused", "power on the controller, check the robot IP and that RTDE is enabled") from None
+        raise DeviceError(_DEVICE, where, "connection refused",
+                          "power on the controller, check the robot IP and that RTDE is enabled") from None
     except (TimeoutError, OSError) as e:
-        raise DeviceError(_DEVICE, where, f"cannot connect ({e.__class__.__name__})", "check the network cable, the robot IP and the subnet") from None
+        raise DeviceError(_DEVICE, where, f"cannot connect ({e.__class__.__name__})",
+                          "check the network cable, the robot IP and the subnet") from None
     try:
         s.settimeout(timeout_s)
         s.sendall(struct.pack(">HBH", 5, RTDE_REQUEST_PROTOCOL_VERSION, protocol))
@@ -73,10 +75,12 @@ def probe_rtde(host: str, port: int = RTDE_PORT, timeout_s: float = 2.0, protoco
         s.close()
     if len(head) < 4:
         raise DeviceError(_DEVICE, where, f"the port accepts but RTDE does not answer within {timeout_s:.1f} s",
-                          "another program may hold the controller, or this is not a UR controller; restart the controller's program")
+                          "another program may hold the controller, or this is not a UR controller; "
+                          "restart the controller's program")
     size, kind, accepted = struct.unpack(">HBB", head)
     if kind != RTDE_REQUEST_PROTOCOL_VERSION or not accepted:
-        raise DeviceError(_DEVICE, where, f"RTDE protocol {protocol} not accepted (reply type {kind}, accepted {accepted})",
+        raise DeviceError(_DEVICE, where,
+                          f"RTDE protocol {protocol} not accepted (reply type {kind}, accepted {accepted})",
                           "update the controller software (CB3 >= 3.4 or e-Series) or ur_rtde")
 
 
@@ -122,7 +126,8 @@ def build_path(waypoints: list[SE3], speed: float, accel: float, blend: float = 
     kind = PathEntry.MoveP if constant_speed else PathEntry.MoveL
     for i, T in enumerate(waypoints):
         r = blend if i < len(waypoints) - 1 else 0.0
-        p.addEntry(PathEntry(kind, PathEntry.PositionTcpPose, [*se3_to_ur_pose(T), float(speed), float(accel), float(r)]))
+        entry = [*se3_to_ur_pose(T), float(speed), float(accel), float(r)]
+        p.addEntry(PathEntry(kind, PathEntry.PositionTcpPose, entry))
     return p
 
 
@@ -219,7 +224,8 @@ class RtdeRobot:
         if self._rx is None:
             raise DeviceError(_DEVICE, self.config.host, "not connected", "call connect() first (lifecycle configure)")
         if control and self._ctl is None:
-            raise DeviceError(_DEVICE, self.config.host, "connected read-only: motions are disabled", "set read_only:=false to move the robot")
+            raise DeviceError(_DEVICE, self.config.host, "connected read-only: motions are disabled",
+                              "set read_only:=false to move the robot")
 
     def _sample(self, tries: int = 100) -> _Sample:
         """One package's fields: timestamp read before and after the getters, retried
@@ -307,10 +313,12 @@ class RtdeRobot:
         self._op_id = self._ctl.getAsyncOperationProgressEx().operationId()
         self._sent_at = time.monotonic()
         if not self._ctl.movePath(path, True):
-            raise DeviceError(_DEVICE, self.config.host, "the controller rejected the path", "check the robot is in remote control and not stopped")
+            raise DeviceError(_DEVICE, self.config.host, "the controller rejected the path",
+                              "check the robot is in remote control and not stopped")
         self._moving = True
 
-    def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0, constant_speed: bool = False) -> None:
+    def move_linear(self, waypoints: list[SE3], speed: float, accel: float, blend: float = 0.0,
+                    constant_speed: bool = False) -> None:
         self._need(control=True)
         with self._lock:
             self._preview(list(waypoints), speed, accel, stops=blend == 0)
