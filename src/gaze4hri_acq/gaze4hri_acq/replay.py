@@ -22,7 +22,22 @@ at ``CLOCK_HZ``. A node started with ``use_sim_time:=true`` then follows the bag
 tf2's broadcaster QoS (/tf_static transient local: a listener joining later still gets the
 trial's static transforms). They need tf2_msgs, which rclpy from PyPI lacks:
 scripts/build_tf2_msgs.sh builds it into the venv (the bootstrap runs it); without it one
-line says so and the rest plays."""
+line says so and the rest plays.
+
+The tail: the last samples are still in the publishers' DDS histories when the last
+``publish`` returns, and a process that destroys its node then (as replay did) takes them
+with it (issue 31: 6 of 1,307 /robot/tcp_pose, 21 of 4,442 /tf lost). Before it ends, replay
+waits until every subscriber has acknowledged every sample of its reliable publishers
+(``Publisher.wait_for_all_acked``, what ``ros2 bag play --wait-for-all-acked`` does), bounded
+by ``DRAIN_PATIENCE_S`` for a subscriber that stopped reading. A bag's publishers are all made
+when it opens, before its first message (rosbag2's player prepares them the same way), so a
+subscriber matches each topic before its first sample rather than at it.
+
+The head: a subscriber in another process is matched only once DDS discovery has run (on a
+loaded machine more than a second after the replay starts), and what is published before
+goes to no one. The node's ROS parameter ``wait_for_subscribers`` (default false; ``--ros-args
+-p wait_for_subscribers:=true``) holds each bag's first message until every topic of the bag
+has a subscriber matched, as ``rosbag play --wait-for-subscribers`` did in ROS 1."""
 from __future__ import annotations
 
 import importlib
@@ -44,6 +59,11 @@ __all__ = ["replay_session", "trial_bags", "CLOCK_TOPIC", "CLOCK_HZ"]
 
 CLOCK_TOPIC = "/clock"
 CLOCK_HZ = 40.0  # rosbag2's default for ``ros2 bag play --clock`` (ros2bag/verb/play.py:89)
+#: how long the end of a replay waits for its subscribers to acknowledge the last samples. A
+#: live reliable subscriber acknowledges within a few heartbeat periods (Fast DDS: 3 s at most,
+#: ms on loopback); this bounds only the wait for one that stopped reading, which keeps the
+#: process from ending (a note names the topics it left unacknowledged).
+DRAIN_PATIENCE_S = 10.0
 
 
 def _msg_class(type_name: str):
@@ -177,7 +197,8 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
         rclpy.init(context=context, args=sys.argv)  # rcl reads only what follows --ros-args (launch's parameters)
     node = rclpy.create_node("replay", context=context)
     want_clock = node.declare_parameter("clock", True).value if clock is None else clock
-    out = _Playback(node, _ClockOut(node) if want_clock else None, rate, max_messages)
+    out = _Playback(node, _ClockOut(node) if want_clock else None, rate, max_messages,
+                    wait_for_subscribers=bool(node.declare_parameter("wait_for_subscribers", False).value))
     skipped: dict[int, SessionError] = {}
     try:
         while True:
@@ -193,11 +214,11 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
                     print(f"replaying {tid} ({reader.message_count} messages, {reader.duration / 1e9:.1f} s)")
                 try:
                     if out.play(reader):
-                        return out.n
+                        return out.drain()
                 finally:
                     reader.close()
             if not loop:
-                return out.n
+                return out.drain()
     finally:
         node.destroy_node()
         if own and context.ok():
@@ -236,14 +257,19 @@ class _Playback:
     """The node's publishers (one per topic, made at its first message) and the pacing:
     each message at its log time's offset from the bag's first, divided by ``rate``."""
 
-    def __init__(self, node, clock: _ClockOut | None, rate: float, max_messages: int | None):
+    def __init__(self, node, clock: _ClockOut | None, rate: float, max_messages: int | None,
+                 wait_for_subscribers: bool = False):
         self._node, self.clock, self._rate, self._max = node, clock, rate, max_messages
+        self._wait_subs = wait_for_subscribers
         self._pubs: dict[str, object] = {}  # topic -> publisher, False: its type cannot be published here
         self.n = 0
 
     def play(self, reader) -> bool:
         """Publish one bag's messages; True when ``max_messages`` is reached."""
         t_first = None
+        pubs = [self._publisher(conn) for conn in reader.connections]  # all before the bag's first message
+        if self._wait_subs:
+            self._until_subscribed([p for p in pubs if p is not False])
         wall0 = time.monotonic()
         for conn, t, raw in reader.messages():
             p = self._publisher(conn)
@@ -259,6 +285,29 @@ class _Playback:
             if self._max is not None and self.n >= self._max:
                 return True
         return False
+
+    @staticmethod
+    def _until_subscribed(pubs: list) -> None:
+        """Until each publisher has a subscription matched (Ctrl-C ends the wait)."""
+        said = False
+        while (alone := [p.topic_name for p in pubs if p.get_subscription_count() == 0]):
+            if not said:
+                print(f"replay: waiting for a subscriber on {len(alone)} topic(s) ({alone[0]}, ...)", file=sys.stderr)
+                said = True
+            time.sleep(0.01)
+
+    def drain(self) -> int:
+        """Wait until the subscribers have acknowledged every sample published (at most
+        ``DRAIN_PATIENCE_S`` in all); returns the number of messages published."""
+        from rclpy.duration import Duration
+
+        deadline = time.monotonic() + DRAIN_PATIENCE_S
+        late = [topic for topic, p in self._pubs.items()
+                if p is not False and not p.wait_for_all_acked(Duration(seconds=max(deadline - time.monotonic(), 0.0)))]
+        if late:
+            print(f"note: replay ended with samples not acknowledged within {DRAIN_PATIENCE_S:g} s by a subscriber "
+                  f"of {', '.join(sorted(late))} (a subscriber that stopped reading)", file=sys.stderr)
+        return self.n
 
     def _wait(self, due: float, t_first: int, wall0: float) -> None:
         """Sleep until ``due`` (wall time), /clock ticking the bag time reached meanwhile."""
