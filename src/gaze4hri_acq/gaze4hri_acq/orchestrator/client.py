@@ -58,6 +58,8 @@ class DeviceClient(Node):
         self.events: deque[dict] = deque(maxlen=1000)
         self.faults: list[dict] = []
         self.motion_done: dict[str, int] = {}
+        self.motion_start: dict[str, int] = {}  # motion name -> its start (device time, ns), as the robot node stamps it
+        self.tcp_xyz: tuple[float, float, float] | None = None  # the tool's latest position in base (m)
         self.head: tuple[int, SE3] | None = None
         self.device_ns = 0  # latest robot state stamp: the session's clock (host or simulation)
         self.stream_ns = {"camera": 0, "mocap": 0, "robot": 0}  # latest stamp per stream
@@ -94,6 +96,8 @@ class DeviceClient(Node):
                 self.faults.append(e)
             elif e.get("event") == "motion_done":
                 self.motion_done[str(e.get("name"))] = int(e.get("stamp_ns", 0))
+            elif e.get("event") == "motion_start":
+                self.motion_start[str(e.get("name"))] = int(e.get("stamp_ns", 0))
             self._cv.notify_all()
 
     def _on_head(self, m: PoseStamped) -> None:
@@ -105,6 +109,8 @@ class DeviceClient(Node):
     def _on_tcp(self, m: PoseStamped) -> None:
         t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
         if t > self.device_ns:
+            p = m.pose.position
+            self.tcp_xyz = (p.x, p.y, p.z)
             self.device_ns = t
             self.stream_ns["robot"] = t
             with self._cv:
@@ -212,6 +218,11 @@ class DeviceClient(Node):
         return a.get("error")
 
     # ------------------------------------------------------------------ wait
+    def wait_state(self, timeout_s: float) -> None:
+        """Until the next robot state, an event, or ``timeout_s`` (a poll's pace, not a deadline)."""
+        with self._cv:
+            self._cv.wait(timeout_s)
+
     def wait_device_time(self, t_ns: int, timeout_wall_s: float, check=None, streams=("robot",)) -> bool:
         """Wait until every stream in ``streams`` has reached ``t_ns`` (host or sim
         clock: a stream that lags, such as a camera rendering slower than the

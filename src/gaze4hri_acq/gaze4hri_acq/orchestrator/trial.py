@@ -147,14 +147,13 @@ def _record(cfg, client: DeviceClient, plan, t0: int, check) -> int:
     """The recording: ``trial_seconds`` of device time from ``t0``, and the camera's
     motion to its end; then until every stream has reached that end. Returns the end
     (device time, ns) the recorder is stopped at."""
-    if plan.motion is not None:
-        move(cfg, client, plan.motion, check, wait=False)
+    run = move(cfg, client, plan.motion, check, wait=False) if plan.motion is not None else None
     end = t0 + int(cfg.trial_seconds * 1e9)
     if not client.wait_device_time(end, timeout_wall_s=cfg.trial_seconds * 20 + 30, check=check):
         raise TrialFailed("device time stopped advancing (no robot state)")
-    if plan.motion is not None:
-        wait_motion(cfg, client, plan.motion.name, check)
-        end = max(end, client.motion_done[plan.motion.name])
+    if run is not None:
+        wait_motion(cfg, client, run, check)
+        end = max(end, client.motion_done[run.name])
     if not client.wait_device_time(end, timeout_wall_s=120.0, check=check, streams=("camera", "mocap", "robot")):
         lag = {k: (end - v) / 1e9 for k, v in client.stream_ns.items() if v < end}
         behind = ", ".join(f"{k} {v:.1f} s behind" for k, v in lag.items())
