@@ -57,8 +57,8 @@ def test_plan_jobs_dedups_keys_and_resolves_each_model(tmp_path):
      "unknown engine 'rya' (--engine): did you mean ray? known: local, ray"),
     (lambda: __import__("gaze4hri_bench.faces.blinks", fromlist=["blink_source"]).blink_source("eer"),
      "unknown blink source 'eer' (--blinks): did you mean ear? known: auto, annotations, ear, sim, off"),
-    (lambda: __import__("gaze4hri_bench.decoders", fromlist=["DECODERS"]).DECODERS.get("vector_a"),
-     "unknown output rule 'vector_a' (MethodSpec.output): did you mean vector_b? known: "),
+    (lambda: __import__("gaze4hri_bench.decoders", fromlist=["DECODERS"]).DECODERS.get("vector_c"),
+     "unknown output rule 'vector_c' (MethodSpec.output): did you mean vector_b or vector_a? known: "),
 ])
 def test_unknown_names_are_one_registry_line(lookup, line):
     with pytest.raises(UnknownName) as e:

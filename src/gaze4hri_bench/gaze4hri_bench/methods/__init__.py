@@ -2,9 +2,11 @@
 
 One entry per :data:`gaze4hri_bench.specs.SPECS` configuration (an ONNX network behind
 :class:`~.network.OnnxMethod`), the weight-free baselines ``head_pose`` and
-``straight``, and a hidden ``tiny_test`` method that the parametrized tests use (so a
-new method is tested the moment it is registered). Every method's prediction leaves it
-as a unit vector in the OpenCV camera frame.
+``straight``, a hidden ``tiny_test`` method that the parametrized tests use (so a
+new method is tested the moment it is registered), and the plugins of the entry-point
+group ``gaze4hri_bench.methods`` (plugins.py; a user's spec file is registered when a run
+names it). Every method's prediction leaves it as a unit vector in the OpenCV camera
+frame.
 
     >>> from gaze4hri_bench.methods import get_method, method_names
     >>> get_method("l2cs").spec.name
@@ -15,6 +17,7 @@ from __future__ import annotations
 from gaze4hri_core.registry import Entry, Registry
 
 from ..specs import ALIASES, SPECS, MethodSpec
+from .plugins import build_plugin, discover_plugins
 from .testing import TINY_SPEC
 
 __all__ = ["METHODS", "get_method", "get_entry", "method_spec", "method_names", "Entry", "Registry"]
@@ -33,6 +36,7 @@ METHODS.register("straight", "gaze4hri_bench.methods.baselines:Straight", "basel
                  summary="baseline: always looking into the camera, (0, 0, -1)", aliases=("camera", "straight_ahead"))
 METHODS.register("tiny_test", "gaze4hri_bench.methods.testing:tiny_method", "onnx",
                  summary="tiny gradient network for tests (not a gaze estimator)", hidden=True, spec=TINY_SPEC)
+discover_plugins(METHODS)  # entry points of gaze4hri_bench.methods, at start-up (imported when built)
 
 
 def get_entry(name: str) -> Entry:
@@ -47,7 +51,11 @@ def method_spec(name: str) -> MethodSpec | None:
 
 def get_method(name: str, **kwargs):
     """Build a registered method by name or alias: ``factory(name, spec=..., profile=...,
-    record=...)`` (every method takes these; a baseline ignores them)."""
+    record=...)`` (every method takes these; a baseline ignores them). A plugin that cannot
+    be imported or built is one line (plugins.build_plugin)."""
+    entry = METHODS.get(name)
+    if entry.kind == "plugin":
+        return build_plugin(entry, **kwargs)
     return METHODS.create(name, **kwargs)
 
 

@@ -16,9 +16,11 @@ from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.registry import Registry
 
 from ..data import validity
-from ..methods import get_entry, get_method, method_spec
+from ..methods import METHODS, get_entry, get_method, method_spec
 from ..methods.base import GazeMethod
+from ..methods.plugins import spec_source, user_method
 from ..profiles import DEFAULT_PROFILE, MethodProfile, Profile, get_profile
+from ..spec_file import check_onnx
 from ..specs import MethodSpec
 from .runtime import ModelFile, resolve_model
 
@@ -101,6 +103,8 @@ def plan_job(name: str, input_type: str, profile: str | Profile | None = None, m
     spec = spec if spec is not None else method_spec(entry.name)
     record = prof.record(entry.name, spec) if spec is not None else None  # a baseline prepares no input
     method = get_method(entry.name, spec=spec, profile=prof, record=record)
+    if spec is None and method.kind == "onnx":  # a plugin network that brings its own spec and record
+        spec, record = method.spec, getattr(method, "record", None)
     names = tuple(s.name for s in prof.settings if s.methods == ("*",) or entry.name in s.methods)
     return Job(method, method.resolve_input(input_type),
                model=resolve_model(spec, models_dir) if model and spec is not None else None,
@@ -110,15 +114,26 @@ def plan_job(name: str, input_type: str, profile: str | Profile | None = None, m
 def plan_jobs(cfg: RunConfig) -> list[Job]:
     """Resolve every method and input and every model file before any work starts:
     an unknown method or a missing model fails here with one line."""
+    from ..zoo.store import models_dir
+
     jobs: dict[str, Job] = {}
     inputs = ["crop", "rectified"] if cfg.input == "both" else [cfg.input]
     profile = get_profile(cfg.profile)  # unknown profile: one line, before any work
-    for name in cfg.methods:
+    for given in cfg.methods:
+        name = user_method(METHODS, given, models_dir(cfg.models_dir))  # a spec file: registered here
         for inp in inputs:
             job = plan_job(name, inp, profile, cfg.models_dir, model=False)
-            if job.key not in jobs:  # each model file resolved (and hashed) once
-                jobs[job.key] = replace(job, model=resolve_model(job.spec, cfg.models_dir)) if job.spec else job
+            if job.key not in jobs:  # each model file resolved (hashed, checked against its spec) once
+                jobs[job.key] = replace(job, model=_model(job.spec, cfg.models_dir)) if job.spec else job
     if not jobs:
         raise Gaze4HRIError("no method to run", "--method",
                             "name at least one method (`gaze4hri-bench methods` lists them)")
     return list(jobs.values())
+
+
+def _model(spec: MethodSpec, models_dir: Path | None) -> ModelFile:
+    """The spec's ONNX file, resolved and hashed, its graph checked against the spec
+    (names, ranks, fixed and dynamic axes: spec_file.check_onnx)."""
+    mf = resolve_model(spec, models_dir)
+    check_onnx(spec, mf.path, spec_source(spec.name) or f"method {spec.name}")
+    return mf
