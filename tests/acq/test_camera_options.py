@@ -27,7 +27,8 @@ def test_each_trial_records_every_colour_option_with_its_value(short_session):
     assert load_manifest(short_session).settings["camera_settings"] == want
     for tid in SHORT_TRIALS:
         with Reader(bag_dir(short_session, tid)) as r:
-            ev = [json.loads(deserialize_message(raw, String).data) for c, _t, raw in r.messages() if c.topic == Topics.EVENTS]
+            ev = [json.loads(deserialize_message(raw, String).data) for c, _t, raw in r.messages()
+                  if c.topic == Topics.EVENTS]
         cs = [e for e in ev if e["event"] == "camera_settings"]
         assert len(cs) == 1 and cs[0]["trial"] == tid
         assert cs[0]["settings"] == want  # every option, the others at their defaults

@@ -73,7 +73,8 @@ def test_fixed_trial_contents(short_session):
     assert len(imgs) == rec.frames and 14 <= len(imgs) <= 17
     st = np.array([m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for _t, m in imgs])
     assert np.allclose(np.diff(st), 1e9 / 30, atol=1e3)
-    assert all(m.header.frame_id == FRAMES["camera"] and m.encoding == "rgb8" and (m.width, m.height) == (320, 180) for _t, m in imgs)
+    assert all(m.header.frame_id == FRAMES["camera"] and m.encoding == "rgb8" and (m.width, m.height) == (320, 180)
+               for _t, m in imgs)
     nums = [int({kv.key: kv.value for kv in m.values}["frame_number"]) for _t, m in by[Topics.FRAME_META]]
     assert nums == list(range(nums[0], nums[0] + len(nums)))
     info = by[Topics.CAMERA_INFO][0][1]
@@ -109,7 +110,8 @@ def test_conflict_trial_head_yaw_held(short_session):
         if topic == Topics.HEAD_POSE:
             m = deserialize_message(raw, _cls(ty))
             p, q = m.pose.position, m.pose.orientation
-            yaws.append(head_yaw_deg(SE3.from_quat([p.x, p.y, p.z], [q.x, q.y, q.z, q.w]), cal.subject_forward_world, Te))
+            head = SE3.from_quat([p.x, p.y, p.z], [q.x, q.y, q.z, q.w])
+            yaws.append(head_yaw_deg(head, cal.subject_forward_world, Te))
     assert yaws and abs(np.median(yaws) - 25.0) < 10.0
 
 
@@ -121,7 +123,8 @@ def test_mutual_trial_camera_moves(short_session):
             m = deserialize_message(raw, _cls(ty))
             tcps.append([m.pose.position.x, m.pose.position.y, m.pose.position.z])
     tcps = np.array(tcps)
-    assert np.linalg.norm(tcps[-1] - tcps[0]) > 0.15  # the raster ends at the opposite corner (0.5 m across, 0.2 m along)
+    # the raster ends at the opposite corner (0.5 m across, 0.2 m along)
+    assert np.linalg.norm(tcps[-1] - tcps[0]) > 0.15
 
 
 def test_existing_session_needs_resume(short_session):
@@ -138,10 +141,11 @@ def test_camera_settings_in_session_yaml_and_at_every_trial_start(short_session)
 
     want = {"enable_auto_exposure": 0.0, "enable_auto_white_balance": 0.0, "exposure": 250.0, "gain": 90.0,
             "white_balance": 3000.0, "saturation": 68.0}
-    assert want.items() <= load_manifest(short_session).settings["camera_settings"].items()  # all 16 options: test_camera_options.py
+    # all 16 options: test_camera_options.py
+    assert want.items() <= load_manifest(short_session).settings["camera_settings"].items()
     for tid in SHORT_TRIALS:
-        events = [json.loads(deserialize_message(raw, String).data) for tp, _ty, _t, raw in _msgs(bag_dir(short_session, tid))
-                  if tp == Topics.EVENTS]
+        events = [json.loads(deserialize_message(raw, String).data)
+                  for tp, _ty, _t, raw in _msgs(bag_dir(short_session, tid)) if tp == Topics.EVENTS]
         names = [e["event"] for e in events]
         assert "camera_settings" in names and names.index("camera_settings") <= names.index("start") + 1
         ev = next(e for e in events if e["event"] == "camera_settings")

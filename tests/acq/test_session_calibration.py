@@ -26,14 +26,16 @@ BIN = Path(sys.executable).parent
 
 def _cli(*args, cwd=None):
     env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "OFF"}
-    return subprocess.run([str(BIN / args[0]), *args[1:]], capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
+    return subprocess.run([str(BIN / args[0]), *args[1:]], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=cwd)
 
 
 @pytest.mark.slow
 def test_subject_without_file_to_benchmarked_session_with_no_manual_step(tmp_path):
     assert not (Path(DEFAULT_CALIBRATION) / "subjects" / "S97.yaml").exists()
     p = _cli("gaze4hri-acq", "session", "--subject", "S97", "--backend", "sim", "--out-dir", str(tmp_path / "sessions"),
-             "--trials", "illum100_P5", "--resolution", "320x180", "--trial-seconds", "1", "--real-time-factor", "50", "--quiet")
+             "--trials", "illum100_P5", "--resolution", "320x180", "--trial-seconds", "1", "--real-time-factor", "50",
+             "--quiet")
     assert p.returncode == 0, p.stderr
     assert "eye-head calibration of S97 (none found)" in p.stdout
     sdir = tmp_path / "sessions" / "S97"
@@ -47,8 +49,8 @@ def test_subject_without_file_to_benchmarked_session_with_no_manual_step(tmp_pat
     assert np.linalg.norm(truth.t - nominal.t) > 0.003  # not silently the default subject
     assert np.linalg.norm(got.t - truth.t) < 0.002  # within the run's 2 mm residual limit
     assert not (Path(DEFAULT_CALIBRATION) / "subjects" / "S97.yaml").exists()  # the lab's calibration untouched
-    b = _cli("gaze4hri-bench", "run", "--method", "head_pose", "--data", str(tmp_path / "sessions"), "--out", str(tmp_path / "res"),
-             "--no-progress")
+    b = _cli("gaze4hri-bench", "run", "--method", "head_pose", "--data", str(tmp_path / "sessions"),
+             "--out", str(tmp_path / "res"), "--no-progress")
     assert b.returncode == 0, b.stderr
     import pyarrow.parquet as pq
 
@@ -63,7 +65,8 @@ def test_skip_calibration_uses_and_names_the_existing_file(tmp_path, capsys):
     cal = tmp_path / "cal"
     shutil.copytree(DEFAULT_CALIBRATION, cal)
     args = dict(subject="S98", backend="sim", out_dir=tmp_path / "s", trial_ids=("illum100_P5",), resolution=(160, 90),
-                trial_seconds=0.3, real_time_factor=50.0, quiet=True, yes=True, calibration_dir=cal, skip_calibration=True)
+                trial_seconds=0.3, real_time_factor=50.0, quiet=True, yes=True, calibration_dir=cal,
+                skip_calibration=True)
     with pytest.raises(SessionError, match="--skip-calibration: no eye-head file for subject S98"):
         run_session_args(SessionArgs(**args))
     r = eye_head_for_session("sim", "S98", cal, cal)  # the subject calibrated earlier

@@ -4,6 +4,7 @@ a lock left by a killed process is taken over with a one-line notice; readers st
 read a locked session. Plus the unbalanced quote of an unknown trial id."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -60,8 +61,9 @@ def held(tmp_path):
 def test_resume_while_another_process_records_is_refused_in_one_line(held):
     sdir, p = held
     before = (sdir / "session.yaml").read_bytes()
-    q = subprocess.run([*CLI, "session", "--subject", "S07", "--backend", "sim", "--out-dir", str(sdir.parent), "--quiet",
-                        "--resume", "--trials", *TRIALS, "--resolution", "160x90"], capture_output=True, text=True, timeout=120, env=ENV)
+    q = subprocess.run([*CLI, "session", "--subject", "S07", "--backend", "sim", "--out-dir", str(sdir.parent),
+                        "--quiet", "--resume", "--trials", *TRIALS, "--resolution", "160x90"], capture_output=True,
+                       text=True, timeout=120, env=ENV)
     assert q.returncode == 2, q.stderr[-2000:]
     lines = [ln for ln in q.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: session is being recorded by another run"), q.stderr
@@ -85,7 +87,8 @@ def test_a_lock_left_by_a_killed_process_is_taken_over_with_a_notice(held):
     lock = SessionLock(sdir).acquire()
     try:
         assert lock.notice is not None and "\n" not in lock.notice
-        assert f"pid {p.pid} on {socket.gethostname()}" in lock.notice and "stale" in lock.notice and "process is gone" in lock.notice
+        assert f"pid {p.pid} on {socket.gethostname()}" in lock.notice
+        assert "stale" in lock.notice and "process is gone" in lock.notice
         assert read_holder(sdir).pid == os.getpid()
     finally:
         lock.release()
@@ -105,7 +108,8 @@ def test_run_session_takes_a_stale_lock_before_writing_and_releases_it(tmp_path)
     sdir = _session(tmp_path)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait(30)
-    (sdir / LOCK_NAME).write_text(f'{{"pid": {dead.pid}, "host": "{socket.gethostname()}", "since": "2026-01-01T00:00:00+00:00"}}')
+    holder = {"pid": dead.pid, "host": socket.gethostname(), "since": "2026-01-01T00:00:00+00:00"}
+    (sdir / LOCK_NAME).write_text(json.dumps(holder))
 
     class View:
         messages: list[str] = []
@@ -117,8 +121,8 @@ def test_run_session_takes_a_stale_lock_before_writing_and_releases_it(tmp_path)
             pass
 
     view = View()
-    cfg = SessionConfig(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=tuple(TRIALS), resume=True, quiet=True, yes=True,
-                        calibration_dir=tmp_path / "no_calibration")
+    cfg = SessionConfig(subject="S07", backend="sim", out_dir=tmp_path, trial_ids=tuple(TRIALS), resume=True,
+                        quiet=True, yes=True, calibration_dir=tmp_path / "no_calibration")
     with pytest.raises(Gaze4HRIError, match="calibration"):  # the missing calibration: after the lock was taken
         run_session(cfg, client=None, inputs=check_inputs(cfg), view=view)
     assert any(f"pid {dead.pid}" in m and "stale" in m for m in view.messages), view.messages
@@ -168,7 +172,9 @@ def test_readers_read_a_session_being_recorded(short_session):
         ctx = Context()
         rclpy.init(context=ctx, args=[])
         try:
-            assert replay_session(short_session, trials=["illum010_P1"], rate=50.0, quiet=True, context=ctx, max_messages=20) == 20
+            n = replay_session(short_session, trials=["illum010_P1"], rate=50.0, quiet=True, context=ctx,
+                               max_messages=20)
+            assert n == 20
         finally:
             rclpy.shutdown(context=ctx)
     finally:

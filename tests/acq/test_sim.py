@@ -78,7 +78,8 @@ def test_clock_scaled_and_manual():
     assert (c.now_ns() - t0) / 1e9 >= 1.0
     m = SimClock(manual=True)
     m.advance(0.5)
-    assert m.now_s() == pytest.approx(0.5) and m.sleep_until(m.start_ns + 10**8) and not m.sleep_until(m.start_ns + 10**9)
+    assert m.now_s() == pytest.approx(0.5)
+    assert m.sleep_until(m.start_ns + 10**8) and not m.sleep_until(m.start_ns + 10**9)
 
 
 def test_blinks_at_the_configured_rate(lab):
@@ -107,7 +108,8 @@ def test_head_turns_part_way_and_holds_the_conflict_yaw(lab):
     tr = world.truth(now + int(5e9))
     assert tr.head_yaw_deg == pytest.approx(25.0)
     # the eyes still look at H5 while the head is turned left
-    np.testing.assert_allclose(tr.gaze_world, (world.calib.targets["H5"] - tr.eye_world) / np.linalg.norm(world.calib.targets["H5"] - tr.eye_world))
+    to_h5 = world.calib.targets["H5"] - tr.eye_world
+    np.testing.assert_allclose(tr.gaze_world, to_h5 / np.linalg.norm(to_h5))
 
 
 @pytest.mark.parametrize("yaw_deg", [-30.0, 0.0, 30.0])
@@ -234,13 +236,15 @@ def test_robot_motion_commanded_vs_measured(lab):
     dur = (world.clock.now_ns() - t0) / 1e9
     # the study's raster (1.7 m: 3 passes of 0.5 m, 2 steps of 0.1 m) at 0.1 m/s, at rest at
     # each of its 4 corners: 5 ramp pairs of 0.2 s
-    assert dur == pytest.approx(1.7 / 0.1 + 5 * 0.1 / 0.5, abs=0.02) and dur == pytest.approx(plan.notes["duration_s"], abs=0.02)
+    assert dur == pytest.approx(1.7 / 0.1 + 5 * 0.1 / 0.5, abs=0.02)
+    assert dur == pytest.approx(plan.notes["duration_s"], abs=0.02)
     log = np.array(world.arm.commanded_log)
     assert log[:, 1].max() == pytest.approx(0.1, rel=1e-3)
     assert log[:, 2].max() == pytest.approx(0.1, rel=0.05)  # measured (finite differences of FK)
     # speed scaling stretches time: back to the start in one move, at half the time rate
     robot.set_speed_scaling(0.5)
-    back = trapezoid(float(np.linalg.norm(plan.approach.waypoints_base[0].t - robot.state().T_base_tool0.t)), 0.1, 0.5).duration
+    gap = float(np.linalg.norm(plan.approach.waypoints_base[0].t - robot.state().T_base_tool0.t))
+    back = trapezoid(gap, 0.1, 0.5).duration
     robot.move_linear(list(plan.approach.waypoints_base), 0.1, 0.5)
     t0 = world.clock.now_ns()
     _run_until_still(world, robot, 0.008)

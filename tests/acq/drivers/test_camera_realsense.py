@@ -21,7 +21,8 @@ def _record(path, frame_numbers, t0_ms=1.7e12, domain=None, fx=46.0):
     intr.model = rs.distortion.brown_conrady
     intr.coeffs = [0.1, -0.05, 0.0, 0.0, 0.01]
     vs = rs.video_stream()
-    vs.type, vs.index, vs.uid, vs.width, vs.height, vs.fps, vs.bpp, vs.fmt = rs.stream.color, 0, 0, W, H, 30, 3, rs.format.rgb8
+    vs.type, vs.index, vs.uid, vs.width, vs.height = rs.stream.color, 0, 0, W, H
+    vs.fps, vs.bpp, vs.fmt = 30, 3, rs.format.rgb8
     vs.intrinsics = intr
     prof = sensor.add_video_stream(vs)
     rec = rs.recorder(str(path), dev)
@@ -62,7 +63,8 @@ def test_replay_keeps_frames_numbers_stamps_and_intrinsics(tmp_path):
     assert [f.frame_number for f in frames] == numbers
     assert cam.dropped_frames == 2  # 5 and 8
     assert all(f.timestamp_domain == "global_time" for f in frames)
-    np.testing.assert_allclose([f.stamp_ns for f in frames], [(1.7e12 + n * 1000 / 30) * 1e6 for n in numbers], rtol=0, atol=2e3)
+    np.testing.assert_allclose([f.stamp_ns for f in frames], [(1.7e12 + n * 1000 / 30) * 1e6 for n in numbers],
+                               rtol=0, atol=2e3)
     assert [int(f.image[0, 0, 0]) for f in frames] == numbers and frames[0].image.shape == (H, W, 3)
     K = cam.intrinsics.K
     assert (cam.intrinsics.width, cam.intrinsics.height) == (W, H) and K[0, 0] == 46.0 and K[1, 2] == 17.5
@@ -106,8 +108,9 @@ def test_hardware_clock_unwraps_and_maps_to_host():
 
 
 # ---------------------------------------------------------------- colour settings (issue 13)
-_RANGES = {"enable_auto_exposure": (0, 1, 1, 1), "enable_auto_white_balance": (0, 1, 1, 1), "exposure": (1, 10000, 1, 166),
-           "gain": (0, 128, 1, 64), "white_balance": (2800, 6500, 10, 4600), "saturation": (0, 100, 1, 64)}
+_RANGES = {"enable_auto_exposure": (0, 1, 1, 1), "enable_auto_white_balance": (0, 1, 1, 1),
+           "exposure": (1, 10000, 1, 166), "gain": (0, 128, 1, 64), "white_balance": (2800, 6500, 10, 4600),
+           "saturation": (0, 100, 1, 64)}
 
 
 def _software_colour_sensor(dev, ranges=_RANGES):
@@ -156,7 +159,8 @@ def test_playback_reports_the_settings_stored_in_the_recording(tmp_path):
     intr = rs.intrinsics()
     intr.width, intr.height, intr.fx, intr.fy, intr.ppx, intr.ppy = W, H, 46.0, 46.0, 31.5, 17.5
     vs = rs.video_stream()
-    vs.type, vs.index, vs.uid, vs.width, vs.height, vs.fps, vs.bpp, vs.fmt = rs.stream.color, 0, 0, W, H, 30, 3, rs.format.rgb8
+    vs.type, vs.index, vs.uid, vs.width, vs.height = rs.stream.color, 0, 0, W, H
+    vs.fps, vs.bpp, vs.fmt = 30, 3, rs.format.rgb8
     vs.intrinsics = intr
     prof = sensor.add_video_stream(vs)
     path = tmp_path / "settings.db3"
@@ -191,8 +195,9 @@ def test_playback_reports_the_settings_stored_in_the_recording(tmp_path):
 
 
 # the D435i RGB sensor's other options (min, max, step, default), as a software sensor carries them
-_OTHER = {"backlight_compensation": (0, 1, 1, 0), "brightness": (-64, 64, 1, 0), "contrast": (0, 100, 1, 50), "gamma": (100, 500, 1, 300),
-          "hue": (-180, 180, 1, 0), "sharpness": (0, 100, 1, 50), "power_line_frequency": (0, 3, 1, 3), "auto_exposure_priority": (0, 1, 1, 1)}
+_OTHER = {"backlight_compensation": (0, 1, 1, 0), "brightness": (-64, 64, 1, 0), "contrast": (0, 100, 1, 50),
+          "gamma": (100, 500, 1, 300), "hue": (-180, 180, 1, 0), "sharpness": (0, 100, 1, 50),
+          "power_line_frequency": (0, 3, 1, 3), "auto_exposure_priority": (0, 1, 1, 1)}
 
 
 @pytest.mark.replay

@@ -55,7 +55,8 @@ def test_packets_parse_with_the_natnet_library():
     buf = PacketBuffer(pkt)
     assert buf.read_uint16() == 5 and buf.read_uint16() == len(pkt) - 4
     d = DataDescriptions.read_from_buffer(buf, Version(4, 1))
-    assert d.rigid_bodies[0].name == "HeadBand" and d.rigid_bodies[0].id_num == 7 and len(d.rigid_bodies[0].markers) == 3
+    body = d.rigid_bodies[0]
+    assert body.name == "HeadBand" and body.id_num == 7 and len(body.markers) == 3
     assert buf.pointer == len(pkt)
     pkt = frame_packet(42, {7: ((1.0, 2.0, 3.0), (0.0, 0.0, 0.0, 1.0), True, 0.0002)}, 0.42, 1000, 1010, 1040)
     buf = PacketBuffer(pkt)
@@ -84,7 +85,8 @@ def test_stream_over_loopback_converts_to_zup_and_maps_time():
                 poses = {"HeadBand": ((0.1, 1.2, -0.3), tuple(R_y.as_quat()), True),
                          "CalibTool": ((0.1, 1.3, -0.25), (0.0, 0.0, 0.0, 1.0), True),
                          # Motive sends zeros for an untracked body
-                         "Probe": ((0.2, 0.8, 0.1), (0.0, 0.0, 0.0, 1.0), True) if k < 10 else ((0.0,) * 3, (0.0,) * 4, False)}
+                         "Probe": ((0.2, 0.8, 0.1), (0.0, 0.0, 0.0, 1.0), True) if k < 10
+                         else ((0.0,) * 3, (0.0,) * 4, False)}
                 t_send = time.time_ns()
                 emu.send_frame(500 + k, poses)
                 sent.append(t_send)
@@ -184,7 +186,8 @@ def test_real_capture_survives_each_fault(capture):
     run = replay_capture(cap, 100, speed=10.0, faults=faults)
     assert [o.kind for o in run.outcomes] == list(FAULT_KINDS)
     assert all(o.survived for o in run.outcomes), [o for o in run.outcomes if not o.survived]
-    damaged = {o.frame_number for o in run.outcomes if o.kind in ("nan_position", "inf_orientation", "nonunit_quaternion")}
+    damaged = {o.frame_number for o in run.outcomes
+               if o.kind in ("nan_position", "inf_orientation", "nonunit_quaternion")}
     assert [f.frame_number for f in run.frames] == list(range(162734, 162834))  # nothing lost, nothing extra
     assert {f.frame_number for f in run.frames if not f.bodies["race_quad"].tracking_valid} == damaged
     for f in run.frames:  # the spoofed pose (9.5, 9.5, 9.5) never got in
@@ -204,7 +207,8 @@ def test_whole_capture_with_a_fault_every_fifth_frame(capture):
     run = replay_capture(cap, speed=10.0, faults=faults)
     assert len(run.outcomes) == len(faults) and all(o.survived for o in run.outcomes), \
         [o for o in run.outcomes if not o.survived]
-    damaged = {o.frame_number for o in run.outcomes if o.kind in ("nan_position", "inf_orientation", "nonunit_quaternion")}
+    damaged = {o.frame_number for o in run.outcomes
+               if o.kind in ("nan_position", "inf_orientation", "nonunit_quaternion")}
     assert [f.frame_number for f in run.frames] == list(range(162734, 162734 + 518))
     assert _check_poses(run, cap, sc, skip=damaged) == 251 - len(damaged & set(sc))
     assert run.counters["frames_received"] == 518 and run.counters["frames_missed"] == 0

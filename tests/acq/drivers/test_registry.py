@@ -27,7 +27,8 @@ def test_unknown_names_say_did_you_mean():
         driver_class("robot", "simm")
     with pytest.raises(Gaze4HRIError, match="unknown device 'camer' .*did you mean camera\\?"):
         driver_class("camer", "sim")
-    with pytest.raises(Gaze4HRIError, match="unknown robot backend 'replay' \\(backend parameter\\): .*known: real, sim"):
+    with pytest.raises(Gaze4HRIError,
+                       match="unknown robot backend 'replay' \\(backend parameter\\): .*known: real, sim"):
         make_robot("replay", safety=robot_monitor(RobotConfig()))
 
 
@@ -51,10 +52,13 @@ def test_configs_validate_once_with_field_names():
 
 
 def test_sim_backend_imports_no_vendor_sdk():
-    code = ("import sys; from gaze4hri_acq.drivers.registry import make_world, make_robot, make_camera, make_mocap, robot_monitor;"
+    code = ("import sys;"
+            "from gaze4hri_acq.drivers.registry import make_world, make_robot, make_camera, make_mocap, robot_monitor;"
             "from gaze4hri_core.device_config import RobotConfig;"
-            "w = make_world(); make_robot('sim', world=w, safety=robot_monitor(RobotConfig())); make_camera('sim', world=w); make_mocap('sim', world=w);"
-            "bad = [m for m in ('pyrealsense2', 'rtde_control', 'rtde_receive', 'natnet', 'rclpy') if m in sys.modules];"
+            "w = make_world(); make_robot('sim', world=w, safety=robot_monitor(RobotConfig()));"
+            "make_camera('sim', world=w); make_mocap('sim', world=w);"
+            "bad = [m for m in ('pyrealsense2', 'rtde_control', 'rtde_receive', 'natnet', 'rclpy')"
+            " if m in sys.modules];"
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
