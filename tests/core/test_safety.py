@@ -4,7 +4,17 @@ import numpy as np
 import pytest
 from gaze4hri_core.calibration import load_calibration
 from gaze4hri_core.device_config import RobotConfig, validate
-from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, compose, exp_so3, ik_track, quat_of, rotvec_of
+from gaze4hri_core.safety import (
+    EYE_SOURCE_BOUND,
+    EYE_SOURCE_SUBJECT,
+    SafetyLimits,
+    SafetyMonitor,
+    compose,
+    exp_so3,
+    ik_track,
+    quat_of,
+    rotvec_of,
+)
 from gaze4hri_core.trajectories import front_camera_pose, sample_path, tool0_for_camera
 from gaze4hri_core.transforms import SE3
 from gaze4hri_sim.arm import HOME_Q
@@ -155,18 +165,77 @@ def test_preview_refuses_a_configuration_flip(cal):
 
 def test_the_distance_limit_is_measured_from_the_eye_midpoint_once_set(cal):
     """Issue 20: without the subject's offset the limit was measured from the head band's
-    origin (about 0.12 m from the eyes); the session's eye-head run sets the offset."""
+    origin (about 0.12 m from the eyes); issue 31: until the offset arrives, eyes 0.30 m
+    away are refused too (the band-to-eye bound), and by the exact eye point afterwards."""
     m = SafetyMonitor(SafetyLimits(), cal.T_world_base, cal.T_tool0_camera, "ur5", None)
+    assert m.eye_source == EYE_SOURCE_BOUND
     cam = front_camera_pose(cal).t
     eye = cam + (cal.eye_nominal_world - cam) * (0.30 / 0.5)  # eyes 0.30 m from the camera
     m.update_head(0, _head_at_eye(cal, eye))
     band = float(np.linalg.norm(_head_at_eye(cal, eye).t - cam))
-    assert band > 0.35 and m.check(1 * MS, _front_tool(cal)).ok  # the head band's origin is far enough
-    m.set_eye_in_head(cal.eye_in_head)  # the last sample is re-placed at once
+    assert band > 0.35  # the head band's origin alone was far enough (the issue's acceptance)
     v = m.check(1 * MS, _front_tool(cal))
-    assert v.code == "head_distance" and "0.300 m" in v.reason
+    assert v.code == "head_distance" and f"head band {band:.3f} m away" in v.reason and "no eye-head offset" in v.reason
+    m.set_eye_in_head(cal.eye_in_head)  # the last sample is re-placed at once
+    assert m.eye_source == EYE_SOURCE_SUBJECT
+    v = m.check(1 * MS, _front_tool(cal))
+    assert v.code == "head_distance" and "0.300 m from the head, below" in v.reason
+    m.update_head(2 * MS, _head_at_eye(cal, cal.eye_nominal_world))  # at the front pose's 0.5 m: fine either way
+    assert m.check(3 * MS, _front_tool(cal)).ok
+    m.set_eye_in_head(None)  # an offset withdrawn: the bound again
+    assert m.eye_source == EYE_SOURCE_BOUND and m.check(3 * MS, _front_tool(cal)).ok
     with pytest.raises(ValueError):
         m.set_eye_in_head([np.nan, 0, 0])
+
+
+def test_before_the_offset_eyes_anywhere_within_the_bound_are_never_closer_than_the_limit(cal):
+    """Issue 31: with the head band at random places about the front camera and the eyes
+    at random points within ``eye_band_bound_m`` of it (in every direction), an accepted
+    pose never has the eyes closer than the limit, and a refused one has some eye point
+    within the bound that is (the bound is the sphere, not a looser margin)."""
+    lim = SafetyLimits()
+    assert lim.eye_band_bound_m >= float(np.linalg.norm(cal.eye_in_head))  # the default subject is inside it
+    m = SafetyMonitor(lim, cal.T_world_base, cal.T_tool0_camera, "ur5", None)
+    tool = _front_tool(cal)
+    cam = cal.T_world_base.apply(tool.apply(cal.T_tool0_camera.t))
+    rng = np.random.default_rng(31)
+    accepted = refused = 0
+    for i in range(400):
+        u = rng.normal(size=3)
+        band = cam + u / np.linalg.norm(u) * rng.uniform(0.30, 0.62)
+        m.update_head(i * MS, SE3(exp_so3(rng.normal(size=3)), band))
+        ok = m.check(i * MS, tool).ok
+        dirs = rng.normal(size=(200, 3))
+        dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+        eyes = band + dirs * (lim.eye_band_bound_m * rng.uniform(0, 1, (200, 1)) ** (1 / 3))
+        toward = band + (cam - band) / np.linalg.norm(cam - band) * lim.eye_band_bound_m  # the worst eye point
+        eyes = np.vstack([eyes, toward])
+        nearest = float(np.min(np.linalg.norm(eyes - cam, axis=1)))
+        if ok:
+            accepted += 1
+            assert nearest >= lim.min_camera_head_m - 1e-9, (band, nearest)
+        else:
+            refused += 1
+            assert nearest < lim.min_camera_head_m + 1e-9, (band, nearest)
+    assert accepted > 50 and refused > 50  # both sides of the boundary were exercised
+
+
+def test_the_bound_applies_to_a_previewed_motion_too(cal):
+    """The preview uses the same rule: a motion ending with the eyes 0.30 m away is refused
+    before the offset (the head band alone is more than 0.35 m away), and after it."""
+    cam = front_camera_pose(cal).t
+    eye = cam + (cal.eye_nominal_world - cam) * (0.30 / 0.5)
+    T1 = _front_tool(cal)
+    T0 = SE3(T1.R, T1.t + [0, 0.05, 0])
+    t, poses, _, _ = sample_path([T0, T1], 0.1, 0.5, 50)
+    q0 = kinematics.inverse(T0.matrix, "ur5", q_near=HOME_Q)[0]
+    for eye_in_head in (None, cal.eye_in_head):
+        m = SafetyMonitor(SafetyLimits(), cal.T_world_base, cal.T_tool0_camera, "ur5", eye_in_head)
+        m.update_head(0, _head_at_eye(cal, eye))
+        v, q = m.preview(t, poses, q0, 0.1, 0.5, now_ns=1 * MS)
+        assert v.code == "head_distance" and q is None, v
+        m.update_head(2 * MS, _head_at_eye(cal, cal.eye_nominal_world))
+        assert m.preview(t, poses, q0, 0.1, 0.5, now_ns=3 * MS)[0].ok
 
 
 def test_an_older_or_non_finite_head_sample_never_refreshes_the_track(cal):

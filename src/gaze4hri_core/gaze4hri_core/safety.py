@@ -9,6 +9,9 @@ measured pose and speed and the latest head-band pose from motion capture; it
 returns STOP with a reason on: operator stop, head band lost for longer than
 ``mocap_loss_timeout_s``, camera closer to the head than ``min_camera_head_m``,
 tool0 outside the workspace box, or measured TCP speed above the limit.
+The head distance is measured to the eye midpoint once the subject's eye-head offset
+is known, and before that to the nearest point of a sphere of ``eye_band_bound_m``
+about the head band, wherever the eyes are within it (``SafetyMonitor.eye_source``).
 Pure: no I/O and no threads; time comes from the caller (host or simulation clock).
 """
 from __future__ import annotations
@@ -24,6 +27,7 @@ from gaze4hri_core import kinematics
 from gaze4hri_core.transforms import SE3
 
 __all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "monitor_for", "finite_pose", "joint_goal_line",
+           "EYE_SOURCE_BOUND", "EYE_SOURCE_SUBJECT",
            "configuration_change", "ik_track", "rotvec_of", "se3_unchecked", "exp_so3", "compose", "quat_of"]
 
 
@@ -178,6 +182,13 @@ class SafetyLimits(BaseModel):
     max_tcp_accel: float = Field(default=1.2, gt=0, le=5.0, description="TCP acceleration limit (m/s^2)")
     max_joint_speed: float = Field(default=1.5, gt=0, le=3.2, description="joint speed limit in previews (rad/s)")
     min_camera_head_m: float = Field(default=0.35, ge=0.0, le=2.0, description="minimum camera-to-head distance (m)")
+    # Until the subject's eye-head offset is known the eyes are anywhere within this
+    # distance of the head band's origin (issue 31). The default subject's offset is
+    # 0.117 m (calibration/subjects/default.yaml), subjects' bands sit 0.09-0.11 m behind
+    # the eyes (issue 31) and the simulated subjects' offsets reach 0.128 m (the default
+    # moved by up to 8 mm per axis, gaze4hri_sim.subject.EYE_HEAD_SPREAD_M): 0.13 m bounds all.
+    eye_band_bound_m: float = Field(default=0.13, ge=0.0, le=0.3,
+                                    description="largest band-to-eye distance assumed before the eye-head offset (m)")
     mocap_loss_timeout_s: float = Field(default=0.1, gt=0, le=5.0,
                                         description="stop if the head band is lost this long (s)")
     require_head: bool = Field(default=True, description="refuse/stop motions when the head band is not tracked")
@@ -208,6 +219,10 @@ class Verdict:
 
 OK = Verdict(True)
 
+#: which eye point the distance limit is measured from (``SafetyMonitor.eye_source``)
+EYE_SOURCE_BOUND = "nominal bound"
+EYE_SOURCE_SUBJECT = "subject calibration"
+
 #: a planned speed or acceleration may exceed its limit by rounding only (samples of an
 #: exact trapezoid); measured speeds get ``SafetyLimits.speed_tolerance`` instead
 _PLAN_SLACK = 1.0 + 1e-6
@@ -222,8 +237,10 @@ class SafetyMonitor:
 
     Geometry: ``T_world_base`` (registration) and ``T_tool0_camera`` (hand-eye) place the
     camera from forward kinematics (Sezer et al., Sec. III-B). ``eye_in_head`` (the
-    eye-head calibration) turns the head-band pose into the eye midpoint; without it
-    the head band's origin is used. Thread-safe: nodes feed it from callbacks.
+    eye-head calibration) turns the head-band pose into the eye midpoint; without it the
+    distance is to the nearest point of a sphere of ``limits.eye_band_bound_m`` about the
+    head band's origin, so eyes anywhere within that bound are never closer than the limit
+    (issue 31). Thread-safe: nodes feed it from callbacks.
     """
 
     def __init__(self, limits: SafetyLimits, T_world_base: SE3, T_tool0_camera: SE3, robot_model: str = "ur5",
@@ -285,6 +302,16 @@ class SafetyMonitor:
         return self._operator
 
     @property
+    def eye_source(self) -> str:
+        """Which rule the distance limit follows now: the subject's eye-head offset, or the
+        nominal band-to-eye bound (shown by the robot node's diagnostics, the operator view)."""
+        return EYE_SOURCE_BOUND if self.eye_in_head is None else EYE_SOURCE_SUBJECT
+
+    def _eye_radius(self) -> float:
+        """Radius about the tracked point within which the eyes may be (0: the eye midpoint)."""
+        return self.limits.eye_band_bound_m if self.eye_in_head is None else 0.0
+
+    @property
     def head_world(self) -> np.ndarray | None:
         """Last tracked eye midpoint (or head-band origin) in the world."""
         return None if self._head_world is None else self._head_world.copy()
@@ -300,12 +327,17 @@ class SafetyMonitor:
                                       f"{list(self.limits.workspace_min)}..{list(self.limits.workspace_max)}")
         return OK
 
-    def _head_distance(self, cam: np.ndarray, head: np.ndarray | None) -> Verdict:
+    def _head_distance(self, cam: np.ndarray, head: np.ndarray | None, radius: float) -> Verdict:
+        """The camera against the limit: from the eye midpoint (``radius`` 0), or from the
+        nearest point of the sphere of ``radius`` about the head band's origin."""
         if head is None:
             return OK
-        d = float(np.linalg.norm(cam - head))
+        band = float(np.linalg.norm(cam - head))
+        d = band - radius
         if d < self.limits.min_camera_head_m:
-            return _stop("head_distance", f"camera {d:.3f} m from the head, below the minimum "
+            how = "" if radius == 0 else (f" (head band {band:.3f} m away, eyes assumed anywhere within "
+                                          f"{radius:.2f} m of it: no eye-head offset yet)")
+            return _stop("head_distance", f"camera {d:.3f} m from the head{how}, below the minimum "
                                           f"{self.limits.min_camera_head_m:.3f} m")
         return OK
 
@@ -337,7 +369,7 @@ class SafetyMonitor:
                 v = self._box(p, what)
                 if not v:
                     return v
-            v = self._head_distance(cam, self._head_world)
+            v = self._head_distance(cam, self._head_world, self._eye_radius())
             if not v:
                 return v
             if tcp_speed > self.limits.max_tcp_speed * self.limits.speed_tolerance:
@@ -378,6 +410,7 @@ class SafetyMonitor:
                 if not v:
                     return v, None
             head = None if self._head_world is None else self._head_world.copy()
+            radius = self._eye_radius()
         t = np.asarray(t, float)
         bad = _non_finite(t, poses_base, q_start)  # NaN/inf pass every comparison below: refused here
         if bad is not None:
@@ -405,7 +438,7 @@ class SafetyMonitor:
                 v = self._box(p, what)
                 if not v:
                     return Verdict(False, f"{v.reason} at t={ti:.2f} s", v.code), None
-            v = self._head_distance(cam, head)
+            v = self._head_distance(cam, head, radius)
             if not v:
                 return Verdict(False, f"{v.reason} at t={ti:.2f} s", v.code), None
             q = ik_track(T.matrix, q_prev, self.robot_model)
