@@ -84,8 +84,8 @@ def test_an_empty_table_is_a_sentence_that_says_why():
 def test_significance_stars_contrast_with_their_cell(tmp_path):
     """The stars' colour, read back from the SVG, against the cell colour the scale gives them."""
     import pandas as pd
-    from gaze4hri_bench.style import contrast_ratio
     from gaze4hri_bench.stats import figures as F
+    from gaze4hri_bench.style import contrast_ratio
     from matplotlib import colormaps
     from matplotlib.colors import TwoSlopeNorm
 
