@@ -2,6 +2,7 @@
 draws the arrow where the pinhole projection says), an H.264 MP4 that decodes back
 with one frame per trial frame, the contact sheet, best/worst picks, and one-line
 errors for bad input."""
+
 from __future__ import annotations
 
 import json
@@ -72,8 +73,13 @@ class _Synth(SynthDataset):
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("review_results")
-    cfg = RunConfig(methods=("straight", "head_pose"), data=Path("/synthetic"), out=out, progress=False,
-                    command_line="gaze4hri-bench run --data /synthetic")
+    cfg = RunConfig(
+        methods=("straight", "head_pose"),
+        data=Path("/synthetic"),
+        out=out,
+        progress=False,
+        command_line="gaze4hri-bench run --data /synthetic",
+    )
     run_benchmark(cfg, log=lambda *_: None, dataset=_Synth())
     return out
 
@@ -85,7 +91,9 @@ def test_review_writes_h264_mp4_with_every_frame_and_a_contact_sheet(results, tm
     from gaze4hri_bench.review.video import count_frames
 
     ds = _Synth()
-    r = review_trial(ReviewConfig(results, "mutual_h_fast", "S01", None, None, tmp_path), log=lambda *_: None, dataset=ds)
+    r = review_trial(
+        ReviewConfig(results, "mutual_h_fast", "S01", None, None, tmp_path), log=lambda *_: None, dataset=ds
+    )
     n, codec = count_frames(r.mp4)
     assert n == ds.n == r.frames and codec == "h264"
     sheet = cv2.imread(str(r.png))
@@ -117,8 +125,12 @@ def test_best_and_worst_trial_per_method(results):
         g = m[m["key"] == p["key"]]
         want = g["mean_error_deg"].min() if p["which"] == "best" else g["mean_error_deg"].max()
         assert p["mean_error_deg"] == pytest.approx(want)
-    assert sorted((p["key"], p["which"]) for p in picks) == [("head_pose__none", "best"), ("head_pose__none", "worst"),
-                                                             ("straight__none", "best"), ("straight__none", "worst")]
+    assert sorted((p["key"], p["which"]) for p in picks) == [
+        ("head_pose__none", "best"),
+        ("head_pose__none", "worst"),
+        ("straight__none", "best"),
+        ("straight__none", "worst"),
+    ]
 
 
 @pytest.mark.unit
@@ -139,7 +151,9 @@ def test_extremes_index_and_report_links(results, tmp_path, monkeypatch):
     report = tmp_path / "report"
     idx = extremes.render_extremes(results, report / "review", log=lambda *_: None)
     entries = json.loads(idx.read_text())
-    assert len(entries) == 4 and all((idx.parent / e["mp4"]).is_file() and (idx.parent / e["png"]).is_file() for e in entries)
+    assert len(entries) == 4 and all(
+        (idx.parent / e["mp4"]).is_file() and (idx.parent / e["png"]).is_file() for e in entries
+    )
     # the HTML report links each method's best and worst clip (stats.review_links reads review/index.json)
     from gaze4hri_bench.stats import analyze
 

@@ -3,6 +3,7 @@
 against the legend box on a white frame, the method colours (the report's palette, on
 the legend swatch and on the arrow), and the marker that stands for a gaze straight
 into the camera (circle with a dot) or straight away from it (circle with a cross)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,11 @@ def _near(px, rgb, tol=40) -> bool:
 def test_legend_text_is_tall_contrasting_and_in_the_reports_colours():
     img = np.full((H, W, 3), 255, np.uint8)  # white: the worst case for a light text
     colors = _colors(KEYS)
-    legend = [("gt", "GROUND TRUTH"), ("head_pose__crop", "HEAD POSE 12.3 DEG"), ("straight__crop", "STRAIGHT 20.1 DEG")]
+    legend = [
+        ("gt", "GROUND TRUTH"),
+        ("head_pose__crop", "HEAD POSE 12.3 DEG"),
+        ("straight__crop", "STRAIGHT 20.1 DEG"),
+    ]
     out = draw_frame(img, [], colors, "S01 ARC P5 FRAME 12", "", legend)
     changed = (out != 255).any(axis=2)
     ys, xs = np.nonzero(changed)
@@ -64,7 +69,7 @@ def test_legend_text_is_tall_contrasting_and_in_the_reports_colours():
     assert contrast_ratio(TEXT_COLOR, bg) >= 7.0
     # each entry's swatch is in the report's colour for that method (head_pose's dark grey included)
     for (a, b), key in zip(lines[2:], ["head_pose__crop", "straight__crop"], strict=True):
-        sw = out[(a + b) // 2, x_text:x_text + (b - a)]
+        sw = out[(a + b) // 2, x_text : x_text + (b - a)]
         hits = [p for p in sw if _near(p, hex_rgb(method_color(key.split("__")[0])), 3)]
         assert len(hits) >= (b - a) // 2, key
 

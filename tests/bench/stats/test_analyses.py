@@ -1,5 +1,6 @@
 """The study's analyses on small hand-built video-level tables (pure functions),
 cross-checked by independent computations with scipy/numpy/statsmodels."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,21 @@ def _videos(n_subjects=5, methods=("puregaze_eth", "l2cs_gaze360"), inputs=None,
                     e = 10 + 3 * k + su + (0.2 * conflict if t.experiment == "conflict" else 0) + rng.normal(0, 1)
                     e += 4 if t.target in ("P7", "P8", "P9") else 0
                     e += 5 if inp == "crop" and m.startswith("puregaze") else 0
-                    rows.append({"subject": f"S{s}", "method": m, "input": inp, "experiment": t.experiment, "condition": t.condition,
-                                 "target": t.target, "trial": t.trial_id, "error_mean": e, "conflict_mean": conflict, "n_valid": 10, "n_frames": 10})
+                    rows.append(
+                        {
+                            "subject": f"S{s}",
+                            "method": m,
+                            "input": inp,
+                            "experiment": t.experiment,
+                            "condition": t.condition,
+                            "target": t.target,
+                            "trial": t.trial_id,
+                            "error_mean": e,
+                            "conflict_mean": conflict,
+                            "n_valid": 10,
+                            "n_frames": 10,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -40,10 +54,18 @@ def test_display_name_known_and_unknown():
 
 
 def test_subject_means_are_means_of_video_means():
-    v = pd.DataFrame({"subject": ["a", "a", "a", "b"], "method": "m", "trial": ["t1", "t2", "t3", "t1"],
-                      "error_mean": [1.0, 2.0, np.nan, 5.0]})
+    v = pd.DataFrame(
+        {
+            "subject": ["a", "a", "a", "b"],
+            "method": "m",
+            "trial": ["t1", "t2", "t3", "t1"],
+            "error_mean": [1.0, 2.0, np.nan, 5.0],
+        }
+    )
     sm = A.subject_means(v, ["method"]).set_index("subject")
-    assert sm.loc["a", "error_mean"] == 1.5 and sm.loc["a", "n_videos"] == 2  # the NaN video (no valid frame) does not count
+    assert (
+        sm.loc["a", "error_mean"] == 1.5 and sm.loc["a", "n_videos"] == 2
+    )  # the NaN video (no valid frame) does not count
     assert sm.loc["b", "error_mean"] == 5.0
 
 
@@ -55,7 +77,11 @@ def test_illumination_tables_and_independent_check():
     assert list(t.columns[:6]) == ["method", "display", "level", "mean", "sd", "n"]
     assert sorted(t["level"].unique()) == [10, 25, 50, 100]
     # independent: subject mean of the 9 video means at level 25 for l2cs
-    x = v[(v.experiment == "illumination") & (v.condition == "25") & (v.method == "l2cs_gaze360")].groupby("subject")["error_mean"].mean()
+    x = (
+        v[(v.experiment == "illumination") & (v.condition == "25") & (v.method == "l2cs_gaze360")]
+        .groupby("subject")["error_mean"]
+        .mean()
+    )
     r = t[(t.method == "l2cs_gaze360") & (t.level == 25)].iloc[0]
     assert r["mean"] == pytest.approx(x.mean()) and r["sd"] == pytest.approx(x.std(ddof=1))
     cv = a.tables["illumination_cv"].set_index("method")["cv_percent"]
@@ -63,7 +89,11 @@ def test_illumination_tables_and_independent_check():
     assert cv["l2cs_gaze360"] == pytest.approx(100 * lm.std(ddof=1) / lm.mean())
     pw = a.tables["illumination_pairwise"]
     assert {"level", "method_a", "method_b", "t", "dof", "p_unc", "p_holm", "cohen_dz"} <= set(pw.columns)
-    y = v[(v.experiment == "illumination") & (v.condition == "25") & (v.method == "puregaze_eth")].groupby("subject")["error_mean"].mean()
+    y = (
+        v[(v.experiment == "illumination") & (v.condition == "25") & (v.method == "puregaze_eth")]
+        .groupby("subject")["error_mean"]
+        .mean()
+    )
     r = pw[pw.level == 25].iloc[0]
     ref = stats.ttest_rel(y, x)
     assert r["t"] == pytest.approx(ref.statistic) and r["p_unc"] == pytest.approx(ref.pvalue) and r["dof"] == 5
@@ -92,10 +122,16 @@ def test_viewpoint_paired_against_fixed_baseline():
     v.loc[v.experiment == "viewpoint", "error_mean"] += 2.0
     t = A.viewpoint(v).tables["viewpoint"].set_index("method")
     assert set(["fixed_mean", "fixed_sd", "arc_mean", "arc_sd", "t", "dof", "p"]) <= set(t.columns)
-    f = v[(v.experiment == "illumination") & (v.condition == "100") & (v.method == "puregaze_eth")].groupby("subject")["error_mean"].mean()
+    f = (
+        v[(v.experiment == "illumination") & (v.condition == "100") & (v.method == "puregaze_eth")]
+        .groupby("subject")["error_mean"]
+        .mean()
+    )
     r = v[(v.experiment == "viewpoint") & (v.method == "puregaze_eth")].groupby("subject")["error_mean"].mean()
     ref = stats.ttest_rel(r, f)
-    assert t.loc["puregaze_eth", "t"] == pytest.approx(ref.statistic) and t.loc["puregaze_eth", "p"] == pytest.approx(ref.pvalue)
+    assert t.loc["puregaze_eth", "t"] == pytest.approx(ref.statistic) and t.loc["puregaze_eth", "p"] == pytest.approx(
+        ref.pvalue
+    )
     assert t.loc["puregaze_eth", "arc_mean"] - t.loc["puregaze_eth", "fixed_mean"] == pytest.approx(r.mean() - f.mean())
 
 
@@ -145,8 +181,19 @@ def test_mutual_conditions_and_eccentricity():
         for m in v.method.unique():
             inp = v[v.method == m]["input"].iloc[0]
             p, y = rng.random(300) * 20, rng.random(300) * 30
-            rows.append(pd.DataFrame({"subject": s, "method": m, "input": inp, "condition": "h_slow", "abs_pitch_deg": p, "abs_yaw_deg": y,
-                                      "error_deg": 4 + 0.1 * p + 0.2 * y + rng.normal(0, 0.5, 300)}))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "subject": s,
+                        "method": m,
+                        "input": inp,
+                        "condition": "h_slow",
+                        "abs_pitch_deg": p,
+                        "abs_yaw_deg": y,
+                        "error_deg": 4 + 0.1 * p + 0.2 * y + rng.normal(0, 0.5, 300),
+                    }
+                )
+            )
     a = A.mutual_gaze(v, pd.concat(rows))
     assert set(a.tables["mutual"]["condition"]) == {"h_slow", "h_fast", "v_slow", "v_fast"}
     assert len(a.tables["mutual_pairwise"]) == 2 * 6
@@ -157,14 +204,21 @@ def test_mutual_conditions_and_eccentricity():
 
 
 def test_select_inputs_table_ii_and_unknown_method():
-    v = _videos(4, methods=("puregaze_eth", "newnet"), inputs={"puregaze_eth": ["crop", "rectified"], "newnet": ["crop", "rectified"]})
+    v = _videos(
+        4,
+        methods=("puregaze_eth", "newnet"),
+        inputs={"puregaze_eth": ["crop", "rectified"], "newnet": ["crop", "rectified"]},
+    )
     v.loc[(v.method == "newnet") & (v.input == "rectified"), "error_mean"] += 3  # newnet: crop is better
     main, choice = A.select_inputs(v)
     c = choice.set_index("method")
     assert c.loc["puregaze_eth", "input"] == "rectified" and c.loc["puregaze_eth", "rule"].startswith("Table II")
     assert c.loc["newnet", "input"] == "crop" and c.loc["newnet", "rule"] == "lower whole-dataset mean error"
     assert c.loc["newnet", "display"] == "newnet"
-    assert set(map(tuple, main[["method", "input"]].drop_duplicates().to_numpy())) == {("puregaze_eth", "rectified"), ("newnet", "crop")}
+    assert set(map(tuple, main[["method", "input"]].drop_duplicates().to_numpy())) == {
+        ("puregaze_eth", "rectified"),
+        ("newnet", "crop"),
+    }
 
 
 def test_crop_vs_rectified():
@@ -175,10 +229,25 @@ def test_crop_vs_rectified():
 
 
 def test_efficiency_reads_timing_and_reports_absence():
-    timing = {"frames": 100, "decode_s": 1.0, "detect_s": 2.0, "preprocess_s": 0.5, "infer_s": 0.2, "infer_ms_per_frame": 2.0,
-              "fps": 500.0, "peak_rss_mb": 900.0, "peak_vram_mb": None, "device": "cpu", "batch": 16}
-    a = A.efficiency([{"file": "a.parquet", "method": "gat_gaze360", "input": "crop", "timing": timing},
-                      {"file": "b.parquet", "method": "l2cs_gaze360", "input": "crop", "timing": None}])
+    timing = {
+        "frames": 100,
+        "decode_s": 1.0,
+        "detect_s": 2.0,
+        "preprocess_s": 0.5,
+        "infer_s": 0.2,
+        "infer_ms_per_frame": 2.0,
+        "fps": 500.0,
+        "peak_rss_mb": 900.0,
+        "peak_vram_mb": None,
+        "device": "cpu",
+        "batch": 16,
+    }
+    a = A.efficiency(
+        [
+            {"file": "a.parquet", "method": "gat_gaze360", "input": "crop", "timing": timing},
+            {"file": "b.parquet", "method": "l2cs_gaze360", "input": "crop", "timing": None},
+        ]
+    )
     t = a.tables["efficiency"]
     assert len(t) == 1 and t.iloc[0]["fps"] == 500.0 and t.iloc[0]["display"] == "GaT (G)"
     assert any("b.parquet" in n for n in a.notes)
@@ -196,13 +265,35 @@ def _r_dataset():
             for t in ill:
                 p, L = int(t.target[1:]), int(t.condition == "100")
                 e = 8 + 2 * k + ((s * s * 7 + p * 3 + k * k * 5 + L + s * k * p) % 13) / 4
-                rows.append({"subject": f"S{s}", "method": m, "input": "x", "experiment": t.experiment, "condition": t.condition,
-                             "target": t.target, "trial": t.trial_id, "error_mean": e, "conflict_mean": np.nan})
+                rows.append(
+                    {
+                        "subject": f"S{s}",
+                        "method": m,
+                        "input": "x",
+                        "experiment": t.experiment,
+                        "condition": t.condition,
+                        "target": t.target,
+                        "trial": t.trial_id,
+                        "error_mean": e,
+                        "conflict_mean": np.nan,
+                    }
+                )
             for j, t in enumerate(con):
                 g = 10 + 3 * j + (s % 3)
                 e = 12 + k + (0.1 + 0.05 * k) * g + ((s * 5 + j * 7 + k) % 9) / 5 - 0.04 * s * g * (k == 0)
-                rows.append({"subject": f"S{s}", "method": m, "input": "x", "experiment": t.experiment, "condition": t.condition,
-                             "target": t.target, "trial": t.trial_id, "error_mean": e, "conflict_mean": float(g)})
+                rows.append(
+                    {
+                        "subject": f"S{s}",
+                        "method": m,
+                        "input": "x",
+                        "experiment": t.experiment,
+                        "condition": t.condition,
+                        "target": t.target,
+                        "trial": t.trial_id,
+                        "error_mean": e,
+                        "conflict_mean": float(g),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -228,15 +319,31 @@ def test_illumination_and_conflict_match_r_end_to_end():
     a = A.illumination(v)
     t = a.tables["illumination"]
     lvl10 = t[t.level == 10].set_index("method")
-    np.testing.assert_allclose(lvl10.loc[["puregaze_eth", "gazetr_eth", "l2cs_gaze360"], "mean"], [9.46296296296296, 11.49074074074074, 13.25], rtol=1e-12)
-    np.testing.assert_allclose(lvl10.loc[["puregaze_eth", "gazetr_eth", "l2cs_gaze360"], "sd"], [0.1034388151390295, 0.0573775310549247, 0.6390096504226936], rtol=1e-10)
+    np.testing.assert_allclose(
+        lvl10.loc[["puregaze_eth", "gazetr_eth", "l2cs_gaze360"], "mean"],
+        [9.46296296296296, 11.49074074074074, 13.25],
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        lvl10.loc[["puregaze_eth", "gazetr_eth", "l2cs_gaze360"], "sd"],
+        [0.1034388151390295, 0.0573775310549247, 0.6390096504226936],
+        rtol=1e-10,
+    )
     pw = a.tables["illumination_pairwise"]
     p10, p100 = pw[pw.level == 10], pw[pw.level == 100]
-    assert list(zip(p10.method_a, p10.method_b, strict=True)) == [("puregaze_eth", "gazetr_eth"), ("puregaze_eth", "l2cs_gaze360"), ("gazetr_eth", "l2cs_gaze360")]
+    assert list(zip(p10.method_a, p10.method_b, strict=True)) == [
+        ("puregaze_eth", "gazetr_eth"),
+        ("puregaze_eth", "l2cs_gaze360"),
+        ("gazetr_eth", "l2cs_gaze360"),
+    ]
     np.testing.assert_allclose(p10["t"], [-52.5012315126493, -12.8150844383326, -6.4027163211323], rtol=1e-10)
-    np.testing.assert_allclose(p10["p_holm"], [1.42197186430910e-07, 1.02991684614215e-04, 1.37779788039363e-03], rtol=1e-8)
+    np.testing.assert_allclose(
+        p10["p_holm"], [1.42197186430910e-07, 1.02991684614215e-04, 1.37779788039363e-03], rtol=1e-8
+    )
     np.testing.assert_allclose(p100["t"], [-21.39490633848718, -16.51935441071528, -8.41057905651877], rtol=1e-10)
-    np.testing.assert_allclose(p100["p_holm"], [1.24096944622809e-05, 2.96801782723776e-05, 3.89534228445005e-04], rtol=1e-8)
+    np.testing.assert_allclose(
+        p100["p_holm"], [1.24096944622809e-05, 2.96801782723776e-05, 3.89534228445005e-04], rtol=1e-8
+    )
     c = A.conflict(v).tables["conflict"].set_index("method").loc[["puregaze_eth", "gazetr_eth", "l2cs_gaze360"]]
     np.testing.assert_allclose(c["slope_mean"], [-0.037948717948718, 0.14985347985348, 0.199194139194139], rtol=1e-10)
     np.testing.assert_allclose(c["slope_sd"], [0.0749476974172413, 0.00825625099384534, 0.00841273208320179], rtol=1e-8)

@@ -1,6 +1,7 @@
 """``gaze4hri-bench analyze`` end to end on small Parquet results written by the
 benchmark's generator: the output contract, an independent recomputation from the
 raw frames, and bad input (one-line errors, per-analysis skips, never a traceback)."""
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,14 @@ def test_contract_tables_figures_and_report(small_report):
         for ext in ("md", "tex"):
             assert (out / "tables" / f"{name}.{ext}").stat().st_size > 0
     assert "\\toprule" in (out / "tables" / "viewpoint.tex").read_text()
-    for fig in ("illumination_levels", "target_heatmap", "conflict_slopes", "eccentricity", "viewpoint", "crop_vs_rectified"):
+    for fig in (
+        "illumination_levels",
+        "target_heatmap",
+        "conflict_slopes",
+        "eccentricity",
+        "viewpoint",
+        "crop_vs_rectified",
+    ):
         assert (out / "figures" / f"{fig}.png").read_bytes()[:4] == b"\x89PNG"
         assert "<svg" in (out / "figures" / f"{fig}.svg").read_text()[:1000]
     assert {a["status"] for a in summary["analyses"].values()} == {"ran"}
@@ -48,7 +56,16 @@ def test_contract_tables_figures_and_report(small_report):
 
     assert matplotlib.rcParams["svg.hashsalt"] != "gaze4hri"  # the report's style did not leak into global state
     md = (out / "report.md").read_text()
-    for section in ("Illumination", "Camera viewpoint", "Head-gaze conflict", "Target position", "Mutual gaze", "Table S9", "Table S10", "Provenance"):
+    for section in (
+        "Illumination",
+        "Camera viewpoint",
+        "Head-gaze conflict",
+        "Target position",
+        "Mutual gaze",
+        "Table S9",
+        "Table S10",
+        "Provenance",
+    ):
         assert section in md
     assert "d_z" in md and "sha256" in md.lower()
     html = (out / "report.html").read_text()
@@ -120,7 +137,9 @@ def _copy_some(src, dst, names, edit=None):
 
 def test_missing_core_column_in_one_file_is_reported_others_analysed(small_results, tmp_path):
     names = ["puregaze_eth__rectified.parquet", "l2cs_gaze360__crop.parquet", "gat_gaze360__crop.parquet"]
-    d = _copy_some(small_results, tmp_path / "in", names, lambda n, t: t.drop(["error_deg"]) if n.startswith("gat") else t)
+    d = _copy_some(
+        small_results, tmp_path / "in", names, lambda n, t: t.drop(["error_deg"]) if n.startswith("gat") else t
+    )
     s = analyze([d], tmp_path / "out", figures=False)
     assert any("gat_gaze360__crop.parquet not used" in w and "error_deg" in w for w in s["warnings"])
     assert s["methods"] == ["l2cs_gaze360", "puregaze_eth"]
@@ -146,7 +165,9 @@ def test_mixed_schema_versions_refused(small_results, tmp_path, capsys):
     d = _copy_some(small_results, tmp_path / "in", ["gat_gaze360__crop.parquet", "l2cs_gaze360__crop.parquet"], bump)
     rc = cli.main(["analyze", str(d), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert rc == 2 and "mix schema versions" in err and "gaze4hri.results/2" in err and len(err.strip().splitlines()) == 1
+    assert (
+        rc == 2 and "mix schema versions" in err and "gaze4hri.results/2" in err and len(err.strip().splitlines()) == 1
+    )
 
 
 def test_missing_paths_and_bad_alpha(tmp_path, capsys):
@@ -168,7 +189,12 @@ def test_method_without_valid_frames_and_missing_conflict_column(small_results, 
             t = t.drop(["head_gaze_conflict_deg"])
         return t
 
-    names = ["puregaze_eth__rectified.parquet", "gazetr_eth__rectified.parquet", "l2cs_gaze360__crop.parquet", "gat_gaze360__crop.parquet"]
+    names = [
+        "puregaze_eth__rectified.parquet",
+        "gazetr_eth__rectified.parquet",
+        "l2cs_gaze360__crop.parquet",
+        "gat_gaze360__crop.parquet",
+    ]
     d = _copy_some(small_results, tmp_path / "in", names, edit)
     s = analyze([d], tmp_path / "out", figures=False)
     assert any("GaT (G) (crop) has no valid frames" in w for w in s["warnings"])
@@ -181,7 +207,9 @@ def test_method_without_valid_frames_and_missing_conflict_column(small_results, 
 
 
 def test_two_subjects_descriptives_only(synth, tmp_path):
-    synth.make_results(tmp_path / "in", subjects=2, frames=6, methods=["puregaze_eth", "newnet"], inputs=("crop", "rectified"), seed=1)
+    synth.make_results(
+        tmp_path / "in", subjects=2, frames=6, methods=["puregaze_eth", "newnet"], inputs=("crop", "rectified"), seed=1
+    )
     s = analyze([tmp_path / "in"], tmp_path / "out")
     ill = s["analyses"]["illumination"]
     assert ill["status"] == "partial" and "at least 3 subjects" in ill["reasons"][0] and "illumination" in ill["tables"]
@@ -200,8 +228,20 @@ def test_two_subjects_descriptives_only(synth, tmp_path):
 @pytest.mark.slow
 def test_console_script_entry_point(small_results, tmp_path):
     """The installed entry point, as a user runs it (one subprocess)."""
-    r = subprocess.run([sys.executable, "-m", "gaze4hri_bench.cli", "analyze", str(tmp_path / "missing"), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gaze4hri_bench.cli",
+            "analyze",
+            str(tmp_path / "missing"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stderr.startswith("gaze4hri-bench: error:") and "Traceback" not in r.stderr
 
 
@@ -223,18 +263,48 @@ def test_tiny_demo_like_results(synth, tmp_path):
     every test skipped with its reason, nothing fails (what `gaze4hri-bench demo` produces)."""
     import pyarrow.compute as pc
 
-    synth.make_results(tmp_path / "full", subjects=1, frames=8, methods=["puregaze_eth", "l2cs_gaze360"], inputs=("crop",), timing=False)
-    keep = pa.array(["illum010_P1", "illum100_P5", "illum100_P8", "arc_P5", "conflict_left_H1", "conflict_center_H2", "mutual_h_slow"])
+    synth.make_results(
+        tmp_path / "full",
+        subjects=1,
+        frames=8,
+        methods=["puregaze_eth", "l2cs_gaze360"],
+        inputs=("crop",),
+        timing=False,
+    )
+    keep = pa.array(
+        [
+            "illum010_P1",
+            "illum100_P5",
+            "illum100_P8",
+            "arc_P5",
+            "conflict_left_H1",
+            "conflict_center_H2",
+            "mutual_h_slow",
+        ]
+    )
     (tmp_path / "in").mkdir()
     for f in (tmp_path / "full").glob("*.parquet"):
         t = pq.read_table(f)
         pq.write_table(t.filter(pc.is_in(t["trial"], value_set=keep)), tmp_path / "in" / f.name)
     s = analyze([tmp_path / "in"], tmp_path / "out")
     st = {k: v["status"] for k, v in s["analyses"].items()}
-    assert st == {"illumination": "partial", "viewpoint": "partial", "conflict": "partial", "target": "partial", "mutual": "partial",
-                  "crop_vs_rectified": "skipped", "efficiency": "skipped", "groups": "partial"}
-    assert all("at least 3 subjects" in s["analyses"][k]["reasons"][0] for k in ("illumination", "viewpoint", "conflict", "target", "mutual", "groups"))
-    assert s["warnings"] == ["only 1 subject(s), fewer than --min-subjects 3: inferential analyses skipped, descriptive tables only"]
+    assert st == {
+        "illumination": "partial",
+        "viewpoint": "partial",
+        "conflict": "partial",
+        "target": "partial",
+        "mutual": "partial",
+        "crop_vs_rectified": "skipped",
+        "efficiency": "skipped",
+        "groups": "partial",
+    }
+    assert all(
+        "at least 3 subjects" in s["analyses"][k]["reasons"][0]
+        for k in ("illumination", "viewpoint", "conflict", "target", "mutual", "groups")
+    )
+    assert s["warnings"] == [
+        "only 1 subject(s), fewer than --min-subjects 3: inferential analyses skipped, descriptive tables only"
+    ]
     assert len(s["figures"]) >= 8
     ill = pd.read_csv(tmp_path / "out" / "tables" / "illumination.csv")
     assert sorted(ill["level"].unique()) == [10, 100] and (ill["n"] == 1).all() and ill["sd"].isna().all()
@@ -263,8 +333,12 @@ def test_every_table_and_column_is_documented(small_report, repo_root):
 
 def test_file_without_metadata_is_analysed(small_results, tmp_path):
     """A lab's own file with the right columns and no provenance metadata is used; S10 says why it is empty."""
-    d = _copy_some(small_results, tmp_path / "in", ["l2cs_gaze360__crop.parquet", "gat_gaze360__crop.parquet"],
-                   lambda n, t: t.replace_schema_metadata(None))
+    d = _copy_some(
+        small_results,
+        tmp_path / "in",
+        ["l2cs_gaze360__crop.parquet", "gat_gaze360__crop.parquet"],
+        lambda n, t: t.replace_schema_metadata(None),
+    )
     s = analyze([d], tmp_path / "out", figures=False)
     assert s["analyses"]["illumination"]["status"] == "ran"
     assert s["analyses"]["efficiency"]["status"] == "skipped" and "timing" in s["analyses"]["efficiency"]["reasons"][0]

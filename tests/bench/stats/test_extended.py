@@ -6,6 +6,7 @@ The video table has injected missing data (single videos and whole cells missing
 known effects (closest row worse, positive conflict slopes, one method best at P5);
 the weighting tests use a set where frame-weighted and unweighted means disagree.
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -28,7 +29,17 @@ from statsmodels.stats.weightstats import ttest_ind as sm_ttest_ind
 pytestmark = pytest.mark.unit
 
 METHODS = ("puregaze_eth", "gazetr_eth", "l2cs_gaze360")
-P_PITCH_YAW = {"P1": (25, 32), "P2": (29, 0), "P3": (26, 32), "P4": (32, 42), "P5": (41, 1), "P6": (33, 43), "P7": (40, 59), "P8": (60, 4), "P9": (39, 59)}
+P_PITCH_YAW = {
+    "P1": (25, 32),
+    "P2": (29, 0),
+    "P3": (26, 32),
+    "P4": (32, 42),
+    "P5": (41, 1),
+    "P6": (33, 43),
+    "P7": (40, 59),
+    "P8": (60, 4),
+    "P9": (39, 59),
+}
 
 
 def _videos(n_subjects=8, seed=0, methods=METHODS):
@@ -50,11 +61,24 @@ def _videos(n_subjects=8, seed=0, methods=METHODS):
                     e += {"10": 2.0, "25": 1.0, "50": 0.5, "100": 0.0}[t.condition]
                 pitch, yaw = P_PITCH_YAW.get(t.target, (20, 20))
                 e += 0.05 * pitch + 0.02 * yaw if t.target in P_PITCH_YAW else 0
-                rows.append({"subject": f"S{s:02d}", "method": m, "input": "rectified" if "eth" in m else "crop", "experiment": t.experiment,
-                             "condition": t.condition, "target": t.target, "trial": t.trial_id, "error_mean": e,
-                             "conflict_mean": call + rng.normal(0, 1), "conflict_all_mean": call,
-                             "abs_pitch_mean": pitch + rng.normal(0, 2), "abs_yaw_mean": yaw + rng.normal(0, 2),
-                             "n_valid": int(rng.integers(5, 200)), "n_frames": 200})
+                rows.append(
+                    {
+                        "subject": f"S{s:02d}",
+                        "method": m,
+                        "input": "rectified" if "eth" in m else "crop",
+                        "experiment": t.experiment,
+                        "condition": t.condition,
+                        "target": t.target,
+                        "trial": t.trial_id,
+                        "error_mean": e,
+                        "conflict_mean": call + rng.normal(0, 1),
+                        "conflict_all_mean": call,
+                        "abs_pitch_mean": pitch + rng.normal(0, 2),
+                        "abs_yaw_mean": yaw + rng.normal(0, 2),
+                        "n_valid": int(rng.integers(5, 200)),
+                        "n_frames": 200,
+                    }
+                )
     v = pd.DataFrame(rows)
     # injected missing data: one lost video (subject stays), one lost cell (subject leaves that analysis)
     v = v[~((v.subject == "S01") & (v.trial == "illum025_P3"))]
@@ -73,9 +97,21 @@ def _wmean(g):
 
 def _pg_pairs(long, dv, within, subject="subject"):
     """pingouin pairwise paired t-tests, Holm (R: pairwise.t.test(x, g, paired=TRUE, p.adjust.method="holm"))."""
-    r = pg.pairwise_tests(data=long, dv=dv, within=within, subject=subject, parametric=True, padjust="holm", effsize="cohen")
-    return {frozenset((str(a), str(b))): (str(a), t, p, pc, d) for a, b, t, p, pc, d in zip(r["A"], r["B"], r["T"], r["p_unc"] if "p_unc" in r else r["p-unc"],
-                                                                                             r["p_corr"] if "p_corr" in r else r["p-corr"], r["cohen"], strict=True)}
+    r = pg.pairwise_tests(
+        data=long, dv=dv, within=within, subject=subject, parametric=True, padjust="holm", effsize="cohen"
+    )
+    return {
+        frozenset((str(a), str(b))): (str(a), t, p, pc, d)
+        for a, b, t, p, pc, d in zip(
+            r["A"],
+            r["B"],
+            r["T"],
+            r["p_unc"] if "p_unc" in r else r["p-unc"],
+            r["p_corr"] if "p_corr" in r else r["p-corr"],
+            r["cohen"],
+            strict=True,
+        )
+    }
 
 
 def _check_pairs(ours: pd.DataFrame, ref: dict, a_col: str, b_col: str):
@@ -102,7 +138,9 @@ def test_profiles_registry_and_validation():
 
 
 def test_weighted_and_unweighted_subject_means_disagree():
-    v = pd.DataFrame({"subject": ["a", "a", "b"], "method": "m", "error_mean": [10.0, 20.0, 5.0], "n_valid": [100, 10, 3]})
+    v = pd.DataFrame(
+        {"subject": ["a", "a", "b"], "method": "m", "error_mean": [10.0, 20.0, 5.0], "n_valid": [100, 10, 3]}
+    )
     unw = A.subject_means(v, ["method"]).set_index("subject")["error_mean"]
     w = A.subject_means(v, ["method"], weighted=True).set_index("subject")["error_mean"]
     assert unw["a"] == 15.0 and w["a"] == pytest.approx((10 * 100 + 20 * 10) / 110)  # 10.909
@@ -111,7 +149,9 @@ def test_weighted_and_unweighted_subject_means_disagree():
 
 def test_illumination_profiles_weighting(videos):
     """Table III cell under both profiles against pandas by hand; they must differ on this set."""
-    cell = videos[(videos.experiment == "illumination") & (videos.condition == "10") & (videos.method == "l2cs_gaze360")]
+    cell = videos[
+        (videos.experiment == "illumination") & (videos.condition == "10") & (videos.method == "l2cs_gaze360")
+    ]
     ref = A.illumination(videos, profile=REFERENCE).tables["illumination"]
     stu = A.illumination(videos, profile=STUDY).tables["illumination"]
     keep = set(A.illumination(videos).excluded["subject"])
@@ -144,9 +184,19 @@ def test_level_pairs_against_pingouin(videos):
     assert len(lp) == 6 * len(METHODS)
     v = videos[(videos.experiment == "illumination") & ~videos.subject.isin(set(a.excluded["subject"]))]
     for m in METHODS:
-        d = v[v.method == m].groupby(["subject", "condition"]).apply(_wmean, include_groups=False).rename("e").reset_index()
-        _check_pairs(lp[lp.method == m].assign(level_a=lambda x: x.level_a.astype(str), level_b=lambda x: x.level_b.astype(str)),
-                     _pg_pairs(d, "e", "condition"), "level_a", "level_b")
+        d = (
+            v[v.method == m]
+            .groupby(["subject", "condition"])
+            .apply(_wmean, include_groups=False)
+            .rename("e")
+            .reset_index()
+        )
+        _check_pairs(
+            lp[lp.method == m].assign(level_a=lambda x: x.level_a.astype(str), level_b=lambda x: x.level_b.astype(str)),
+            _pg_pairs(d, "e", "condition"),
+            "level_a",
+            "level_b",
+        )
     # known effect: 10 % worse than 100 % (2 deg) for every method
     far = lp[((lp.level_a == 10) & (lp.level_b == 100))]
     assert (far["mean_diff"] > 0).all()
@@ -191,7 +241,9 @@ def test_wls_slopes_against_statsmodels_and_differ_from_ols():
     for g, dd in d.groupby("g"):
         # R: coef(lm(y ~ x, weights = w))
         f = sm.WLS(dd["y"], sm.add_constant(dd["x"]), weights=dd["w"]).fit()
-        assert wls.loc[g, "slope"] == pytest.approx(f.params["x"]) and wls.loc[g, "intercept"] == pytest.approx(f.params["const"])
+        assert wls.loc[g, "slope"] == pytest.approx(f.params["x"]) and wls.loc[g, "intercept"] == pytest.approx(
+            f.params["const"]
+        )
         assert abs(wls.loc[g, "slope"] - ols.loc[g, "slope"]) > 1e-3
 
 
@@ -200,14 +252,19 @@ def test_conflict_study_profile(videos):
     # S03 lost its right-head trials: the study keeps only subjects complete in all three conditions
     v = v[~((v.subject == "S03") & (v.experiment == "conflict") & (v.condition == "right"))]
     a = A.conflict(v, profile=STUDY)
-    assert "S03" in set(a.excluded["subject"]) and "not all head conditions" in a.excluded.set_index("subject").loc["S03", "reason"]
+    assert (
+        "S03" in set(a.excluded["subject"])
+        and "not all head conditions" in a.excluded.set_index("subject").loc["S03", "reason"]
+    )
     sl = a.tables["conflict_slopes"].set_index(["subject", "method"])
     c = v[(v.experiment == "conflict") & (v.subject == "S04") & (v.method == "l2cs_gaze360")]
     f = sm.WLS(c["error_mean"], sm.add_constant(c["conflict_all_mean"]), weights=c["n_valid"]).fit()
     assert sl.loc[("S04", "l2cs_gaze360"), "slope"] == pytest.approx(f.params["conflict_all_mean"])
     ref = A.conflict(v, profile=REFERENCE)
     f2 = np.polyfit(c["conflict_mean"], c["error_mean"], 1)
-    assert ref.tables["conflict_slopes"].set_index(["subject", "method"]).loc[("S04", "l2cs_gaze360"), "slope"] == pytest.approx(f2[0])
+    assert ref.tables["conflict_slopes"].set_index(["subject", "method"]).loc[
+        ("S04", "l2cs_gaze360"), "slope"
+    ] == pytest.approx(f2[0])
     t = a.tables["conflict"].set_index("method")
     b = a.tables["conflict_slopes"].query("method == 'l2cs_gaze360'")["slope"]
     # R: t.test(b, mu = 0, alternative = "greater")
@@ -231,11 +288,19 @@ def test_target_columns_points_methods_against_pingouin(videos, prof):
         assert "S02" in set(a.excluded["subject"])  # lost its l2cs P5 video: listwise out of exp 4.1
     else:  # the study deletes listwise per test family (pingouin per call): S02 leaves only l2cs's point pairs
         assert "S02" not in set(a.excluded["subject"])
-        assert set(pp.loc[pp.method == "l2cs_gaze360", "n"]) == {7} and set(pp.loc[pp.method == "gazetr_eth", "n"]) == {8}
+        assert set(pp.loc[pp.method == "l2cs_gaze360", "n"]) == {7} and set(pp.loc[pp.method == "gazetr_eth", "n"]) == {
+            8
+        }
     x, pm = _point_means(videos, a, prof.weighted)
     f = _wmean if prof.weighted else (lambda g: g["error_mean"].mean())
     col = {p: c for c, ps in E.STUDY_COLUMNS.items() for p in ps}
-    cm = x.assign(c=x.target.map(col)).groupby(["method", "subject", "c"]).apply(f, include_groups=False).rename("e").reset_index()
+    cm = (
+        x.assign(c=x.target.map(col))
+        .groupby(["method", "subject", "c"])
+        .apply(f, include_groups=False)
+        .rename("e")
+        .reset_index()
+    )
     tc = a.tables["target_columns"]
     for m in METHODS:
         _check_pairs(tc[tc.method == m], _pg_pairs(cm[cm.method == m], "e", "c"), "column_a", "column_b")
@@ -259,8 +324,16 @@ def test_rows_known_effect_and_champion(videos):
     mp = a.tables["target_method_pairs"]
     for p, r in ch.iterrows():
         d = mp[mp.target == p]
-        beats = {m: sum(((d.method_a == m) & (d.mean_a < d.mean_b) | (d.method_b == m) & (d.mean_b < d.mean_a)) & (d.p_holm < 0.05)) for m in METHODS}
-        assert r["champion"] == "; ".join(m for m in METHODS if beats[m] == len(METHODS) - 1) or (r["champion"] and beats[r["champion"]] == 2)
+        beats = {
+            m: sum(
+                ((d.method_a == m) & (d.mean_a < d.mean_b) | (d.method_b == m) & (d.mean_b < d.mean_a))
+                & (d.p_holm < 0.05)
+            )
+            for m in METHODS
+        }
+        assert r["champion"] == "; ".join(m for m in METHODS if beats[m] == len(METHODS) - 1) or (
+            r["champion"] and beats[r["champion"]] == 2
+        )
 
 
 def test_target_grid_from_subject_view(videos):
@@ -270,20 +343,30 @@ def test_target_grid_from_subject_view(videos):
     r = g[(g.method == "puregaze_eth")].set_index("row")
     assert list(r.index) == ["farthest", "middle", "closest"]
     # the subject's left is the camera's right: P1, P4, P7
-    assert r.loc["farthest", "subject_left"] == t[("puregaze_eth", "P1")] and r.loc["closest", "subject_right"] == t[("puregaze_eth", "P9")]
+    assert (
+        r.loc["farthest", "subject_left"] == t[("puregaze_eth", "P1")]
+        and r.loc["closest", "subject_right"] == t[("puregaze_eth", "P9")]
+    )
 
 
 def test_target_eccentricity_over_video_means(videos):
     a = A.target_position(videos)
     subj = a.tables["target_eccentricity_subjects"].set_index(["subject", "method"])
-    x = videos[(videos.experiment == "illumination") & (videos.condition == "100") & (videos.subject == "S04") & (videos.method == "gazetr_eth")]
+    x = videos[
+        (videos.experiment == "illumination")
+        & (videos.condition == "100")
+        & (videos.subject == "S04")
+        & (videos.method == "gazetr_eth")
+    ]
     # R: coef(lm(error_mean ~ abs_pitch_mean + abs_yaw_mean))
     f = sm.OLS(x["error_mean"], sm.add_constant(x[["abs_pitch_mean", "abs_yaw_mean"]])).fit()
     assert subj.loc[("S04", "gazetr_eth"), "b_pitch"] == pytest.approx(f.params["abs_pitch_mean"])
     assert subj.loc[("S04", "gazetr_eth"), "b_yaw"] == pytest.approx(f.params["abs_yaw_mean"])
     ecc = a.tables["target_eccentricity"].set_index("method")
     b = a.tables["target_eccentricity_subjects"].query("method == 'gazetr_eth'")["b_pitch"]
-    assert ecc.loc["gazetr_eth", "b_pitch_mean"] == pytest.approx(b.mean()) and ecc.loc["gazetr_eth", "b_pitch_sd"] == pytest.approx(b.std(ddof=1))
+    assert ecc.loc["gazetr_eth", "b_pitch_mean"] == pytest.approx(b.mean()) and ecc.loc[
+        "gazetr_eth", "b_pitch_sd"
+    ] == pytest.approx(b.std(ddof=1))
 
 
 # ---------------------------------------------------------------- experiment 4.2
@@ -296,8 +379,20 @@ def _mutual_frames(n_subjects=6, seed=2):
                 n = 30
                 p, y = np.abs(rng.normal(0, 15, n)), np.abs(rng.normal(0, 20, n))
                 e = 5 + 0.1 * p + 0.2 * y + rng.normal(0, 1, n)
-                rows.append(pd.DataFrame({"subject": f"S{s:02d}", "method": m, "input": "rectified" if "eth" in m else "crop", "condition": c,
-                                          "trial": f"mutual_{c}", "error_deg": e, "abs_pitch_deg": p, "abs_yaw_deg": y}))
+                rows.append(
+                    pd.DataFrame(
+                        {
+                            "subject": f"S{s:02d}",
+                            "method": m,
+                            "input": "rectified" if "eth" in m else "crop",
+                            "condition": c,
+                            "trial": f"mutual_{c}",
+                            "error_deg": e,
+                            "abs_pitch_deg": p,
+                            "abs_yaw_deg": y,
+                        }
+                    )
+                )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -312,7 +407,9 @@ def test_per_video_eccentricity_by_hand():
     for m in METHODS:
         subj = np.array([np.mean(v, axis=0) for (mm, s), v in by.items() if mm == m])
         r = per.set_index("method").loc[m]
-        assert r["b_pitch_mean"] == pytest.approx(subj[:, 1].mean()) and r["b_yaw_sd"] == pytest.approx(subj[:, 2].std(ddof=1))
+        assert r["b_pitch_mean"] == pytest.approx(subj[:, 1].mean()) and r["b_yaw_sd"] == pytest.approx(
+            subj[:, 2].std(ddof=1)
+        )
         assert r["n"] == 6 and 0.15 < r["b_yaw_mean"] < 0.25  # known effect 0.2
 
 
@@ -328,7 +425,9 @@ def test_mutual_method_pairs_pooled(videos):
 
 # ---------------------------------------------------------------- groups, min subjects
 def test_groups_welch_against_statsmodels(videos):
-    subj = pd.DataFrame({"subject": [f"S{s:02d}" for s in range(8)], "glasses": [True, False] * 4, "gender": ["f"] * 3 + ["m"] * 5})
+    subj = pd.DataFrame(
+        {"subject": [f"S{s:02d}" for s in range(8)], "glasses": [True, False] * 4, "gender": ["f"] * 3 + ["m"] * 5}
+    )
     a = A.subject_groups(videos, subj, profile=STUDY)
     tt = a.tables["groups_tests"]
     sm_ = A.subject_means(videos, ["method"], weighted=True).merge(subj, on="subject")
@@ -347,7 +446,9 @@ def test_groups_welch_against_statsmodels(videos):
 
 def test_min_subjects_skips_inference_keeps_descriptives(videos):
     a = A.illumination(videos, min_subjects=20)
-    assert a.status == "partial" and "illumination" in a.tables and a.tables["illumination_pairwise"]["p_unc"].isna().all()
+    assert (
+        a.status == "partial" and "illumination" in a.tables and a.tables["illumination_pairwise"]["p_unc"].isna().all()
+    )
     assert "illumination_sensitivity" not in a.tables
     assert any("at least 20 subjects (--min-subjects)" in r for r in a.skipped)
     b = A.conflict(videos, min_subjects=20)
@@ -360,8 +461,16 @@ def test_listwise_scope_per_family_in_exp2(videos):
     ref = A.viewpoint(v, profile=REFERENCE).tables["viewpoint"].set_index("method")
     stu = A.viewpoint(v, profile=STUDY).tables["viewpoint"].set_index("method")
     assert set(ref["n"]) == {7} and stu.loc["l2cs_gaze360", "n"] == 7 and stu.loc["puregaze_eth", "n"] == 8
-    x = v[(v.method == "puregaze_eth") & ((v.experiment == "viewpoint") | ((v.experiment == "illumination") & (v.condition == "100")))]
-    w = x.assign(s=np.where(x.experiment == "viewpoint", "arc", "fixed")).groupby(["subject", "s"]).apply(_wmean, include_groups=False).unstack()
+    x = v[
+        (v.method == "puregaze_eth")
+        & ((v.experiment == "viewpoint") | ((v.experiment == "illumination") & (v.condition == "100")))
+    ]
+    w = (
+        x.assign(s=np.where(x.experiment == "viewpoint", "arc", "fixed"))
+        .groupby(["subject", "s"])
+        .apply(_wmean, include_groups=False)
+        .unstack()
+    )
     # R: t.test(arc, fixed, paired = TRUE)
     assert stu.loc["puregaze_eth", "p"] == pytest.approx(stats.ttest_rel(w["arc"], w["fixed"]).pvalue)
 
@@ -374,12 +483,21 @@ def test_study_viewpoint_table_describes_the_subjects_its_test_pairs(videos):
     v = videos[~((videos.subject == "S05") & (videos.experiment == "viewpoint") & (videos.method == "l2cs_gaze360"))]
     a = A.viewpoint(v, profile=STUDY)
     row = a.tables["viewpoint"].set_index("method").loc["l2cs_gaze360"]
-    x = v[(v.method == "l2cs_gaze360") & ((v.experiment == "viewpoint") | ((v.experiment == "illumination") & (v.condition == "100")))]
-    long = x.assign(condition=np.where(x.experiment == "viewpoint", "arc", "fixed")).groupby(["subject", "condition"]).apply(
-        _wmean, include_groups=False).rename("mean_error").reset_index()
+    x = v[
+        (v.method == "l2cs_gaze360")
+        & ((v.experiment == "viewpoint") | ((v.experiment == "illumination") & (v.condition == "100")))
+    ]
+    long = (
+        x.assign(condition=np.where(x.experiment == "viewpoint", "arc", "fixed"))
+        .groupby(["subject", "condition"])
+        .apply(_wmean, include_groups=False)
+        .rename("mean_error")
+        .reset_index()
+    )
     both = long[long.subject.map(long.groupby("subject").condition.nunique()) == 2]
-    res = pg.pairwise_tests(data=both, dv="mean_error", within="condition", subject="subject", parametric=True,
-                            return_desc=True).iloc[0]
+    res = pg.pairwise_tests(
+        data=both, dv="mean_error", within="condition", subject="subject", parametric=True, return_desc=True
+    ).iloc[0]
     col = (lambda k, g: f"{k}({g})") if "mean(A)" in res.index else (lambda k, g: f"{k}_{g}")  # pingouin < / >= 0.6
     desc = {res[g]: (res[col("mean", g)], res[col("std", g)]) for g in ("A", "B")}
     assert row["n"] == 7 and (row["n_fixed"], row["n_arc"]) == (8, 7)

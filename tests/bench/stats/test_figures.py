@@ -3,6 +3,7 @@ baselines as reference lines that never set the scale, subject-level 95 % t CIs 
 same numbers as the tables), the 3x3 grid as the subject sees the table, and the
 significance matrix. SVG text is kept as text (svg.fonttype none), so the files can be
 searched for what they show."""
+
 from __future__ import annotations
 
 import re
@@ -32,9 +33,17 @@ def test_palettes_fixed_distinct_and_disjoint():
     assert len(set(cols)) == len(cols)
     assert F.method_color("puregaze_eth") == F.method_color("puregaze_eth") == F.METHOD_COLORS["puregaze_eth"]
     assert F.method_color("my_new_net") == F.method_color("my_new_net")  # stable for unknown names
-    conds = {F.condition_color(c) for c in ("fixed camera", "arc", "crop", "rectified", "h_slow", "h_fast", "v_slow", "v_fast", "something")}
+    conds = {
+        F.condition_color(c)
+        for c in ("fixed camera", "arc", "crop", "rectified", "h_slow", "h_fast", "v_slow", "v_fast", "something")
+    }
     assert not conds & set(F.METHOD_COLORS.values()), "a condition shares a method's colour"
-    assert F.is_baseline("head_pose") and F.is_baseline("straight") and not F.is_baseline("l2cs_gaze360") and not F.is_baseline("unknown_x")
+    assert (
+        F.is_baseline("head_pose")
+        and F.is_baseline("straight")
+        and not F.is_baseline("l2cs_gaze360")
+        and not F.is_baseline("unknown_x")
+    )
 
 
 def test_t_ci_is_the_t_interval_over_subjects():
@@ -49,7 +58,16 @@ def _levels(methods: dict[str, float], n: int = 10) -> pd.DataFrame:
     rows = []
     for m, base in methods.items():
         for k, lv in enumerate((10, 25, 50, 100)):
-            rows.append({"method": m, "display": SPECS[m].table_name if m in SPECS else m, "level": lv, "mean": base + k, "sd": 3.0, "n": n})
+            rows.append(
+                {
+                    "method": m,
+                    "display": SPECS[m].table_name if m in SPECS else m,
+                    "level": lv,
+                    "mean": base + k,
+                    "sd": 3.0,
+                    "n": n,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -62,9 +80,25 @@ def test_same_method_same_colour_in_every_figure(tmp_path):
 
 
 def test_condition_bars_use_condition_colours_and_baselines_do_not_set_the_scale(tmp_path):
-    t = pd.DataFrame({"method": ["puregaze_eth", "gazetr_eth", "head_pose"], "display": ["PureGaze (E)", "GazeTR (E)", "head_pose"],
-                      "fixed_mean": [10.0, 12.0, 38.0], "fixed_sd": [3.0, 3.0, 5.0], "arc_mean": [11.0, 14.0, 39.0], "arc_sd": [3.0, 4.0, 5.0], "n": [12, 12, 12]})
-    svg = _svg(F.condition_bars(t, [("fixed_mean", "fixed_sd", "fixed camera"), ("arc_mean", "arc_sd", "arc")], "Fixed vs arc", stem=tmp_path / "v"))
+    t = pd.DataFrame(
+        {
+            "method": ["puregaze_eth", "gazetr_eth", "head_pose"],
+            "display": ["PureGaze (E)", "GazeTR (E)", "head_pose"],
+            "fixed_mean": [10.0, 12.0, 38.0],
+            "fixed_sd": [3.0, 3.0, 5.0],
+            "arc_mean": [11.0, 14.0, 39.0],
+            "arc_sd": [3.0, 4.0, 5.0],
+            "n": [12, 12, 12],
+        }
+    )
+    svg = _svg(
+        F.condition_bars(
+            t,
+            [("fixed_mean", "fixed_sd", "fixed camera"), ("arc_mean", "arc_sd", "arc")],
+            "Fixed vs arc",
+            stem=tmp_path / "v",
+        )
+    )
     cols = _colors(svg)
     assert {F.condition_color("fixed camera").lower(), F.condition_color("arc").lower()} <= cols
     assert "off scale (baselines): head_pose (mean over conditions) 38.5" in svg
@@ -87,8 +121,11 @@ def test_target_grid_as_the_subject_sees_the_table(tmp_path):
     grid = [[P_GRID[r][c] for c in cols] for r, cols in F.SUBJECT_VIEW_GRID]
     # top row farthest (the camera beyond it); the subject's left is the camera's right (P1)
     assert grid == [["P1", "P2", "P3"], ["P4", "P5", "P6"], ["P7", "P8", "P9"]]
-    rows = [{"method": m, "display": m, "target": p, "mean": base + int(p[1:]), "sd": 1.0, "n": 5}
-            for m, base in (("puregaze_eth", 10.0), ("gat_gaze360", 20.0), ("head_pose", 60.0)) for p in [f"P{k}" for k in range(1, 10)]]
+    rows = [
+        {"method": m, "display": m, "target": p, "mean": base + int(p[1:]), "sd": 1.0, "n": 5}
+        for m, base in (("puregaze_eth", 10.0), ("gat_gaze360", 20.0), ("head_pose", 60.0))
+        for p in [f"P{k}" for k in range(1, 10)]
+    ]
     svg = _svg(F.target_heatmap(pd.DataFrame(rows), stem=tmp_path / "h"))
     assert "head_pose (baseline, not on scale)" in svg and "subject's left" in svg
     ticks = [int(x) for x in re.findall(r">(\d+)</text>", svg)]  # colour-bar ticks (cell values print as 12.0)
@@ -96,8 +133,15 @@ def test_target_grid_as_the_subject_sees_the_table(tmp_path):
 
 
 def test_significance_matrix_networks_only_with_stars(tmp_path):
-    pw = pd.DataFrame({"method_a": ["puregaze_eth", "puregaze_eth", "gat_gaze360"], "display_a": ["PureGaze (E)", "PureGaze (E)", "GaT (G)"],
-                       "method_b": ["gat_gaze360", "head_pose", "head_pose"], "display_b": ["GaT (G)", "head_pose", "head_pose"],
-                       "mean_diff": [-4.0, -30.0, -26.0], "p_holm": [0.004, 1e-6, 1e-5]})
+    pw = pd.DataFrame(
+        {
+            "method_a": ["puregaze_eth", "puregaze_eth", "gat_gaze360"],
+            "display_a": ["PureGaze (E)", "PureGaze (E)", "GaT (G)"],
+            "method_b": ["gat_gaze360", "head_pose", "head_pose"],
+            "display_b": ["GaT (G)", "head_pose", "head_pose"],
+            "mean_diff": [-4.0, -30.0, -26.0],
+            "p_holm": [0.004, 1e-6, 1e-5],
+        }
+    )
     svg = _svg(F.significance_matrix(pw, stem=tmp_path / "s", title="t"))
     assert "**" in svg and "***" not in svg.split("p &lt; 0.001")[-1] and "head_pose" not in svg.split("</style>")[-1]

@@ -1,6 +1,7 @@
 """stats.findings and deviations' "does a setting change a significant result": the
 report's own analyses on synthetic results, then on the same results with one method's
 file swapped for a variant's."""
+
 from __future__ import annotations
 
 import shutil
@@ -35,15 +36,26 @@ def test_findings_are_keyed_once_and_follow_alpha(small_results):
 def test_changed_findings_names_flips_and_reversals():
     import pandas as pd
 
-    ref = pd.DataFrame({"analysis": ["a"] * 4, "table": ["t"] * 4, "key": ["k1", "k2", "k3", "k4"],
-                        "p": [0.01, 0.2, 0.01, 0.01], "significant": [True, False, True, True], "direction": [1, 1, 1, -1]})
+    ref = pd.DataFrame(
+        {
+            "analysis": ["a"] * 4,
+            "table": ["t"] * 4,
+            "key": ["k1", "k2", "k3", "k4"],
+            "p": [0.01, 0.2, 0.01, 0.01],
+            "significant": [True, False, True, True],
+            "direction": [1, 1, 1, -1],
+        }
+    )
     var = ref.copy()
     var.loc[0, ["p", "significant"]] = [0.3, False]  # lost
     var.loc[1, ["p", "significant"]] = [0.001, True]  # gained
     var.loc[2, "direction"] = -1  # reversed
     ch = changed_findings(ref, var).set_index("key")["change"]
-    assert ch.to_dict() == {"k1": "significant -> not significant", "k2": "not significant -> significant",
-                            "k3": "significant, direction reversed"}
+    assert ch.to_dict() == {
+        "k1": "significant -> not significant",
+        "k2": "not significant -> significant",
+        "k3": "significant, direction reversed",
+    }
     assert changed_findings(ref, ref).empty
 
 
@@ -51,7 +63,9 @@ def _variant_copy(src, dst, name, shift_deg):
     """dst/<name> = src/<name> with every valid frame's error raised by shift_deg (metadata kept)."""
     t = pq.read_table(src / name)
     err = t.column("error_deg").to_numpy(zero_copy_only=False)
-    t = t.set_column(t.schema.get_field_index("error_deg"), "error_deg", pa.array(np.where(np.isfinite(err), err + shift_deg, err)))
+    t = t.set_column(
+        t.schema.get_field_index("error_deg"), "error_deg", pa.array(np.where(np.isfinite(err), err + shift_deg, err))
+    )
     dst.mkdir(parents=True, exist_ok=True)
     pq.write_table(t, dst / name)
 
@@ -65,8 +79,11 @@ def test_a_setting_that_moves_one_method_changes_significant_results(small_resul
         (same).mkdir(exist_ok=True)
         shutil.copy2(small_results / name, same / name)
         _variant_copy(small_results, worse, name, 25.0)
-    vs = [Variant("reference", "reference", ()), Variant("same", "study:x", ("puregaze_eth",)),
-          Variant("worse", "study:y", ("puregaze_eth",))]
+    vs = [
+        Variant("reference", "reference", ()),
+        Variant("same", "study:x", ("puregaze_eth",)),
+        Variant("worse", "study:y", ("puregaze_eth",)),
+    ]
     summ, changes = significance_changes(small_results, {"reference": small_results, "same": same, "worse": worse}, vs)
     s = summ.set_index("setting")
     assert s.loc["same", "changed"] == 0 and s.loc["worse", "changed"] > 0

@@ -1,5 +1,6 @@
 """Statistical primitives against R 4.2 (reference calls and outputs quoted; values
 hard-coded so CI needs no R), scipy, statsmodels and pingouin."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,7 +54,9 @@ def test_one_sample_greater_matches_r():
     assert r["t"] == pytest.approx(3.53498993579244, rel=1e-12)
     assert r["p_unc"] == pytest.approx(0.00614660633934396, rel=1e-10)
     assert r["dof"] == 6
-    assert one_sample_ttest([-x for x in s], 0.0, "greater")["p_unc"] == pytest.approx(1 - 0.00614660633934396, rel=1e-10)
+    assert one_sample_ttest([-x for x in s], 0.0, "greater")["p_unc"] == pytest.approx(
+        1 - 0.00614660633934396, rel=1e-10
+    )
 
 
 def test_holm_matches_r_and_statsmodels():
@@ -109,7 +112,9 @@ def test_group_slopes_match_r_lm():
     assert out.loc["s1", "slope"] == pytest.approx(0.21987529228371, rel=1e-12)
     assert out.loc["s1", "intercept"] == pytest.approx(9.50984671343206, rel=1e-12)
     assert out.loc["s2", "slope"] == pytest.approx(2 * 0.21987529228371, rel=1e-12)
-    one = group_slopes(pd.DataFrame({"g": ["a", "b", "b"], "x": [1.0, 2.0, 2.0], "y": [1.0, 3.0, 4.0]}), ["g"], "x", "y")
+    one = group_slopes(
+        pd.DataFrame({"g": ["a", "b", "b"], "x": [1.0, 2.0, 2.0], "y": [1.0, 3.0, 4.0]}), ["g"], "x", "y"
+    )
     assert one["slope"].isna().all()  # one point; constant x
 
 
@@ -117,8 +122,14 @@ def test_group_ols2_matches_r_lm():
     # R: x1 <- c(1, 5, 3, 8, 2, 7, 4, 6, 9); x2 <- c(10, 2, 6, 1, 8, 3, 12, 4, 7)
     #    y2 <- c(5.1, 6.3, 5.9, 8.2, 5.5, 7.4, 7.0, 6.8, 9.1); coef(lm(y2 ~ x1 + x2))
     #    (Intercept) 3.459746493662341  x1 0.536983424585615  x2 0.113170329258232
-    df = pd.DataFrame({"s": "a", "x1": [1, 5, 3, 8, 2, 7, 4, 6, 9], "x2": [10, 2, 6, 1, 8, 3, 12, 4, 7],
-                       "y": [5.1, 6.3, 5.9, 8.2, 5.5, 7.4, 7.0, 6.8, 9.1]})
+    df = pd.DataFrame(
+        {
+            "s": "a",
+            "x1": [1, 5, 3, 8, 2, 7, 4, 6, 9],
+            "x2": [10, 2, 6, 1, 8, 3, 12, 4, 7],
+            "y": [5.1, 6.3, 5.9, 8.2, 5.5, 7.4, 7.0, 6.8, 9.1],
+        }
+    )
     r = group_ols2(df, ["s"], "x1", "x2", "y").iloc[0]
     assert r["intercept"] == pytest.approx(3.459746493662341, rel=1e-10)
     assert r["b1"] == pytest.approx(0.536983424585615, rel=1e-10)
@@ -129,7 +140,9 @@ def test_group_ols2_matches_r_lm():
 def test_group_ols2_many_groups_vs_lstsq():
     rng = np.random.default_rng(0)
     n = 5000
-    df = pd.DataFrame({"s": rng.integers(0, 7, n), "m": rng.integers(0, 3, n), "p": rng.random(n) * 30, "q": rng.random(n) * 40})
+    df = pd.DataFrame(
+        {"s": rng.integers(0, 7, n), "m": rng.integers(0, 3, n), "p": rng.random(n) * 30, "q": rng.random(n) * 40}
+    )
     df["e"] = 3 + 0.1 * df["p"] + 0.2 * df["q"] + rng.normal(0, 1, n)
     out = group_ols2(df, ["s", "m"], "p", "q", "e")
     assert len(out) == 21

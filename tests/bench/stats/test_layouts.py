@@ -1,6 +1,7 @@
 """The paper's layouts (Table III wide, S9, S10, S11, mutual grid) with the published
 values beside ours, the published values themselves, the status box, and the report's
 text and numbering."""
+
 from __future__ import annotations
 
 import re
@@ -43,7 +44,9 @@ def test_table3_wide_with_paper_rows(small_report):
     pub = t3[t3["Source"] == "paper (Sezer et al., Table III)"].set_index("Method")
     assert len(ours) == 7 and len(pub) == 7
     r = ill[(ill["display"] == "PureGaze (E)") & (ill["level"] == 25)].iloc[0]
-    assert ours.loc["PureGaze (E)", "25 %"] == f"{r['mean']:.2f} ± {r['sd']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+    assert (
+        ours.loc["PureGaze (E)", "25 %"] == f"{r['mean']:.2f} ± {r['sd']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+    )
     assert pub.loc["PureGaze (E)", "25 %"] == "11.52 ± 4.95" and pub.loc["MCGaze (G)", "CV (%)"] == 17.15
     tex = (out / "tables" / "table3.tex").read_text()
     assert tex.splitlines()[1] == "\\begin{table*}[t]" and "\\toprule" in tex and "\\bottomrule" in tex
@@ -77,12 +80,35 @@ def test_s9_s10_s11_and_mutual_grid(small_report, small_results):
 
 @pytest.mark.unit
 def test_s10_baselines_have_no_network_time():
-    eff = pd.DataFrame([
-        {"method": "head_pose", "display": "head_pose", "input": "none", "device": "cpu", "infer_ms_per_frame": 0.0, "fps": 44.0, "peak_rss_mb": 480.0, "peak_vram_mb": None},
-        {"method": "l2cs_gaze360", "display": "L2CS-Net (G)", "input": "crop", "device": "cuda", "infer_ms_per_frame": 2.5, "fps": 120.0, "peak_rss_mb": 900.0, "peak_vram_mb": 150.0},
-    ])
+    eff = pd.DataFrame(
+        [
+            {
+                "method": "head_pose",
+                "display": "head_pose",
+                "input": "none",
+                "device": "cpu",
+                "infer_ms_per_frame": 0.0,
+                "fps": 44.0,
+                "peak_rss_mb": 480.0,
+                "peak_vram_mb": None,
+            },
+            {
+                "method": "l2cs_gaze360",
+                "display": "L2CS-Net (G)",
+                "input": "crop",
+                "device": "cuda",
+                "infer_ms_per_frame": 2.5,
+                "fps": 120.0,
+                "peak_rss_mb": 900.0,
+                "peak_vram_mb": 150.0,
+            },
+        ]
+    )
     t = L.table_s10(eff).frame.set_index("Method")
-    assert t.loc["head_pose", "Network ms/frame"] == "n/a (no network)" and t.loc["head_pose", "Network FPS"] == "n/a (no network)"
+    assert (
+        t.loc["head_pose", "Network ms/frame"] == "n/a (no network)"
+        and t.loc["head_pose", "Network FPS"] == "n/a (no network)"
+    )
     assert t.loc["head_pose", "Pipeline FPS"] == "44.0" and t.loc["head_pose", "Peak VRAM (MB)"] == "n/a (CPU)"
     assert t.loc["L2CS-Net (G)", "Network ms/frame"] == "2.50" and t.loc["L2CS-Net (G)", "Network FPS"] == "400.0"
     assert t.loc["L2CS-Net (G)", "ms/frame, paper (Sezer et al., Table S10)"] == "1.92"
@@ -93,11 +119,28 @@ def test_s10_baselines_have_no_network_time():
 def test_status_box_flags_random_weights_and_simulated_data():
     from types import SimpleNamespace as NS
 
-    sim = {"method": "l2cs_gaze360", "input": "crop", "detector": "yolov8n-face", "data_source": {"backends": {"S01": "sim"}, "format": "session"},
-           "weights": {"file": "l2cs.onnx", "random_init": True}, "blinks": {"source": "sim", "rule": "simulator truth"}, "profile": "reference"}
-    base = {"method": "head_pose", "input": "none", "method_info": {"kind": "baseline"}, "data_source": {"backends": {"S01": "sim"}}}
-    st = build_status([NS(metadata=sim, methods=["l2cs_gaze360"], inputs=["crop"], status="used"),
-                       NS(metadata=base, methods=["head_pose"], inputs=["none"], status="used")], ["reference"])
+    sim = {
+        "method": "l2cs_gaze360",
+        "input": "crop",
+        "detector": "yolov8n-face",
+        "data_source": {"backends": {"S01": "sim"}, "format": "session"},
+        "weights": {"file": "l2cs.onnx", "random_init": True},
+        "blinks": {"source": "sim", "rule": "simulator truth"},
+        "profile": "reference",
+    }
+    base = {
+        "method": "head_pose",
+        "input": "none",
+        "method_info": {"kind": "baseline"},
+        "data_source": {"backends": {"S01": "sim"}},
+    }
+    st = build_status(
+        [
+            NS(metadata=sim, methods=["l2cs_gaze360"], inputs=["crop"], status="used"),
+            NS(metadata=base, methods=["head_pose"], inputs=["none"], status="used"),
+        ],
+        ["reference"],
+    )
     assert st.simulated is True and st.alarms[0].startswith("SIMULATED DATA")
     assert any(a.startswith("RANDOM WEIGHTS: L2CS-Net (G)") for a in st.alarms)
     assert "yolov8n-face" in st.detectors and st.blinks == ["sim (simulator truth)"]
@@ -106,7 +149,9 @@ def test_status_box_flags_random_weights_and_simulated_data():
     assert data_kind({"data_source": {"backends": {"S01": "real", "S02": "sim"}}})[0] == "mixed"
     assert data_kind({"command_line": "gaze4hri-bench demo --out x"})[0] == "simulated"
     assert data_kind({})[0] == "unknown" and "not recorded" in data_kind({})[1]
-    assert weights_text({"weights": {"file": "a.onnx", "verified": True, "onnx_sha256": "ab" * 32}}, "l2cs_gaze360") == ("a.onnx (verified, sha256 abababababab)", False)
+    assert weights_text(
+        {"weights": {"file": "a.onnx", "verified": True, "onnx_sha256": "ab" * 32}}, "l2cs_gaze360"
+    ) == ("a.onnx (verified, sha256 abababababab)", False)
 
 
 @pytest.mark.replay
@@ -138,7 +183,9 @@ def test_any_new_analysis_table_is_rendered_with_its_caption(small_results, tmp_
 
     def extra(c):
         a = A.Analysis("extra", "An extra analysis (test)")
-        a.tables["extra_pairs"] = pd.DataFrame({"method": ["puregaze_eth"], "display": ["PureGaze (E)"], "mean": [1.5], "ci_low": [1.0], "ci_high": [2.0]})
+        a.tables["extra_pairs"] = pd.DataFrame(
+            {"method": ["puregaze_eth"], "display": ["PureGaze (E)"], "mean": [1.5], "ci_low": [1.0], "ci_high": [2.0]}
+        )
         a.caption("extra_pairs", REFERENCE, "Extra: something per method", "Holm over the extras", "Cohen's d_z")
         a.tables["extra_subjects"] = pd.DataFrame({"subject": ["S1"], "value": [1.0]})
         a.n = 3
@@ -152,7 +199,11 @@ def test_any_new_analysis_table_is_rendered_with_its_caption(small_results, tmp_
     assert s["analyses"]["extra"]["status"] == "ran"
     md = (tmp_path / "r" / "report.md").read_text()
     assert "## An extra analysis (test)" in md
-    m = re.search(r"\*Table (\d+)\. \[profile reference\] Extra: something per method\. .*Family: Holm over the extras\. Effect size: Cohen's d_z\.\*", md)
+    m = re.search(
+        r"\*Table (\d+)\. \[profile reference\] Extra: something per method\. .*Family: Holm over the extras\. Effect "
+        r"size: Cohen's d_z\.\*",
+        md,
+    )
     assert m, "the extra table's caption is missing"
     assert "| PureGaze (E) | 1.50 | [1.00, 2.00] |" in md
     assert "`tables/extra_subjects.csv`" in md and "extra_subjects.csv" in {p.split("/")[-1] for p in s["tables"]}
@@ -174,12 +225,24 @@ def test_pipeline_records_the_acquisition_backend_for_the_status_box(tmp_path):
     for s, backend in (("S01", "sim"), ("S02", "real")):
         save_manifest(tmp_path / "sessions" / s, new_manifest(s, backend, ["illum100_P5"]))
     ds.refs = [dataclasses.replace(r, session_dir=tmp_path / "sessions" / r.subject) for r in ds.refs]
-    cfg = RunConfig(methods=("straight",), data=tmp_path / "sessions", out=tmp_path / "out", progress=False, command_line="pytest run", blinks="off")
+    cfg = RunConfig(
+        methods=("straight",),
+        data=tmp_path / "sessions",
+        out=tmp_path / "out",
+        progress=False,
+        command_line="pytest run",
+        blinks="off",
+    )
     (path,) = run_benchmark(cfg, log=lambda *_: None, dataset=ds)
     md = read_metadata(path)
     assert md["data_source"] == {"backends": {"S01": "sim", "S02": "real"}}
     st = build_status([NS(metadata=md, methods=["straight"], inputs=["none"], status="used")], ["reference"])
     assert st.simulated is None and st.data == "MIXED: some results simulated (acquisition backend real, sim)"
-    assert st.alarms == ["MIXED DATA: some results come from simulated sessions."] and st.methods["data"].tolist() == ["mixed"]
+    assert st.alarms == ["MIXED DATA: some results come from simulated sessions."] and st.methods["data"].tolist() == [
+        "mixed"
+    ]
     md["data_source"] = {"backends": {"S01": "sim", "S02": "sim"}}
-    assert build_status([NS(metadata=md, methods=["straight"], inputs=["none"], status="used")], ["reference"]).simulated is True
+    assert (
+        build_status([NS(metadata=md, methods=["straight"], inputs=["none"], status="used")], ["reference"]).simulated
+        is True
+    )

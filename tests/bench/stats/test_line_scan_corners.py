@@ -8,6 +8,7 @@ states sampled at the robot's 125 Hz as the robot node records them; the benchma
 truth (data.frame_truth: forward kinematics, registration, hand-eye, interpolation at 30 fps
 frame stamps) gives the camera positions that stats.study_tables cuts.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -64,14 +65,18 @@ def _record_scan(trial_id: str, lead_s: float):
     t_frames = t_rec + np.round(np.arange(0.0, (ts[-1] - t_rec) / 1e9, 1.0 / FPS) * 1e9).astype(np.int64)
     n = t_frames.size
     frames = FrameTable(np.arange(n), t_frames, np.arange(n), np.full(n, "ok"))
-    gt = compute_ground_truth(frames, PoseStream.empty(), fk_stream(ts, np.asarray(qs), world.calib.robot_model), world.calib, trial)
+    gt = compute_ground_truth(
+        frames, PoseStream.empty(), fk_stream(ts, np.asarray(qs), world.calib.robot_model), world.calib, trial
+    )
     cam = gt[["cam_world_x", "cam_world_y", "cam_world_z"]].to_numpy(float)
     assert np.isfinite(cam).all()
     return trial, plan, world, t0, t_frames, cam
 
 
-@pytest.mark.parametrize("trial_id,along,lead_s", [("mutual_h_fast", 0, 0.4), ("mutual_v_fast", 1, 0.456),
-                                                    ("mutual_h_slow", 0, 0.416), ("mutual_v_slow", 1, 0.456)])
+@pytest.mark.parametrize(
+    "trial_id,along,lead_s",
+    [("mutual_h_fast", 0, 0.4), ("mutual_v_fast", 1, 0.456), ("mutual_h_slow", 0, 0.416), ("mutual_v_slow", 1, 0.456)],
+)
 def test_a_simulated_line_trial_has_four_corners_and_five_segments(trial_id, along, lead_s):
     """The slow scans' ``lead_s`` are frame phases at which a slow scan run at the fast scan's
     acceleration (0.5 m/s^2, ramps of 0.1 s) loses all four corners to the finder's smoothing;
@@ -82,12 +87,23 @@ def test_a_simulated_line_trial_has_four_corners_and_five_segments(trial_id, alo
     assert corners.size == 4
     # at the planned stops (one trapezoid per side, trajectories.stop_profile), within two frames
     R = plan.camera_start_world.R
-    cams = [SE3(R, np.asarray(c)) for c in (plan.camera_start_world.t, *plan.notes["corners_camera_world"], plan.camera_end_world.t)]
+    cams = [
+        SE3(R, np.asarray(c))
+        for c in (plan.camera_start_world.t, *plan.notes["corners_camera_world"], plan.camera_end_world.t)
+    ]
     sides = stop_profile(cams, plan.motion.speed, plan.motion.accel).sides
     planned = t0 + np.round(np.cumsum([p.duration for p in sides])[:4] * 1e9).astype(np.int64)
     assert np.abs(corners - planned).max() <= 2e9 / FPS
-    paths = pd.DataFrame({"subject": "S01", "trial": trial.trial_id, "t_ns": t,
-                          "cam_world_x": cam[:, 0], "cam_world_y": cam[:, 1], "cam_world_z": cam[:, 2]})
+    paths = pd.DataFrame(
+        {
+            "subject": "S01",
+            "trial": trial.trial_id,
+            "t_ns": t,
+            "cam_world_x": cam[:, 0],
+            "cam_world_y": cam[:, 1],
+            "cam_world_z": cam[:, 2],
+        }
+    )
     seg = label_segments(paths, paths[["subject", "trial", "t_ns"]])
     assert set(seg["segment"]) == {0, 1, 2, 3, 4} and (seg["n_segments"] == 5).all()
     # positions in the front camera's image frame: main passes (0, 2, 4) sweep the scan axis

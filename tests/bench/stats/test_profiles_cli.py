@@ -2,6 +2,7 @@
 end to end on Parquet results: frame weighting and the all-frames conflict recomputed
 from the raw frames with pandas, the study's exclusion list, pipeline-profile mixing
 and the bad-input paths (one line, exit 2, never a traceback)."""
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,14 @@ def weighted_set(synth, tmp_path_factory):
     (so frame weights matter) and every invalid frame gets a conflict of 90 deg (so the
     all-frames conflict differs from the valid-frames one)."""
     root = tmp_path_factory.mktemp("weighted")
-    synth.make_results(root / "raw", subjects=6, frames=20, methods=["puregaze_eth", "l2cs_gaze360"], inputs=("crop", "rectified"), seed=11)
+    synth.make_results(
+        root / "raw",
+        subjects=6,
+        frames=20,
+        methods=["puregaze_eth", "l2cs_gaze360"],
+        inputs=("crop", "rectified"),
+        seed=11,
+    )
 
     def fn(name, t):
         df = t.to_pandas()
@@ -76,7 +84,9 @@ def test_conflict_all_frames_vs_valid_frames(weighted_set):
     v = lr.videos
     df = pd.read_parquet(next(weighted_set.glob("puregaze_eth__rectified*")))
     d = df[df.trial == "conflict_left_H1"]
-    row = v[(v.method == "puregaze_eth") & (v.input == "rectified") & (v.trial == "conflict_left_H1")].set_index("subject")
+    row = v[(v.method == "puregaze_eth") & (v.input == "rectified") & (v.trial == "conflict_left_H1")].set_index(
+        "subject"
+    )
     for s_, g in d.groupby("subject"):
         assert row.loc[s_, "conflict_all_mean"] == pytest.approx(g["head_gaze_conflict_deg"].mean())
         assert row.loc[s_, "conflict_mean"] == pytest.approx(g.loc[g.valid, "head_gaze_conflict_deg"].mean())
@@ -84,7 +94,16 @@ def test_conflict_all_frames_vs_valid_frames(weighted_set):
 
 
 def test_study_exclusions_applied_everywhere(synth, tmp_path):
-    synth.make_results(tmp_path / "in", subjects=30, frames=4, methods=["puregaze_eth"], inputs=("rectified",), seed=2, timing=False, study_drops=False)
+    synth.make_results(
+        tmp_path / "in",
+        subjects=30,
+        frames=4,
+        methods=["puregaze_eth"],
+        inputs=("rectified",),
+        seed=2,
+        timing=False,
+        study_drops=False,
+    )
     s = analyze([tmp_path / "in"], tmp_path / "out", figures=False, profile="study")
     ap = {(r["subject"], r["experiment"]): r["videos"] for r in s["exclusions"]["applied"]}
     assert ap[("S17", "all")] == 63 and ap[("S21", "all")] == 63 and ap[("S28", "all")] == 63
@@ -94,8 +113,14 @@ def test_study_exclusions_applied_everywhere(synth, tmp_path):
     sl = pd.read_csv(tmp_path / "out" / "tables" / "conflict_slopes.csv")
     assert not set(sl["subject"]) & {"S10", "S17", "S20", "S21", "S28"} and sl["subject"].nunique() == 25
     exc = pd.read_csv(tmp_path / "out" / "tables" / "excluded.csv")
-    assert set(exc.loc[exc.analysis == "conflict", "subject"]) == {"S10", "S20"}  # incomplete head conditions after the exclusions
-    assert "subj_0017" in (tmp_path / "out" / "report.md").read_text() or "S17" in (tmp_path / "out" / "report.md").read_text()
+    assert set(exc.loc[exc.analysis == "conflict", "subject"]) == {
+        "S10",
+        "S20",
+    }  # incomplete head conditions after the exclusions
+    assert (
+        "subj_0017" in (tmp_path / "out" / "report.md").read_text()
+        or "S17" in (tmp_path / "out" / "report.md").read_text()
+    )
     s2 = analyze([tmp_path / "in"], tmp_path / "out2", figures=False, profile="study", exclusions="none")
     assert s2["analyses"]["illumination"]["n"] == 30
 
@@ -104,7 +129,10 @@ def test_exclusion_lists_and_bad_yaml(tmp_path):
     assert {"study", "none"} <= set(shipped_lists())
     st = load_exclusions("study")
     assert [x.subject for x in st.subjects] == ["0017", "0021", "0028"] and all(x.reason for x in st.subjects)
-    assert {(e.subject, e.experiment, e.conditions) for e in st.experiments} == {("0010", "conflict", ("left", "right")), ("0020", "conflict", ("left", "right"))}
+    assert {(e.subject, e.experiment, e.conditions) for e in st.experiments} == {
+        ("0010", "conflict", ("left", "right")),
+        ("0020", "conflict", ("left", "right")),
+    }
     assert subject_key("subj_0017") == subject_key("S17") == subject_key("0017") == "17"
     bad = tmp_path / "bad.yaml"
     bad.write_text("subjects:\n  - {subject: '3'}\n")
@@ -120,14 +148,35 @@ def test_exclusion_lists_and_bad_yaml(tmp_path):
 def test_cli_profile_exclusions_min_subjects(small_results, tmp_path, capsys):
     mine = tmp_path / "mine.yaml"
     mine.write_text("name: mine\nsubjects:\n  - {subject: S03, reason: test}\n")
-    rc = cli.main(["analyze", str(small_results), "--out", str(tmp_path / "o"), "--no-figures", "--profile", "study", "--exclusions", str(mine), "--min-subjects", "8"])
+    rc = cli.main(
+        [
+            "analyze",
+            str(small_results),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-figures",
+            "--profile",
+            "study",
+            "--exclusions",
+            str(mine),
+            "--min-subjects",
+            "8",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "profile study (--profile), exclusions mine (" in out
     assert "needs at least 8 subjects (--min-subjects), N = 7" in out
-    assert "Headline results (profile study" in out and "1 illumination" in out and "not tested (too few subjects)" in out  # ends with the results table
+    assert (
+        "Headline results (profile study" in out and "1 illumination" in out and "not tested (too few subjects)" in out
+    )  # ends with the results table
     summ = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summ["min_subjects"] == 8 and summ["analyses"]["illumination"]["status"] == "partial"
-    assert cli.main(["analyze", str(small_results), "--out", str(tmp_path / "o2"), "--exclusions", str(tmp_path / "nope.yaml")]) == 2
+    assert (
+        cli.main(
+            ["analyze", str(small_results), "--out", str(tmp_path / "o2"), "--exclusions", str(tmp_path / "nope.yaml")]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "no exclusion list" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     with pytest.raises(SystemExit):
@@ -138,13 +187,17 @@ def test_cli_profile_exclusions_min_subjects(small_results, tmp_path, capsys):
 
 
 def test_two_subjects_warns_and_skips_inference(synth, tmp_path, capsys):
-    synth.make_results(tmp_path / "in", subjects=2, frames=4, methods=["puregaze_eth", "l2cs_gaze360"], inputs=("crop",), timing=False)
+    synth.make_results(
+        tmp_path / "in", subjects=2, frames=4, methods=["puregaze_eth", "l2cs_gaze360"], inputs=("crop",), timing=False
+    )
     assert cli.main(["analyze", str(tmp_path / "in"), "--out", str(tmp_path / "o"), "--no-figures"]) == 0
     cap = capsys.readouterr()
     assert "warning: only 2 subject(s), fewer than --min-subjects 3" in cap.err
     assert "skipped: needs at least 3 subjects" in cap.out
     assert (tmp_path / "o" / "tables" / "illumination.csv").exists()
-    assert pd.read_csv(tmp_path / "o" / "tables" / "illumination_pairwise.csv")["p_holm"].isna().all()  # columns kept, p empty
+    assert (
+        pd.read_csv(tmp_path / "o" / "tables" / "illumination_pairwise.csv")["p_holm"].isna().all()
+    )  # columns kept, p empty
     assert "not tested (too few subjects)" in cap.out  # the headline says so
 
 
@@ -161,10 +214,16 @@ def test_mixed_pipeline_profiles_refused_unless_allowed(small_results, tmp_path,
     d.mkdir()
     for n, prof in zip(names, ["study", None, {"name": "study"}], strict=True):
         t = pq.read_table(small_results / n)
-        pq.write_table(_with_profile(n, t.filter(pc.is_in(t["experiment"], value_set=pa.array(["illumination"]))), prof), d / n)
+        pq.write_table(
+            _with_profile(n, t.filter(pc.is_in(t["experiment"], value_set=pa.array(["illumination"]))), prof), d / n
+        )
     assert cli.main(["analyze", str(d), "--out", str(tmp_path / "o"), "--no-figures"]) == 2
     err = capsys.readouterr().err
-    assert "different pipeline profiles" in err and "reference: l2cs_gaze360__crop.parquet" in err and "--allow-mixed-profiles" in err
+    assert (
+        "different pipeline profiles" in err
+        and "reference: l2cs_gaze360__crop.parquet" in err
+        and "--allow-mixed-profiles" in err
+    )
     assert len(err.strip().splitlines()) == 1
     s = analyze([d], tmp_path / "o", figures=False, allow_mixed_profiles=True)
     assert s["pipeline_profiles"] == ["reference", "study"] and any("mix pipeline profiles" in w for w in s["warnings"])

@@ -2,6 +2,7 @@
 the study's analyser writes, each against its definition in GazeForHRI/Gaze4HRI@main
 (file:line in each test), recomputed by hand with pandas/scipy on small synthetic sets.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,10 @@ def videos():
 
 # ------------------------------------------------------------ experiment 2 descriptives
 def _setting_means(v, method, weighted):
-    x = v[(v.method == method) & ((v.experiment == "viewpoint") | ((v.experiment == "illumination") & (v.condition == "100")))]
+    x = v[
+        (v.method == method)
+        & ((v.experiment == "viewpoint") | ((v.experiment == "illumination") & (v.condition == "100")))
+    ]
     x = x.assign(s=np.where(x.experiment == "viewpoint", "arc", "fixed"))
     g = x.groupby(["subject", "s"])
     return (g.apply(_wmean, include_groups=False) if weighted else g["error_mean"].mean()).unstack()
@@ -51,7 +55,9 @@ def test_viewpoint_descriptives_every_subject_in_study_profile(videos):
     assert t["fixed_mean"] != pytest.approx(w["fixed"].mean())  # the set tells the two apart
     d = a.tables["viewpoint_descriptives"].set_index(["method", "setting"]).loc[("l2cs_gaze360", "fixed")]
     lo, hi = stats.t.interval(0.95, 7, loc=w["fixed"].mean(), scale=stats.sem(w["fixed"]))
-    assert (d["n"], d["mean"], d["se"], d["ci_low"], d["ci_high"]) == pytest.approx((8, w["fixed"].mean(), stats.sem(w["fixed"]), lo, hi))
+    assert (d["n"], d["mean"], d["se"], d["ci_low"], d["ci_high"]) == pytest.approx(
+        (8, w["fixed"].mean(), stats.sem(w["fixed"]), lo, hi)
+    )
     # reference: one N per analysis, every descriptive over the 7 complete subjects
     r = A.viewpoint(v, profile=REFERENCE).tables["viewpoint"].set_index("method").loc["l2cs_gaze360"]
     u = _setting_means(v, "l2cs_gaze360", weighted=False).dropna()
@@ -59,8 +65,24 @@ def test_viewpoint_descriptives_every_subject_in_study_profile(videos):
 
 
 # ------------------------------------------------------------ too few subjects
-DOC_PAIR_COLUMNS = ["level", "method_a", "method_b", "t", "dof", "p_unc", "p_holm", "cohen_dz", "display_a", "display_b", "mean_a", "mean_b", "n",
-                    "mean_diff", "cohen_dav", "significant"]
+DOC_PAIR_COLUMNS = [
+    "level",
+    "method_a",
+    "method_b",
+    "t",
+    "dof",
+    "p_unc",
+    "p_holm",
+    "cohen_dz",
+    "display_a",
+    "display_b",
+    "mean_a",
+    "mean_b",
+    "n",
+    "mean_diff",
+    "cohen_dav",
+    "significant",
+]
 
 
 def test_two_subjects_write_test_tables_with_empty_p():
@@ -69,11 +91,29 @@ def test_two_subjects_write_test_tables_with_empty_p():
     a = A.illumination(v)
     pw, lp = a.tables["illumination_pairwise"], a.tables["illumination_level_pairs"]
     assert set(DOC_PAIR_COLUMNS) <= set(pw.columns) and len(pw) == 4 * 3
-    assert {"method", "display", "level_a", "level_b", "mean_a", "mean_b", "n", "mean_diff", "p_unc", "p_holm", "significant"} <= set(lp.columns) and len(lp) == 3 * 6
+    assert {
+        "method",
+        "display",
+        "level_a",
+        "level_b",
+        "mean_a",
+        "mean_b",
+        "n",
+        "mean_diff",
+        "p_unc",
+        "p_holm",
+        "significant",
+    } <= set(lp.columns) and len(lp) == 3 * 6
     for df in (pw, lp):
-        assert df[["t", "p_unc", "p_holm", "cohen_dz"]].isna().all().all() and not df["significant"].any() and (df["n"] == 2).all()
+        assert (
+            df[["t", "p_unc", "p_holm", "cohen_dz"]].isna().all().all()
+            and not df["significant"].any()
+            and (df["n"] == 2).all()
+        )
     # the paired mean difference stays, as a descriptive
-    wide = A.subject_means(v[(v.experiment == "illumination") & (v.condition == "10")], ["method"]).pivot(index="subject", columns="method", values="error_mean")
+    wide = A.subject_means(v[(v.experiment == "illumination") & (v.condition == "10")], ["method"]).pivot(
+        index="subject", columns="method", values="error_mean"
+    )
     r = pw[(pw.level == 10) & (pw.method_a == "puregaze_eth") & (pw.method_b == "gazetr_eth")].iloc[0]
     assert r["mean_diff"] == pytest.approx((wide["puregaze_eth"] - wide["gazetr_eth"]).mean())
     assert "Not tested: fewer than 3 subjects" in a.captions["illumination_pairwise"] and a.status == "partial"
@@ -87,14 +127,30 @@ def test_nan_error_frames_counted_with_reason(tmp_path):
     """Frames marked valid with a NaN/inf error enter no mean and are counted as error_not_finite;
     invalid frames without a reason column count as '(none given)'."""
     n = 10
-    df = pd.DataFrame({"subject": "S01", "experiment": "illumination", "condition": "100", "target": "P1", "trial": "illum100_P1", "method": "m", "input": "crop",
-                       "valid": [True] * 6 + [False] * 4, "error_deg": [1, 2, np.nan, np.inf, 5, 6, 1, np.nan, 3, 4],
-                       "invalid_reason": ["", "", "", "", "", "", "blink", "no_face", "blink", None]})
+    df = pd.DataFrame(
+        {
+            "subject": "S01",
+            "experiment": "illumination",
+            "condition": "100",
+            "target": "P1",
+            "trial": "illum100_P1",
+            "method": "m",
+            "input": "crop",
+            "valid": [True] * 6 + [False] * 4,
+            "error_deg": [1, 2, np.nan, np.inf, 5, 6, 1, np.nan, 3, 4],
+            "invalid_reason": ["", "", "", "", "", "", "blink", "no_face", "blink", None],
+        }
+    )
     df.to_parquet(tmp_path / "a.parquet")
     df.drop(columns="invalid_reason").assign(method="m2").to_parquet(tmp_path / "b.parquet")
     L = load_results([tmp_path])
     inv = L.invalid.set_index(["method", "reason"])["frames"]
-    assert inv[("m", "error_not_finite")] == 2 and inv[("m", "blink")] == 2 and inv[("m", "no_face")] == 1 and inv[("m", "(none given)")] == 1
+    assert (
+        inv[("m", "error_not_finite")] == 2
+        and inv[("m", "blink")] == 2
+        and inv[("m", "no_face")] == 1
+        and inv[("m", "(none given)")] == 1
+    )
     assert inv[("m2", "error_not_finite")] == 2 and inv[("m2", "(none given)")] == 4
     vid = L.videos.set_index("method")
     for m in ("m", "m2"):  # every frame is either in the mean or counted
@@ -106,9 +162,20 @@ def test_nan_error_frames_counted_with_reason(tmp_path):
 def test_exclusions_unknown_subject_one_line_error(small_results, tmp_path, capsys):
     mine = tmp_path / "typo.yaml"
     mine.write_text("name: typo\nsubjects:\n  - {subject: S03, reason: ok}\n  - {subject: S99, reason: typo}\n")
-    assert cli.main(["analyze", str(small_results), "--out", str(tmp_path / "o"), "--no-figures", "--exclusions", str(mine)]) == 2
+    assert (
+        cli.main(
+            ["analyze", str(small_results), "--out", str(tmp_path / "o"), "--no-figures", "--exclusions", str(mine)]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "S99" in err and "not in the results" in err and "typo.yaml" in err and "Traceback" not in err
+    assert (
+        len(err.splitlines()) == 1
+        and "S99" in err
+        and "not in the results" in err
+        and "typo.yaml" in err
+        and "Traceback" not in err
+    )
     assert "S03" not in err.split("names subject(s)")[1].split("that are")[0]
 
 
@@ -126,7 +193,11 @@ def test_headline_from_report_tables(small_report):
         b = g.loc[g["mean"].idxmin()]
         assert (r.best, r.mean, r.ci_low, r.n) == (b.display, pytest.approx(b["mean"]), pytest.approx(b.ci_low), b.n)
         p = pw[(pw.level == lv) & ((pw.method_a == b.method) | (pw.method_b == b.method))]
-        won = sum(1 for q in p.itertuples() if q.p_holm < 0.05 and (q.mean_diff < 0 if q.method_a == b.method else q.mean_diff > 0))
+        won = sum(
+            1
+            for q in p.itertuples()
+            if q.p_holm < 0.05 and (q.mean_diff < 0 if q.method_a == b.method else q.mean_diff > 0)
+        )
         assert r.significant == f"lower than {won} of {len(p)} others (Holm)"
     assert set(h.experiment) == {"1 illumination", "2 viewpoint", "3 conflict", "4.1 target", "4.2 mutual gaze"}
     cf = pd.read_csv(out / "tables" / "conflict.csv")
@@ -140,7 +211,6 @@ def test_headline_from_report_tables(small_report):
 def ci95_from(mean, sd, n):
     h = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
     return mean - h, mean + h
-
 
 
 # ------------------------------------------------------------ study-only tables
@@ -176,7 +246,9 @@ def test_target_rows_columns_descriptives(videos):
         sv = x[x.target.isin(pts)].groupby("subject").apply(_wmean, include_groups=False)
         r = t.loc[("gazetr_eth", factor, group)]
         assert (r["n"], r["mean"], r["sd"], r["se"], r["ci_low"], r["ci_high"]) == pytest.approx(_describe_ref(sv))
-    assert t.loc[("gazetr_eth", "row", "R3"), "mean"] > t.loc[("gazetr_eth", "row", "R1"), "mean"]  # closest row worse (known effect)
+    assert (
+        t.loc[("gazetr_eth", "row", "R3"), "mean"] > t.loc[("gazetr_eth", "row", "R1"), "mean"]
+    )  # closest row worse (known effect)
 
 
 def test_wins_tally_from_champions(videos):
@@ -186,7 +258,11 @@ def test_wins_tally_from_champions(videos):
     assert "P5" in tally.loc["gazetr_eth", "points_won"].split(", ")  # the injected champion
     for m in tally.index:
         won = [r.target for r in ch.itertuples() if r.decisive and m in r.champion.split("; ")]
-        low = [r.target for r in ch.itertuples() if not r.decisive and desc[desc.target == r.target].sort_values("mean").method.iloc[0] == m]
+        low = [
+            r.target
+            for r in ch.itertuples()
+            if not r.decisive and desc[desc.target == r.target].sort_values("mean").method.iloc[0] == m
+        ]
         assert (tally.loc[m, "n_points_won"], tally.loc[m, "n_points_tied_topmean"]) == (len(won), len(low))
     assert sum(tally["n_points_won"]) + sum(tally["n_points_tied_topmean"]) == len(ch)  # no ties in this set
     assert list(tally["n_points_won"]) == sorted(tally["n_points_won"], reverse=True)
@@ -197,7 +273,9 @@ def test_tiers_compare_with_the_tiers_last_method():
     significantly from the LAST method of the current tier (not its first)."""
     from gaze4hri_bench.stats.study_tables import tiers
 
-    pairs = pd.DataFrame({"method_a": ["a", "a", "b", "c"], "method_b": ["b", "c", "c", "d"], "p_holm": [0.5, 0.01, 0.2, 0.001]})
+    pairs = pd.DataFrame(
+        {"method_a": ["a", "a", "b", "c"], "method_b": ["b", "c", "c", "d"], "p_holm": [0.5, 0.01, 0.2, 0.001]}
+    )
     means = pd.Series({"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0})
     assert tiers(pairs, means, 0.05) == [["a", "b", "c"], ["d"]]
     assert tiers(pairs, means, 0.0005) == [["a", "b", "c", "d"]]
@@ -249,8 +327,19 @@ def test_slope_meta_fixed_effect_by_hand():
             for c in ("h_slow", "v_fast"):
                 n = 7 if (s == 0 and m == "m1" and c == "h_slow") else 20 + 5 * s
                 p, y = np.abs(rng.normal(0, 15, n)), np.abs(rng.normal(0, 20, n))
-                rows.append(pd.DataFrame({"subject": f"S{s}", "method": m, "condition": c, "trial": f"mutual_{c}",
-                                          "error_deg": 5 + 0.05 * p + by * y + rng.normal(0, 1 + s, n), "abs_pitch_deg": p, "abs_yaw_deg": y}))
+                rows.append(
+                    pd.DataFrame(
+                        {
+                            "subject": f"S{s}",
+                            "method": m,
+                            "condition": c,
+                            "trial": f"mutual_{c}",
+                            "error_deg": 5 + 0.05 * p + by * y + rng.normal(0, 1 + s, n),
+                            "abs_pitch_deg": p,
+                            "abs_yaw_deg": y,
+                        }
+                    )
+                )
     f = pd.concat(rows, ignore_index=True)
     vids, meta = slope_meta(f)
     assert len(vids) == 5 * 3 * 2 - 1  # the 7-frame video is left out
@@ -262,7 +351,12 @@ def test_slope_meta_fixed_effect_by_hand():
         e, yaw, pitch = g.error_deg.to_numpy(), g.abs_yaw_deg.to_numpy(), g.abs_pitch_deg.to_numpy()
         b, se = _ols_ref(e, yaw, pitch)
         bs, ses = _ols_ref(z(e), z(yaw), z(pitch))
-        for coef, th, sd in (("b_yaw", b[0], se[0]), ("b_pitch", b[1], se[1]), ("beta_yaw", bs[0], ses[0]), ("beta_pitch", bs[1], ses[1])):
+        for coef, th, sd in (
+            ("b_yaw", b[0], se[0]),
+            ("b_pitch", b[1], se[1]),
+            ("beta_yaw", bs[0], ses[0]),
+            ("beta_pitch", bs[1], ses[1]),
+        ):
             ref.setdefault((c, coef, m), []).append((th, sd, len(g)))
     assert len(meta) == 2 * 4 * 3
     for (c, coef, m), v in ref.items():
@@ -297,6 +391,8 @@ def test_mutual_slope_meta_in_analysis(videos):
     _, ref = slope_meta(keep)
     got = t.set_index(["condition", "coef", "method"]).sort_index()
     ref = ref.set_index(["condition", "coef", "method"]).sort_index()
-    assert got.estimate.to_numpy() == pytest.approx(ref.estimate.to_numpy()) and got.p_holm.to_numpy() == pytest.approx(ref.p_holm.to_numpy())
+    assert got.estimate.to_numpy() == pytest.approx(ref.estimate.to_numpy()) and got.p_holm.to_numpy() == pytest.approx(
+        ref.p_holm.to_numpy()
+    )
     assert list(t.condition.unique()) == ["h_slow", "h_fast", "v_slow", "v_fast"]
     assert list(t[t.condition == "h_slow"].coef.unique()) == ["b_yaw", "b_pitch", "beta_yaw", "beta_pitch"]

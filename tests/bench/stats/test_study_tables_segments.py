@@ -4,6 +4,7 @@ its arc model tiers (head_yaw_model_ranking.py:107-264), each against its defini
 recomputed by hand with numpy/scipy on small synthetic data with planted answers: corner
 times, segment slopes, a tier split and frame-pooled moments.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,9 +40,16 @@ def _raster(axis: str, v: float = 0.1, ramp: float = 0.3, dwell: float = 0.4, no
     in speed (ramps of ``ramp`` s) so the camera stops at every corner; still for ``dwell`` s
     before and after. Sampled at 30 fps. Returns (t_ns, positions (n, 3), planted corner times
     (ns), segment of each frame by construction)."""
-    along, across = (np.array([0, 1.0, 0]), np.array([0, 0, 1.0])) if axis == "h" else (np.array([0, 0, 1.0]), np.array([0, 1.0, 0]))
-    moves = [(-along, 0.5), (-across, 0.1), (along, 0.5), (-across, 0.1), (-along, 0.5)] if axis == "h" else \
-        [(-along, 0.2), (-across, 0.25), (along, 0.2), (-across, 0.25), (-along, 0.2)]
+    along, across = (
+        (np.array([0, 1.0, 0]), np.array([0, 0, 1.0]))
+        if axis == "h"
+        else (np.array([0, 0, 1.0]), np.array([0, 1.0, 0]))
+    )
+    moves = (
+        [(-along, 0.5), (-across, 0.1), (along, 0.5), (-across, 0.1), (-along, 0.5)]
+        if axis == "h"
+        else [(-along, 0.2), (-across, 0.25), (along, 0.2), (-across, 0.25), (-along, 0.2)]
+    )
     dt = 1e-3
     vel, seg = [np.zeros((int(dwell / dt), 3))], [np.zeros(int(dwell / dt), int)]
     for k, (d, length) in enumerate(moves):
@@ -90,9 +98,20 @@ def test_label_segments_study_boundaries():
     a frame exactly at a corner stays in the earlier segment; a video without a path gets -1."""
     t, p, _, _ = _raster("h")
     c = path_corners(t, p)
-    paths = pd.DataFrame({"subject": "S1", "trial": "mutual_h_fast", "t_ns": t, "cam_world_x": p[:, 0], "cam_world_y": p[:, 1], "cam_world_z": p[:, 2]})
+    paths = pd.DataFrame(
+        {
+            "subject": "S1",
+            "trial": "mutual_h_fast",
+            "t_ns": t,
+            "cam_world_x": p[:, 0],
+            "cam_world_y": p[:, 1],
+            "cam_world_z": p[:, 2],
+        }
+    )
     probe = np.r_[t[0], c, c + 1, t[-1]]
-    frames = pd.DataFrame({"subject": ["S1"] * probe.size + ["S2"], "trial": "mutual_h_fast", "t_ns": np.r_[probe, t[0]]})
+    frames = pd.DataFrame(
+        {"subject": ["S1"] * probe.size + ["S2"], "trial": "mutual_h_fast", "t_ns": np.r_[probe, t[0]]}
+    )
     out = label_segments(paths, frames)
     assert out["segment"].tolist() == [0, 0, 1, 2, 3, 1, 2, 3, 4, 4, -1]
     assert out["n_segments"].tolist() == [5] * probe.size + [0]
@@ -111,12 +130,31 @@ def _segment_frames(seed=1):
             for cond in ("h_fast", "v_slow"):
                 ax = cond[0]
                 for seg in range(5):
-                    n = 2 if (s == 0 and m == "m1" and cond == "h_fast" and seg == 2) else 3 if (s == 1 and m == "m2" and seg == 4) else 25 + 3 * s
+                    n = (
+                        2
+                        if (s == 0 and m == "m1" and cond == "h_fast" and seg == 2)
+                        else 3
+                        if (s == 1 and m == "m2" and seg == 4)
+                        else 25 + 3 * s
+                    )
                     x = rng.uniform(0, 25, n)
                     e = 5 + slopes[(m, ax)] * x + rng.normal(0, 0.5 + 0.2 * s, n) if seg % 2 == 0 else 40 - 1.0 * x
                     other = rng.uniform(0, 10, n)
-                    rows.append(pd.DataFrame({"subject": f"S{s}", "method": m, "condition": cond, "trial": f"mutual_{cond}", "segment": seg, "n_segments": 5,
-                                              "error_deg": e, "abs_yaw_deg": x if ax == "h" else other, "abs_pitch_deg": other if ax == "h" else x}))
+                    rows.append(
+                        pd.DataFrame(
+                            {
+                                "subject": f"S{s}",
+                                "method": m,
+                                "condition": cond,
+                                "trial": f"mutual_{cond}",
+                                "segment": seg,
+                                "n_segments": 5,
+                                "error_deg": e,
+                                "abs_yaw_deg": x if ax == "h" else other,
+                                "abs_pitch_deg": other if ax == "h" else x,
+                            }
+                        )
+                    )
     return pd.concat(rows, ignore_index=True), slopes
 
 
@@ -156,19 +194,33 @@ def test_segment_regressions_and_meta_by_hand():
             w = ok.n_frames.to_numpy() - 3.0
             zbar, se = (w * z).sum() / w.sum(), 1 / np.sqrt(w.sum())
             r_ = mi.loc[(c, seg, m)]
-            assert (r_.rows, r_.fisher_rows, r_.subjects, r_.videos) == (len(g), len(ok), g.subject.nunique(), g.subject.nunique())
+            assert (r_.rows, r_.fisher_rows, r_.subjects, r_.videos) == (
+                len(g),
+                len(ok),
+                g.subject.nunique(),
+                g.subject.nunique(),
+            )
             assert (r_.fisher_z, r_.fisher_z_se, r_.r_pooled) == pytest.approx((zbar, se, np.tanh(zbar)), rel=1e-9)
             assert r_.p_unc == pytest.approx(2 * stats.norm.sf(abs(zbar / se)), rel=1e-6, abs=1e-300)
-            assert (r_.slope_mean, r_.slope_sd, r_.r_mean, r_.r_sd) == pytest.approx((g.slope.mean(), g.slope.std(ddof=1), g.r.mean(), g.r.std(ddof=1)))
+            assert (r_.slope_mean, r_.slope_sd, r_.r_mean, r_.r_sd) == pytest.approx(
+                (g.slope.mean(), g.slope.std(ddof=1), g.r.mean(), g.r.std(ddof=1))
+            )
             assert r_.slope_mean == pytest.approx(slopes[(m, c[0])], abs=0.05)  # the planted slope
         p = mi.loc[(c, seg)].p_unc.to_numpy()
         o = np.argsort(p)
-        assert mi.loc[(c, seg)].p_holm.to_numpy()[o] == pytest.approx(np.minimum(np.maximum.accumulate(p[o] * [2, 1]), 1))
+        assert mi.loc[(c, seg)].p_holm.to_numpy()[o] == pytest.approx(
+            np.minimum(np.maximum.accumulate(p[o] * [2, 1]), 1)
+        )
 
 
 def _write(path, df, method):
     meta = {"schema": SCHEMA_VERSION, "method": method, "input": "crop", "software": "test", "git": None}
-    pq.write_table(pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()}), path)
+    pq.write_table(
+        pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(
+            {METADATA_KEY: json.dumps(meta).encode()}
+        ),
+        path,
+    )
 
 
 def test_segments_from_results_files(tmp_path):
@@ -190,9 +242,28 @@ def test_segments_from_results_files(tmp_path):
                 valid = rng.random(n) > 0.1
                 err = np.where(valid, 5 + b * x + rng.normal(0, 1, n), np.nan)
                 yaw, pitch = (x, rng.uniform(0, 5, n)) if cond[0] == "h" else (rng.uniform(0, 5, n), x)
-                parts.append(pd.DataFrame({"subject": f"S{s}", "experiment": "mutual", "condition": cond, "target": "camera", "trial": f"mutual_{cond}",
-                                           "frame": np.arange(n), "t_ns": t, "method": m, "input": "crop", "valid": valid, "error_deg": err,
-                                           "gt_pitch_deg": -pitch, "gt_yaw_deg": yaw, "cam_world_x": p[:, 0], "cam_world_y": p[:, 1], "cam_world_z": p[:, 2]}))
+                parts.append(
+                    pd.DataFrame(
+                        {
+                            "subject": f"S{s}",
+                            "experiment": "mutual",
+                            "condition": cond,
+                            "target": "camera",
+                            "trial": f"mutual_{cond}",
+                            "frame": np.arange(n),
+                            "t_ns": t,
+                            "method": m,
+                            "input": "crop",
+                            "valid": valid,
+                            "error_deg": err,
+                            "gt_pitch_deg": -pitch,
+                            "gt_yaw_deg": yaw,
+                            "cam_world_x": p[:, 0],
+                            "cam_world_y": p[:, 1],
+                            "cam_world_z": p[:, 2],
+                        }
+                    )
+                )
                 c = path_corners(t, p)  # found on every frame of the video, valid or not
                 mine = (t[:, None] > c[None, :]).sum(axis=1)  # the study's (c_s, c_s+1] by hand
                 assert c.size == 4 and (mine != seg).sum() <= 4 * 2  # within a frame or two of the planted corners
@@ -229,13 +300,35 @@ def _arc_videos(seed=2):
     for s in range(7):
         su = rng.normal(0, 2)
         for m, off in (("a", 0.0), ("b", 0.1), ("c", 8.0)):
-            for exp, cond, tgt in [("illumination", "100", "P1"), ("viewpoint", "arc", "P1"), ("viewpoint", "arc", "P2"), ("viewpoint", "arc", "P3")]:
+            for exp, cond, tgt in [
+                ("illumination", "100", "P1"),
+                ("viewpoint", "arc", "P1"),
+                ("viewpoint", "arc", "P2"),
+                ("viewpoint", "arc", "P3"),
+            ]:
                 n = int(rng.integers(20, 60))
                 e = np.abs(10 + su + off + rng.normal(0, 3, n))
                 trial = f"illum100_{tgt}" if exp == "illumination" else f"arc_{tgt}"
-                rows.append({"subject": f"S{s}", "method": m, "input": "crop", "experiment": exp, "condition": cond, "target": tgt, "trial": trial,
-                             "error_mean": e.mean(), "error_var": e.var(), "n_valid": n, "n_frames": n})
-                frames.append(pd.DataFrame({"subject": f"S{s}", "method": m, "trial": trial, "target": tgt, "experiment": exp, "e": e}))
+                rows.append(
+                    {
+                        "subject": f"S{s}",
+                        "method": m,
+                        "input": "crop",
+                        "experiment": exp,
+                        "condition": cond,
+                        "target": tgt,
+                        "trial": trial,
+                        "error_mean": e.mean(),
+                        "error_var": e.var(),
+                        "n_valid": n,
+                        "n_frames": n,
+                    }
+                )
+                frames.append(
+                    pd.DataFrame(
+                        {"subject": f"S{s}", "method": m, "trial": trial, "target": tgt, "experiment": exp, "e": e}
+                    )
+                )
     return pd.DataFrame(rows), pd.concat(frames, ignore_index=True)
 
 
@@ -250,7 +343,11 @@ def test_viewpoint_tiers_by_hand():
     assert list(tt.pool.unique()) == ["arc", "P1", "P2", "P3"]
     for pool in ("arc", "P2"):
         x = v[(v.experiment == "viewpoint") & ((v.target == pool) if pool != "arc" else True)]
-        sm = x.groupby(["subject", "method"]).apply(lambda g: np.average(g.error_mean, weights=g.n_valid), include_groups=False).unstack()
+        sm = (
+            x.groupby(["subject", "method"])
+            .apply(lambda g: np.average(g.error_mean, weights=g.n_valid), include_groups=False)
+            .unstack()
+        )
         means = sm.mean()
         p = {}
         for m1, m2 in combinations(["a", "b", "c"], 2):
@@ -273,9 +370,15 @@ def test_viewpoint_tiers_by_hand():
             assert [sorted(t) for t in want] == [["a", "b"], ["c"]]  # the planted split
         gi = g.set_index("method")
         for m in "abc":
-            e = fr[(fr.method == m) & (fr.experiment == "viewpoint") & ((fr.target == pool) if pool != "arc" else True)].e.to_numpy()
-            assert (gi.loc[m, "pooled_mean"], gi.loc[m, "pooled_sd"], gi.loc[m, "frames"]) == pytest.approx((e.mean(), e.std(), e.size), rel=1e-9)
-            assert (gi.loc[m, "mean"], gi.loc[m, "sd"], gi.loc[m, "n"]) == pytest.approx((means[m], sm[m].std(ddof=1), 7))
+            e = fr[
+                (fr.method == m) & (fr.experiment == "viewpoint") & ((fr.target == pool) if pool != "arc" else True)
+            ].e.to_numpy()
+            assert (gi.loc[m, "pooled_mean"], gi.loc[m, "pooled_sd"], gi.loc[m, "frames"]) == pytest.approx(
+                (e.mean(), e.std(), e.size), rel=1e-9
+            )
+            assert (gi.loc[m, "mean"], gi.loc[m, "sd"], gi.loc[m, "n"]) == pytest.approx(
+                (means[m], sm[m].std(ddof=1), 7)
+            )
     pw = a.tables["viewpoint_method_pairs"]
     assert set(pw.pool) == {"arc", "P1", "P2", "P3"} and (pw.groupby("pool").size() == 3).all()
 
@@ -299,14 +402,30 @@ def test_segments_leave_out_a_method_without_camera_position(tmp_path):
             t, p, _, _ = _raster("h", noise=0.0001, seed=s)
             n = t.size
             x = rng.uniform(0, 30, n)
-            d = pd.DataFrame({"subject": f"S{s}", "experiment": "mutual", "condition": "h_fast", "target": "camera", "trial": "mutual_h_fast",
-                              "frame": np.arange(n), "t_ns": t, "method": m, "input": "crop", "valid": True, "error_deg": 5 + 0.2 * x + rng.normal(0, 1, n),
-                              "gt_pitch_deg": rng.uniform(-5, 0, n), "gt_yaw_deg": x})
+            d = pd.DataFrame(
+                {
+                    "subject": f"S{s}",
+                    "experiment": "mutual",
+                    "condition": "h_fast",
+                    "target": "camera",
+                    "trial": "mutual_h_fast",
+                    "frame": np.arange(n),
+                    "t_ns": t,
+                    "method": m,
+                    "input": "crop",
+                    "valid": True,
+                    "error_deg": 5 + 0.2 * x + rng.normal(0, 1, n),
+                    "gt_pitch_deg": rng.uniform(-5, 0, n),
+                    "gt_yaw_deg": x,
+                }
+            )
             if m == "m1":
                 d = d.assign(cam_world_x=p[:, 0], cam_world_y=p[:, 1], cam_world_z=p[:, 2])
             parts.append(d)
         _write(tmp_path / f"{m}__crop.parquet", pd.concat(parts, ignore_index=True), m)
     L = load_results([tmp_path])
     a = A.mutual_gaze(L.videos, L.mutual_frames, profile=STUDY)
-    assert set(a.tables["mutual_segment_meta"]["method"]) == {"m1"} and set(a.tables["mutual_segment_meta"]["segment"]) == {0, 2, 4}
+    assert set(a.tables["mutual_segment_meta"]["method"]) == {"m1"} and set(
+        a.tables["mutual_segment_meta"]["segment"]
+    ) == {0, 2, 4}
     assert any("leave out m2" in s and "cam_world" in s for s in a.skipped)

@@ -1,4 +1,5 @@
 """The one table renderer (Markdown, LaTeX booktabs, HTML)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,17 @@ from gaze4hri_bench.stats.tables import format_frame, to_html, to_latex, to_mark
 
 pytestmark = pytest.mark.unit
 
-DF = pd.DataFrame({"method": ["puregaze_eth", "x_net"], "display": ["PureGaze (E)", "x_net"], "mean": [10.1234, np.nan], "n": [52, 50],
-                   "p_holm": [0.0004, 0.04567], "cohen_dz": [1.234, -0.5], "significant": [True, False]})
+DF = pd.DataFrame(
+    {
+        "method": ["puregaze_eth", "x_net"],
+        "display": ["PureGaze (E)", "x_net"],
+        "mean": [10.1234, np.nan],
+        "n": [52, 50],
+        "p_holm": [0.0004, 0.04567],
+        "cohen_dz": [1.234, -0.5],
+        "significant": [True, False],
+    }
+)
 
 
 def test_format_rounds_and_hides_ids():
