@@ -54,13 +54,15 @@ class InputSpec(_Strict):
     normalization: Normalization | None = Field(None, description="rectified inputs: {focal_px, distance_mm}")
     colour: Literal["rgb", "bgr"] = Field(description="channel order the network expects: rgb or bgr")
     scale: float = Field(255.0, gt=0, description="pixel values are divided by this first (255 or 1)")
-    mean: tuple[float, float, float] | None = Field(None, description="per-channel mean after scaling, or null")
-    std: tuple[float, float, float] | None = Field(None, description="per-channel std after scaling, or null")
+    mean: list[float] | None = Field(None, description="3 per-channel means after scaling, or null")
+    std: list[float] | None = Field(None, description="3 per-channel stds after scaling, or null")
 
-    @field_validator("std")
+    @field_validator("mean", "std")
     @classmethod
-    def _std_positive(cls, v):
-        if v is not None and min(v) <= 0:
+    def _three(cls, v, info):
+        if v is not None and len(v) != 3:
+            raise ValueError(f"{len(v)} values given, one per channel needed (3)")
+        if v is not None and info.field_name == "std" and min(v) <= 0:
             raise ValueError("every std must be > 0")
         return v
 
@@ -106,11 +108,13 @@ class OnnxSpec(_Strict):
 
 class BinsSpec(_Strict):
     count: int = Field(gt=1, description="bins per head")
-    range_deg: tuple[float, float] = Field(description="[low, high) degrees the bins cover, e.g. [-180, 180]")
+    range_deg: list[float] = Field(description="[low, high) degrees the bins cover, e.g. [-180, 180]")
 
     @field_validator("range_deg")
     @classmethod
     def _ordered(cls, v):
+        if len(v) != 2:
+            raise ValueError("give two values, [low, high]")
         if v[1] <= v[0]:
             raise ValueError("high must be above low, e.g. [-180, 180]")
         return v
@@ -204,7 +208,7 @@ class SpecFile(BaseModel):
         from .specs import MethodSpec
 
         i = self.input
-        mean, std = i.mean, i.std
+        mean, std = (None if v is None else tuple(v) for v in (i.mean, i.std))
         if i.scale != 255.0:
             mean = tuple(v * i.scale / 255 for v in (mean or (0.0, 0.0, 0.0)))
             std = tuple(v * i.scale / 255 for v in (std or (1.0, 1.0, 1.0)))
@@ -222,7 +226,8 @@ class SpecFile(BaseModel):
 
 def _field_of(err: dict) -> tuple[str, str]:
     """(field path, message) of pydantic's first error; a model validator names its field first."""
-    loc = ".".join(str(x) for x in err.get("loc", ()))
+    # list indices and union members (onnx.inputs.face.1.int) are not fields: the field is named
+    loc = ".".join(str(x) for x in err.get("loc", ()) if not isinstance(x, int) and x not in ("int", "str"))
     msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
     head, sep, rest = msg.partition(": ")
     if sep and " " not in head and head.replace(".", "").replace("_", "").isalnum():

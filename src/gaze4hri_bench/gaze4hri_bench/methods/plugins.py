@@ -18,7 +18,7 @@ from ..spec_file import SpecError, load_spec
 from ..specs import MethodSpec
 
 __all__ = ["PLUGIN_GROUP", "PLUGIN_ERRORS", "discover_plugins", "build_plugin", "register_spec", "user_method",
-           "spec_source", "is_spec_path"]
+           "spec_source", "is_spec_path", "check_crop_rule"]
 
 PLUGIN_GROUP = "gaze4hri_bench.methods"
 
@@ -79,14 +79,19 @@ def build_plugin(entry: Entry, **kwargs):
     return method
 
 
-def register_spec(registry: Registry[Entry], spec: MethodSpec, aliases: tuple[str, ...], source: str) -> str:
-    """Register a spec file's network as an ONNX method (the same adapter as the
-    built-ins); the same spec again is a no-op, another spec under a taken name refused."""
+def check_crop_rule(spec: MethodSpec, source: str) -> None:
+    """A crop input's rule is one faces.crops knows (spec_file cannot import faces)."""
     from ..faces.crops import CROP_RULES
 
     if spec.input_type == "crop" and spec.crop_rule not in CROP_RULES:
         raise SpecError(source, "input.crop_rule", f"{spec.crop_rule!r} is not a crop rule",
                         f"use one of {', '.join(CROP_RULES)}")
+
+
+def register_spec(registry: Registry[Entry], spec: MethodSpec, aliases: tuple[str, ...], source: str) -> str:
+    """Register a spec file's network as an ONNX method (the same adapter as the
+    built-ins); the same spec again is a no-op, another spec under a taken name refused."""
+    check_crop_rule(spec, source)
     found = registry.find(spec.name)
     if found is not None:
         if found.kwargs.get("spec") == spec:

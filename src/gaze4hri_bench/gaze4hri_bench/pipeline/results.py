@@ -167,6 +167,9 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
     """The metadata of one results file (docs/pipeline.md, "Provenance")."""
     from gaze4hri_core.session import software_info
 
+    from ..methods.plugins import spec_source
+    from ..spec_file import spec_hash
+
     sw = software_info()
     timing, cal = _timing(parts)
     m = job.method
@@ -184,6 +187,9 @@ def provenance(job, cfg, parts: list[Path]) -> dict:
         "software": sw["version"],
         "git": sw["git"],
         "spec": spec,
+        # the spec's canonical hash and, for a spec file, where it was read (spec_file.spec_hash)
+        "spec_sha256": spec_hash(job.spec) if job.spec is not None else None,
+        "spec_file": spec_source(m.name) if job.spec is not None else None,
         "method_info": m.describe(),
         "weights_sha256": job.model.sha256 if job.model is not None else None,
         "weights": weights,
