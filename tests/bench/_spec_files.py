@@ -66,7 +66,8 @@ def spec_dict(name: str = "mynet", rule: str = "angles_pitch_yaw_rad", kind: str
     d = {"format": 1, "name": name, "family": "mynet", "train_set": "Gaze360", "table_name": "MyNet",
          "licence": "MIT", "source": "https://example.org/mynet", "weights_file": f"{name}.onnx",
          "input": copy.deepcopy(INPUTS[kind]),
-         "onnx": {"inputs": {"face": shape}, "outputs": {n: [*lead, len(c)] for n, c in zip(names, consts, strict=True)}},
+         "onnx": {"inputs": {"face": shape},
+                  "outputs": {n: [*lead, len(c)] for n, c in zip(names, consts, strict=True)}},
          "output": copy.deepcopy(out)}
     if clip > 1:
         d["clip"] = {"length": clip, "stride": 1, "out_index": clip // 2}
