@@ -34,7 +34,8 @@ docs/models_video.md, "Crops").
 
 The study cropped every method like ``l2cs_face_box`` (GazeForHRI/GazeModels@l2cs:
 gaze_estimation.py:302-315: integer box, clamped, 224x224 without squaring), its box
-grown 10 % per side by its face rule (pipeline.face_pass.apply_face_rule).
+grown 10 % per side by its face rule (pipeline.face_pass.apply_face_rule); for L2CS
+the 224 -> 448 step through PIL (``l2cs_face_box_pil``).
 
 Head rules need a head box. With only a face detector (the study's yolov8n-face, or
 MediaPipe), :func:`head_box_from_face` derives one; see its docstring.
