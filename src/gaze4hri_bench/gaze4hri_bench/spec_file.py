@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -18,11 +19,52 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .output_rules import angles_rule, bins_rule, vector_rule
 
-__all__ = ["SpecError", "SpecFile", "load_spec", "spec_from_mapping", "spec_hash", "check_onnx", "FORMAT"]
+__all__ = ["MethodSpec", "SpecError", "SpecFile", "load_spec", "spec_from_mapping", "spec_hash", "check_onnx", "FORMAT"]
 
 FORMAT = 1  # the spec file format this module reads (``format:`` in the file)
 
 Dim = int | str  # an int: a fixed size; a name (B, H, W): a dynamic axis
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """What a method eats and emits.
+
+    input_type: ``rectified`` (Zhang et al. 2018 data normalization) or ``crop``.
+    colour: ``bgr`` or ``rgb``; pixel values are divided by 255 first (a spec file's
+    ``scale`` is folded into mean/std); mean/std: per-channel normalisation after
+    scaling (None: none). clip_len: frames per sample (1 = single image); clip_stride:
+    frame step inside a clip; out_index: which clip position the prediction of the
+    centre frame is read from. output: decoding rule name (decoders.DECODERS,
+    output_rules.py): ``pitchyaw_rad`` [pitch, yaw] radians Frame A; ``yawpitch_rad``
+    [yaw, pitch]; ``*_deg`` the same in degrees; ``l2cs_bins`` two 90-bin heads (yaw
+    first) -> degrees; ``bins_*`` other bins; ``vector_a``/``vector_b`` unit 3D in
+    Frame A/B per clip frame. Built from a spec file: spec_file.SpecFile.
+    """
+
+    name: str
+    family: str
+    train_set: str
+    input_type: str
+    size: int
+    colour: str
+    mean: tuple[float, float, float] | None
+    std: tuple[float, float, float] | None
+    clip_len: int
+    clip_stride: int
+    out_index: int | None
+    onnx_inputs: dict[str, tuple]
+    onnx_outputs: dict[str, tuple]
+    output: str
+    gaze_frame: str
+    licence: str
+    source_url: str
+    weights_file: str
+    weights_sha256: str | None = None
+    normalization: dict = field(default_factory=dict)  # focal_px, distance_mm for rectified
+    crop_rule: str | None = None  # name of the crop rule for crop inputs
+    table_name: str = ""
+    notes: str = ""
 
 
 class SpecError(Gaze4HRIError):
@@ -205,8 +247,6 @@ class SpecFile(BaseModel):
     def to_method_spec(self, weights_file: str | None = None):
         """The pipeline's MethodSpec (scale folded into mean/std: (x/scale - m)/s =
         (x/255 - m scale/255)/(s scale/255))."""
-        from .specs import MethodSpec
-
         i = self.input
         mean, std = (None if v is None else tuple(v) for v in (i.mean, i.std))
         if i.scale != 255.0:

@@ -11,10 +11,11 @@ vector in the OpenCV camera frame before it leaves the method.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from gaze4hri_core.registry import Registry
+
+from .spec_file import MethodSpec, load_spec
 
 __all__ = ["MethodSpec", "SPECS", "ALIASES", "get_spec", "IMAGENET_MEAN", "IMAGENET_STD", "FRAME_HW", "SPEC_DIR",
            "BUILTIN_ORDER"]
@@ -27,56 +28,12 @@ FRAME_HW = "frame_hw"
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """What a method eats and emits.
-
-    input_type: ``rectified`` (Zhang et al. 2018 data normalization) or ``crop``.
-    colour: ``bgr`` or ``rgb``; pixel values are divided by 255 first (a spec file's
-    ``scale`` is folded into mean/std); mean/std: per-channel normalisation after
-    scaling (None: none). clip_len: frames per sample (1 = single image); clip_stride:
-    frame step inside a clip; out_index: which clip position the prediction of the
-    centre frame is read from. output: decoding rule name (decoders.DECODERS,
-    output_rules.py): ``pitchyaw_rad`` [pitch, yaw] radians Frame A; ``yawpitch_rad``
-    [yaw, pitch]; ``*_deg`` the same in degrees; ``l2cs_bins`` two 90-bin heads (yaw
-    first) -> degrees; ``bins_*`` other bins; ``vector_a``/``vector_b`` unit 3D in
-    Frame A/B per clip frame. Built from a spec file: spec_file.SpecFile.
-    """
-
-    name: str
-    family: str
-    train_set: str
-    input_type: str
-    size: int
-    colour: str
-    mean: tuple[float, float, float] | None
-    std: tuple[float, float, float] | None
-    clip_len: int
-    clip_stride: int
-    out_index: int | None
-    onnx_inputs: dict[str, tuple]
-    onnx_outputs: dict[str, tuple]
-    output: str
-    gaze_frame: str
-    licence: str
-    source_url: str
-    weights_file: str
-    weights_sha256: str | None = None
-    normalization: dict = field(default_factory=dict)  # focal_px, distance_mm for rectified
-    crop_rule: str | None = None  # name of the crop rule for crop inputs
-    table_name: str = ""
-    notes: str = ""
-
-
 #: the folder of the built-in spec files, shipped in the package (one per configuration)
 SPEC_DIR = Path(__file__).with_name("specs")
 
 
 def _load_builtin() -> tuple[Registry[MethodSpec], dict[str, str]]:
     """Every specs/*.yaml, in the order of Table II (``BUILTIN_ORDER``), into one Registry."""
-    from .spec_file import load_spec
-
     reg: Registry[MethodSpec] = Registry("method")
     aliases: dict[str, str] = {}
     files = {p.stem: p for p in SPEC_DIR.glob("*.yaml")}
