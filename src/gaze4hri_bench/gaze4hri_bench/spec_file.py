@@ -91,11 +91,11 @@ class Normalization(_Strict):
 
 class InputSpec(_Strict):
     kind: Literal["crop", "rectified"] = Field(description="crop (a face box cut out) or rectified")
-    size: int = Field(gt=0, description="square side of the network input in pixels (patch size)")
-    crop_rule: str | None = Field(None, description="crop inputs: a rule of faces.crops.CROP_RULES")
-    normalization: Normalization | None = Field(None, description="rectified inputs: {focal_px, distance_mm}")
-    colour: Literal["rgb", "bgr"] = Field(description="channel order the network expects: rgb or bgr")
-    scale: float = Field(255.0, gt=0, description="pixel values are divided by this first (255 or 1)")
+    size: int = Field(gt=0, description="the square side of the network input in pixels (patch size)")
+    crop_rule: str | None = Field(None, description="a rule of faces.crops.CROP_RULES (crop inputs)")
+    normalization: Normalization | None = Field(None, description="{focal_px, distance_mm} (rectified inputs)")
+    colour: Literal["rgb", "bgr"] = Field(description="rgb or bgr, the channel order the network expects")
+    scale: float = Field(255.0, gt=0, description="the divisor of the pixel values (255 or 1)")
     mean: list[float] | None = Field(None, description="3 per-channel means after scaling, or null")
     std: list[float] | None = Field(None, description="3 per-channel stds after scaling, or null")
 
@@ -124,8 +124,8 @@ class InputSpec(_Strict):
 
 class ClipSpec(_Strict):
     length: int = Field(1, ge=1, description="frames per sample (1: a single image)")
-    stride: int = Field(1, ge=1, description="frame step inside a clip")
-    out_index: int | None = Field(None, ge=0, description="clip position the centre frame is read from")
+    stride: int = Field(1, ge=1, description="the frame step inside a clip")
+    out_index: int | None = Field(None, ge=0, description="the clip position the centre frame is read from")
 
     @model_validator(mode="after")
     def _index(self):
@@ -137,7 +137,7 @@ class ClipSpec(_Strict):
 
 
 class OnnxSpec(_Strict):
-    inputs: dict[str, list[Dim]] = Field(description="input name -> shape; first: the image or clip tensor")
+    inputs: dict[str, list[Dim]] = Field(description="input name -> shape, the image or clip tensor first")
     outputs: dict[str, list[Dim]] = Field(description="output name -> shape, in the order the decoder reads them")
 
     @field_validator("inputs", "outputs")
@@ -149,8 +149,8 @@ class OnnxSpec(_Strict):
 
 
 class BinsSpec(_Strict):
-    count: int = Field(gt=1, description="bins per head")
-    range_deg: list[float] = Field(description="[low, high) degrees the bins cover, e.g. [-180, 180]")
+    count: int = Field(gt=1, description="the number of bins per head")
+    range_deg: list[float] = Field(description="[low, high] degrees the bins cover, e.g. [-180, 180]")
 
     @field_validator("range_deg")
     @classmethod
@@ -164,10 +164,10 @@ class BinsSpec(_Strict):
 
 class OutputSpec(_Strict):
     kind: Literal["angles", "vector", "bins"] = Field(description="angles, vector or bins")
-    order: Literal["pitch_yaw", "yaw_pitch"] | None = Field(None, description="angles/bins: which comes first")
-    unit: Literal["rad", "deg"] | None = Field(None, description="angles: rad or deg")
-    frame: Literal["A", "B"] | None = Field(None, description="vector: Frame A (GazeHub) or B (Gaze360)")
-    bins: BinsSpec | None = Field(None, description="bins: {count, range_deg}")
+    order: Literal["pitch_yaw", "yaw_pitch"] | None = Field(None, description="pitch_yaw or yaw_pitch (angles, bins)")
+    unit: Literal["rad", "deg"] | None = Field(None, description="rad or deg (angles)")
+    frame: Literal["A", "B"] | None = Field(None, description="A (GazeHub) or B (Gaze360) (vector)")
+    bins: BinsSpec | None = Field(None, description="{count, range_deg} (bins)")
 
     @model_validator(mode="after")
     def _by_kind(self):
@@ -202,16 +202,17 @@ class SpecFile(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1] = Field(FORMAT, description="spec file format: 1")
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="method name: lower case, digits, _")
-    aliases: list[str] = Field(default_factory=list, description="other names the method answers to")
-    family: str = Field(description="network family, e.g. mynet")
-    train_set: str = Field(description="training data set, e.g. Gaze360")
-    table_name: str = Field("", description="name in tables and figures")
-    licence: str = Field(description="licence of the weights, e.g. MIT")
+    format: Literal[1] = Field(FORMAT, description="1 (the spec file format)")
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="a method name of lower-case letters, digits and _")
+    aliases: list[str] = Field(default_factory=list, description="a list of other names for the method")
+    family: str = Field(description="the network family, e.g. mynet")
+    train_set: str = Field(description="the training data set, e.g. Gaze360")
+    table_name: str = Field("", description="the name in tables and figures")
+    licence: str = Field(description="the licence of the weights, e.g. MIT")
     source: str = Field(description="where the weights come from (a URL)")
     weights_file: str = Field(description="the ONNX file, relative to the spec file (or the models folder)")
-    weights_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="published checkpoint sha256")
+    weights_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$",
+                                       description="the published checkpoint's sha256 (64 hex digits) or null")
     input: InputSpec
     clip: ClipSpec = Field(default_factory=ClipSpec)
     onnx: OnnxSpec
