@@ -34,7 +34,10 @@ def _thread_cpu(samples: dict) -> None:
             fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        samples[tid] = (t.name, (int(fields[11]) + int(fields[12])) / tick)  # utime, stime: stat fields 14, 15 (proc(5))
+        samples[tid] = (
+            t.name,
+            (int(fields[11]) + int(fields[12])) / tick,
+        )  # utime, stime: stat fields 14, 15 (proc(5))
 
 
 def child(cli_args: list[str], out: Path) -> int:
@@ -69,28 +72,50 @@ def run_once(rtf: float, src: Path | None, resolution: str, trial_seconds: float
         env["PYTHONPATH"] = os.pathsep.join(str(src / p) for p in ("gaze4hri_acq", "gaze4hri_sim"))
     with tempfile.TemporaryDirectory(prefix="acq_idle_cpu_") as d:
         threads = Path(d) / "threads.json"
-        args = ["session", "--subject", "S01", "--backend", "sim", "--trials", *TRIALS, "--trial-seconds", str(trial_seconds),
-                "--resolution", resolution, "--real-time-factor", str(rtf), "--out-dir", str(Path(d) / "out"), "--quiet",
-                "--live-view", "off"]
+        args = [
+            "session",
+            "--subject",
+            "S01",
+            "--backend",
+            "sim",
+            "--trials",
+            *TRIALS,
+            "--trial-seconds",
+            str(trial_seconds),
+            "--resolution",
+            resolution,
+            "--real-time-factor",
+            str(rtf),
+            "--out-dir",
+            str(Path(d) / "out"),
+            "--quiet",
+            "--live-view",
+            "off",
+        ]
         load0 = os.getloadavg()[0]
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
-        p = subprocess.run([sys.executable, __file__, "--child", str(threads), "--", *args], env=env,
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, __file__, "--child", str(threads), "--", *args], env=env, capture_output=True, text=True
+        )
         wall = time.monotonic() - t0
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         per_thread = json.loads(threads.read_text()) if threads.is_file() else {}
     if p.returncode != 0:
         raise SystemExit(f"session failed (exit {p.returncode}): {p.stderr.strip().splitlines()[-1:]}")
-    return {"rtf": rtf, "code": "before" if src else "this tree", "wall_s": round(wall, 1),
-            "cpu_s": round((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), 1),
-            "load_1min": [round(load0, 1), round(os.getloadavg()[0], 1)],
-            "threads_cpu_s": dict(sorted(per_thread.items(), key=lambda kv: -kv[1])[:8])}
+    return {
+        "rtf": rtf,
+        "code": "before" if src else "this tree",
+        "wall_s": round(wall, 1),
+        "cpu_s": round((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), 1),
+        "load_1min": [round(load0, 1), round(os.getloadavg()[0], 1)],
+        "threads_cpu_s": dict(sorted(per_thread.items(), key=lambda kv: -kv[1])[:8]),
+    }
 
 
 def main() -> int:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        return child(sys.argv[sys.argv.index("--") + 1:], Path(sys.argv[2]))
+        return child(sys.argv[sys.argv.index("--") + 1 :], Path(sys.argv[2]))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rtf", type=float, default=2.0, help="--real-time-factor of the session")
     ap.add_argument("--runs", type=int, default=1)

@@ -92,7 +92,14 @@ def run(sim_seconds: float, compression: str, width: int, height: int, distinct:
                 time.sleep(0.05)
         cam = st.nodes["camera"]
         dropped0 = cam.dropped
-        ack = c.request("recorder", "start", trial="bench", bag_dir=str(out / "bench"), compression=compression, start_ns=c.device_ns)
+        ack = c.request(
+            "recorder",
+            "start",
+            trial="bench",
+            bag_dir=str(out / "bench"),
+            compression=compression,
+            start_ns=c.device_ns,
+        )
         t0_ns = int(ack["start_ns"])
         w0 = time.monotonic()
         end = t0_ns + int(sim_seconds * 1e9)
@@ -103,11 +110,23 @@ def run(sim_seconds: float, compression: str, width: int, height: int, distinct:
         drops = cam.dropped - dropped0 + ack.get("dropped_messages", 0)
     halt.set()
     size = sum(p.stat().st_size for p in (out / "bench").glob("*"))
-    return {"sim_seconds": sim_seconds, "resolution": f"{width}x{height}", "compression": compression, "wall_s": round(wall, 1),
-            "frames": frames, "expected_frames": int(sim_seconds * 30), "dropped": drops,
-            "fps_sustained": round(frames / wall, 1), "real_time_factor": round(sim_seconds / wall, 2),
-            "bag_bytes": size, "bytes_per_sim_s": int(size / sim_seconds), "bytes_per_wall_s": int(size / wall),
-            "peak_rss_mb": round(peak[0] / 2**20), "counts": ack["counts"], "frames_pre_rendered": distinct}
+    return {
+        "sim_seconds": sim_seconds,
+        "resolution": f"{width}x{height}",
+        "compression": compression,
+        "wall_s": round(wall, 1),
+        "frames": frames,
+        "expected_frames": int(sim_seconds * 30),
+        "dropped": drops,
+        "fps_sustained": round(frames / wall, 1),
+        "real_time_factor": round(sim_seconds / wall, 2),
+        "bag_bytes": size,
+        "bytes_per_sim_s": int(size / sim_seconds),
+        "bytes_per_wall_s": int(size / wall),
+        "peak_rss_mb": round(peak[0] / 2**20),
+        "counts": ack["counts"],
+        "frames_pre_rendered": distinct,
+    }
 
 
 def render_only(width: int, height: int, n: int = 10) -> float:

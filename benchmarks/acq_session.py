@@ -29,17 +29,26 @@ def main() -> int:
     out = a.out or Path(tempfile.mkdtemp(prefix="acq_session_"))
     try:
         t0 = time.monotonic()
-        sdir = run_sim_session(out, subject="S01", resolution=(w, h), trial_seconds=a.trial_seconds, real_time_factor=100.0)
+        sdir = run_sim_session(
+            out, subject="S01", resolution=(w, h), trial_seconds=a.trial_seconds, real_time_factor=100.0
+        )
         wall = time.monotonic() - t0
         m = load_manifest(sdir)
         by: dict[str, int] = {}
         for r in m.trials.values():
             by[r.status] = by.get(r.status, 0) + 1
         size = sum(p.stat().st_size for p in (sdir / "bags").rglob("*.mcap"))
-        res = {"trials": len(m.trials), "status": by, "wall_s": round(wall, 1), "resolution": a.resolution,
-               "trial_seconds": a.trial_seconds, "frames": sum(r.frames or 0 for r in m.trials.values()),
-               "dropped_frames": sum(r.dropped_frames or 0 for r in m.trials.values()), "bag_bytes": size,
-               "failed": {k: r.reason for k, r in m.trials.items() if r.status != "done"}}
+        res = {
+            "trials": len(m.trials),
+            "status": by,
+            "wall_s": round(wall, 1),
+            "resolution": a.resolution,
+            "trial_seconds": a.trial_seconds,
+            "frames": sum(r.frames or 0 for r in m.trials.values()),
+            "dropped_frames": sum(r.dropped_frames or 0 for r in m.trials.values()),
+            "bag_bytes": size,
+            "failed": {k: r.reason for k, r in m.trials.items() if r.status != "done"},
+        }
     finally:
         if a.out is None:
             shutil.rmtree(out, ignore_errors=True)

@@ -113,13 +113,18 @@ def to_md(results: list[dict], cmd: str) -> str:
     import cv2
     import onnxruntime
 
-    lines = ["# Data-side throughput (decode, detect, pre-process)", "",
-             f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `benchmarks/bench_data_throughput.py` (`{cmd}`).", "",
-             f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
-             f"OpenCV {cv2.__version__}, ONNX Runtime {onnxruntime.__version__}; cores shared with other jobs, so times vary.",
-             "- Data: one trial written by the test fixture's rosbags writer (MCAP, uncompressed, rgb8, 30 fps) showing the "
-             "astronaut photograph (skimage) as the face; decode = read + CDR deserialize + RGB view, one frame at a time.",
-             "- Per-frame figures: median over 30 frames (detection: after one warm-up call); fps = frames / total time.", ""]
+    lines = [
+        "# Data-side throughput (decode, detect, pre-process)",
+        "",
+        f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `benchmarks/bench_data_throughput.py` (`{cmd}`).",
+        "",
+        f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
+        f"OpenCV {cv2.__version__}, ONNX Runtime {onnxruntime.__version__}; cores shared with other jobs, so times vary.",
+        "- Data: one trial written by the test fixture's rosbags writer (MCAP, uncompressed, rgb8, 30 fps) showing the "
+        "astronaut photograph (skimage) as the face; decode = read + CDR deserialize + RGB view, one frame at a time.",
+        "- Per-frame figures: median over 30 frames (detection: after one warm-up call); fps = frames / total time.",
+        "",
+    ]
     lines += ["| stage | " + " | ".join(r["size"] for r in results) + " |", "|---|" + "---:|" * len(results)]
 
     def row(label, get):
@@ -133,11 +138,20 @@ def to_md(results: list[dict], cmd: str) -> str:
 
     row("bag size (MB) / frames", lambda r: f"{r['bag_mb']:.0f} / {r['decode']['n']}")
     row("frame table (s, one pass over the bag)", lambda r: f"{r['frame_table_s']:.2f}")
-    row("decode (ms/frame; fps; MB/s)", lambda r: f"{r['decode']['ms_per_frame']:.1f}; {r['decode']['fps']:.0f}; {r['decode']['MB_per_s']:.0f}")
+    row(
+        "decode (ms/frame; fps; MB/s)",
+        lambda r: f"{r['decode']['ms_per_frame']:.1f}; {r['decode']['fps']:.0f}; {r['decode']['MB_per_s']:.0f}",
+    )
     row("ground truth, whole trial (s)", lambda r: f"{r['ground_truth']['s']:.2f}")
     for name in results[0]["detect"]:
-        row(f"detect {name} (ms/frame; fps)", lambda r, n=name: (f"skipped: {r['detect'][n]['skipped']}" if "skipped" in r["detect"][n]
-                                                                 else f"{r['detect'][n]['median_ms']:.1f}; {r['detect'][n]['fps']:.1f}"))
+        row(
+            f"detect {name} (ms/frame; fps)",
+            lambda r, n=name: (
+                f"skipped: {r['detect'][n]['skipped']}"
+                if "skipped" in r["detect"][n]
+                else f"{r['detect'][n]['median_ms']:.1f}; {r['detect'][n]['fps']:.1f}"
+            ),
+        )
     row("BYTETracker update (ms/frame)", lambda r: f"{r['track']['median_ms']:.2f}")
     for k in results[0]["preprocess"]:
         row(f"{k} (ms/frame)", lambda r, k=k: f"{r['preprocess'][k]['median_ms']:.2f}")

@@ -62,28 +62,47 @@ def main() -> int:
             run_sim_session(tmp / "sessions", "S01", ["illum100_P5"], resolution=(w, h), trial_seconds=a.minutes * 60,
                             calibration_dir=cal)
         else:
-            write_session(tmp / "sessions", "S01", [TrialSpec("illum100_P5", seconds=a.minutes * 60, size=(w, h))], tmp=tmp)
+            write_session(
+                tmp / "sessions", "S01", [TrialSpec("illum100_P5", seconds=a.minutes * 60, size=(w, h))], tmp=tmp
+            )
         bag_mb = sum(p.stat().st_size for p in (tmp / "sessions").rglob("*.mcap")) / 2**20
         print(f"wrote {a.minutes:g} min ({bag_mb:.0f} MB bag) in {time.perf_counter() - t0:.0f} s", flush=True)
         models = tmp / "models"
         p = build_gradient_onnx(TINY_SPEC, models / TINY_SPEC.weights_file)
-        store.write_record(models, "tiny_test", {"method": "tiny_test", "random_init": True, "onnx_sha256": store.sha256_file(p)})
+        store.write_record(
+            models, "tiny_test", {"method": "tiny_test", "random_init": True, "onnx_sha256": store.sha256_file(p)}
+        )
         base = proc.memory_info().rss
         th = threading.Thread(target=sample, daemon=True)
         th.start()
         t0 = time.perf_counter()
-        paths = run_benchmark(RunConfig(methods=("head_pose", "tiny_test"), input="rectified", data=tmp / "sessions",
-                                        out=tmp / "out", models_dir=models, progress=False, device="cpu",
-                                        blinks=a.blinks, detector=a.detector), log=print)
+        paths = run_benchmark(
+            RunConfig(
+                methods=("head_pose", "tiny_test"),
+                input="rectified",
+                data=tmp / "sessions",
+                out=tmp / "out",
+                models_dir=models,
+                progress=False,
+                device="cpu",
+                blinks=a.blinks,
+                detector=a.detector,
+            ),
+            log=print,
+        )
         stop.set()
         th.join()
         for path in paths:
             t = read_metadata(path)["timing"]
-            print(f"{path.name}: {t['frames']} frames, {t['fps']} fps (decode {t['decode_s']} s, face pass {t['detect_s']} s, "
-                  f"pre-process {t['preprocess_s']} s, infer {t['infer_s']} s), per-trial peak RSS {t['peak_rss_mb']} MB; "
-                  f"reasons {t.get('reasons')}")
-        print(f"process RSS before the run {base / 2**20:.0f} MB, peak during the run {peak[0] / 2**20:.0f} MB "
-              f"({time.perf_counter() - t0:.0f} s)")
+            print(
+                f"{path.name}: {t['frames']} frames, {t['fps']} fps (decode {t['decode_s']} s, face pass {t['detect_s']} s, "
+                f"pre-process {t['preprocess_s']} s, infer {t['infer_s']} s), per-trial peak RSS {t['peak_rss_mb']} MB; "
+                f"reasons {t.get('reasons')}"
+            )
+        print(
+            f"process RSS before the run {base / 2**20:.0f} MB, peak during the run {peak[0] / 2**20:.0f} MB "
+            f"({time.perf_counter() - t0:.0f} s)"
+        )
     finally:
         stop.set()
         shutil.rmtree(tmp, ignore_errors=True)

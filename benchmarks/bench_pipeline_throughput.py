@@ -91,13 +91,25 @@ def main() -> int:
                 t = read_metadata(path)["timing"]
                 n = t["frames"]
                 per = {k: 1000 * t[k] / n for k in ("decode_s", "detect_s", "preprocess_s", "infer_s")}
-                rows.append({"method": m, "input": inp, "model": what.get(m, "none (baseline)"), "frames": n, "fps": t["fps"],
-                             **{k.replace("_s", "_ms"): round(v, 2) for k, v in per.items()}, "peak_rss_mb": t["peak_rss_mb"]})
+                rows.append(
+                    {
+                        "method": m,
+                        "input": inp,
+                        "model": what.get(m, "none (baseline)"),
+                        "frames": n,
+                        "fps": t["fps"],
+                        **{k.replace("_s", "_ms"): round(v, 2) for k, v in per.items()},
+                        "peak_rss_mb": t["peak_rss_mb"],
+                    }
+                )
                 print(json.dumps(rows[-1]), file=sys.stderr)
         import onnxruntime
-        head = (f"CPU: {cpu_name()}, {os.cpu_count()} cores; onnxruntime "
-                f"{onnxruntime.__version__} (CPUExecutionProvider); {w}x{h} frames, {a.seconds:g} s trial at 30 fps; "
-                f"batch {a.batch}; detector {a.detector}")
+
+        head = (
+            f"CPU: {cpu_name()}, {os.cpu_count()} cores; onnxruntime "
+            f"{onnxruntime.__version__} (CPUExecutionProvider); {w}x{h} frames, {a.seconds:g} s trial at 30 fps; "
+            f"batch {a.batch}; detector {a.detector}"
+        )
         cols = ["method", "input", "model", "fps", "decode_ms", "detect_ms", "preprocess_ms", "infer_ms", "peak_rss_mb"]
         md = [head, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         md += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]

@@ -78,9 +78,12 @@ def make(tmp: Path, seconds: float, size: tuple[int, int]) -> tuple[Path, Path, 
     t0 = time.perf_counter()
     res = export_study(root, out, log=lambda s: None)
     d = res.written[0]
-    sizes = {"bag_mb": sum(p.stat().st_size for p in (root / "S01" / "bags").rglob("*.mcap")) / 2**20,
-             "mp4_mb": (d / "rgb_video.mp4").stat().st_size / 2**20, "mkv_mb": (d / "rgb_video.mkv").stat().st_size / 2**20,
-             "export_s": time.perf_counter() - t0}
+    sizes = {
+        "bag_mb": sum(p.stat().st_size for p in (root / "S01" / "bags").rglob("*.mcap")) / 2**20,
+        "mp4_mb": (d / "rgb_video.mp4").stat().st_size / 2**20,
+        "mkv_mb": (d / "rgb_video.mkv").stat().st_size / 2**20,
+        "export_s": time.perf_counter() - t0,
+    }
     noisy = tmp / f"study_noisy_{seconds:g}s"
     shutil.copytree(out, noisy)
     nd = noisy / d.relative_to(out)
@@ -114,29 +117,38 @@ def to_md(rows: list[dict], cmd: str, size: str) -> str:
     import cv2
     import numpy as np
 
-    lines = ["# Study-layout reader vs MCAP reader (issue 12)", "",
-             f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `benchmarks/bench_study_reader.py` (`{cmd}`).", "",
-             f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
-             f"OpenCV {cv2.__version__} (video decode); cores shared with other jobs, so times vary "
-             f"(load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}).",
-             f"- Data: one simulated trial at {size}, 30 fps, written as an MCAP session by the test fixture's rosbags writer, "
-             "then exported with `gaze4hri-bench export --format study` (mp4v rgb_video.mp4 + FFV1 rgb_video.mkv). "
-             "Each row reads every frame (decode to RGB) and computes the trial's ground truth, in a fresh process. "
-             f"The synthetic frames are mostly flat grey, which mp4v compresses unusually well; the last row re-encodes the "
-             f"same frames with Gaussian sensor noise (sigma {NOISE_SIGMA:g} grey levels) as a closer stand-in for camera video.",
-             "- fps = frames / (decode + ground truth); peak RSS = the child process's VmHWM (Python, numpy, pandas, "
-             "OpenCV and rosbags imported included).", "",
-             "| reader | trial | frames | files (MB) | decode fps | ground truth (s) | decode + GT fps | RSS after imports (MB) | peak RSS (MB) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "# Study-layout reader vs MCAP reader (issue 12)",
+        "",
+        f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `benchmarks/bench_study_reader.py` (`{cmd}`).",
+        "",
+        f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
+        f"OpenCV {cv2.__version__} (video decode); cores shared with other jobs, so times vary "
+        f"(load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}).",
+        f"- Data: one simulated trial at {size}, 30 fps, written as an MCAP session by the test fixture's rosbags writer, "
+        "then exported with `gaze4hri-bench export --format study` (mp4v rgb_video.mp4 + FFV1 rgb_video.mkv). "
+        "Each row reads every frame (decode to RGB) and computes the trial's ground truth, in a fresh process. "
+        f"The synthetic frames are mostly flat grey, which mp4v compresses unusually well; the last row re-encodes the "
+        f"same frames with Gaussian sensor noise (sigma {NOISE_SIGMA:g} grey levels) as a closer stand-in for camera video.",
+        "- fps = frames / (decode + ground truth); peak RSS = the child process's VmHWM (Python, numpy, pandas, "
+        "OpenCV and rosbags imported included).",
+        "",
+        "| reader | trial | frames | files (MB) | decode fps | ground truth (s) | decode + GT fps | RSS after imports (MB) | peak RSS (MB) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['reader']} | {r['seconds']:g} s | {r['frames']} | {r['file_mb']:.0f} | {r['decode_fps']:.1f} | "
-                     f"{r['gt_s']:.3f} | {r['fps']:.1f} | {r['rss_after_import_mb']:.0f} | {r['peak_rss_mb']:.0f} |")
+        lines.append(
+            f"| {r['reader']} | {r['seconds']:g} s | {r['frames']} | {r['file_mb']:.0f} | {r['decode_fps']:.1f} | "
+            f"{r['gt_s']:.3f} | {r['fps']:.1f} | {r['rss_after_import_mb']:.0f} | {r['peak_rss_mb']:.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, nargs="+", default=[2.0, 6.0], help="trial lengths (memory must stay flat)")
+    ap.add_argument(
+        "--seconds", type=float, nargs="+", default=[2.0, 6.0], help="trial lengths (memory must stay flat)"
+    )
     ap.add_argument("--size", default="1920x1080")
     ap.add_argument("--md", type=Path, help="write the Markdown table here")
     ap.add_argument("--child", nargs=3, metavar=("FORMAT", "VIDEO", "DATA"), help=argparse.SUPPRESS)
@@ -152,12 +164,22 @@ def main(argv=None) -> int:
             root, out, sizes = make(Path(td), s, size)
             print(f"{s:g} s: {json.dumps(sizes)}", file=sys.stderr)
             for label, (fmt, video) in READERS.items():
-                data = {"session": root, "study": out, "study_noisy": Path(str(out).replace("study_", "study_noisy_"))}[fmt]
+                data = {"session": root, "study": out, "study_noisy": Path(str(out).replace("study_", "study_noisy_"))}[
+                    fmt
+                ]
                 fmt = "study" if fmt == "study_noisy" else fmt
-                r = subprocess.run([sys.executable, __file__, "--child", fmt, video or "-", str(data)],
-                                   capture_output=True, text=True, check=True)
+                r = subprocess.run(
+                    [sys.executable, __file__, "--child", fmt, video or "-", str(data)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 res = json.loads(r.stdout.strip().splitlines()[-1])
-                fm = sizes["bag_mb"] if fmt == "session" else sizes["noisy_mp4_mb" if "noise" in label else f"{video}_mb"]
+                fm = (
+                    sizes["bag_mb"]
+                    if fmt == "session"
+                    else sizes["noisy_mp4_mb" if "noise" in label else f"{video}_mb"]
+                )
                 rows.append({"reader": label, "seconds": s, "file_mb": fm, **res})
                 print(json.dumps(rows[-1]), file=sys.stderr)
             for p in (root, out, Path(str(out).replace("study_", "study_noisy_"))):

@@ -145,14 +145,20 @@ def gat_official_crop(img: np.ndarray, box, path: str = "uint8") -> np.ndarray:
     if path == "uint8":
         y = F.interpolate(x, size=[224, 224], mode="bilinear", align_corners=False, antialias=True)
     else:
-        y = F.interpolate(x.float(), size=[224, 224], mode="bilinear", align_corners=False, antialias=True).round_().to(torch.uint8)
+        y = (
+            F.interpolate(x.float(), size=[224, 224], mode="bilinear", align_corners=False, antialias=True)
+            .round_()
+            .to(torch.uint8)
+        )
     return y[0].permute(1, 2, 0).numpy()
 
 
 def gat_official_tensor(patch: np.ndarray) -> np.ndarray:
     """ToTensor + Normalize (step 4): (3, 224, 224) float32."""
     x = patch.astype(np.float32).transpose(2, 0, 1) / np.float32(255.0)
-    return (x - np.asarray(IMAGENET_MEAN, np.float32)[:, None, None]) / np.asarray(IMAGENET_STD, np.float32)[:, None, None]
+    return (x - np.asarray(IMAGENET_MEAN, np.float32)[:, None, None]) / np.asarray(IMAGENET_STD, np.float32)[
+        :, None, None
+    ]
 
 
 # -------------------------------------------------------------- official MCGaze steps
@@ -164,7 +170,7 @@ def mcgaze_official_crop(img: np.ndarray, box) -> np.ndarray:
     rows, cols = img.shape[:2]  # demo's ``w, h``
     cy, cx = int(hb[1] + hb[3]) // 2, int(hb[0] + hb[2]) // 2
     half = int(max(hb[3] - hb[1], hb[2] - hb[0]) * 0.8)
-    part = img[max(0, cy - half):min(cy + half, rows), max(0, cx - half):min(cx + half, cols), :]
+    part = img[max(0, cy - half) : min(cy + half, rows), max(0, cx - half) : min(cx + half, cols), :]
     h, w = part.shape[:2]
     scale = min(max(448, 448) / max(h, w), min(448, 448) / min(h, w))
     size = (int(w * float(scale) + 0.5), int(h * float(scale) + 0.5))
@@ -192,8 +198,10 @@ def _grey(pairs) -> str:
     mean = float(np.mean([d.mean() for d in same])) if same else 0.0
     over1 = sum(int(d.max()) > 1 for d in same)
     frac = sum(int((d > 0).sum()) for d in same) / max(sum(d.size for d in same), 1)
-    return (f"max {mx:3d}, mean {mean:.4f} grey levels, {frac:.2e} of values differ, {over1} crops > 1, "
-            f"{shape} of {len(pairs)} shapes differ")
+    return (
+        f"max {mx:3d}, mean {mean:.4f} grey levels, {frac:.2e} of values differ, {over1} crops > 1, "
+        f"{shape} of {len(pairs)} shapes differ"
+    )
 
 
 def _angles(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -218,8 +226,10 @@ def grey_levels(img: np.ndarray, n: int) -> None:
 
     H, W = img.shape[:2]
     boxes = random_boxes(n, H, W)
-    print(f"\nGrey levels, {n} random float head boxes on a {W} x {H} photograph (inside, each border, corner); "
-          f"GaT resize: ours {GAT_RESIZE!r} (default) and 'pil':")
+    print(
+        f"\nGrey levels, {n} random float head boxes on a {W} x {H} photograph (inside, each border, corner); "
+        f"GaT resize: ours {GAT_RESIZE!r} (default) and 'pil':"
+    )
     for kind in ("all", "inside", "left", "right", "top", "bottom", "corner"):
         sel = [b for k, b in boxes if kind in ("all", k)]
         off_u8 = [gat_official_crop(img, b, "uint8") for b in sel]
@@ -227,7 +237,9 @@ def grey_levels(img: np.ndarray, n: int) -> None:
         for kernel in ("torch_float", "pil"):
             ours = [_ours_gat(img, b, kernel) for b in sel]
             print(f"  {kind:6s} GaT ({kernel:11s}) vs torch float path: {_grey(list(zip(ours, off_f, strict=True)))}")
-            print(f"  {kind:6s} GaT ({kernel:11s}) vs torch uint8 kernel: {_grey(list(zip(ours, off_u8, strict=True)))}")
+            print(
+                f"  {kind:6s} GaT ({kernel:11s}) vs torch uint8 kernel: {_grey(list(zip(ours, off_u8, strict=True)))}"
+            )
         mc = [(crop(img, b, "mcgaze_head_square", 448, box_kind="head"), mcgaze_official_crop(img, b)) for b in sel]
         print(f"  {kind:6s} MCGaze vs official:                    {_grey(mc)}")
     ints = [np.round(b) for _, b in boxes]
@@ -241,7 +253,11 @@ def clips(img: np.ndarray, n: int, seed: int = 1) -> list[tuple[str, list[np.nda
     border, cut by the left border (MCGaze uses the first 7)."""
     rng = np.random.default_rng(seed)
     H, W = img.shape[:2]
-    starts = [("inside", (W / 2 - 60, H / 3 - 70)), ("top border", (W / 2 - 60, -35.3)), ("left border", (-30.7, H / 3 - 70))]
+    starts = [
+        ("inside", (W / 2 - 60, H / 3 - 70)),
+        ("top border", (W / 2 - 60, -35.3)),
+        ("left border", (-30.7, H / 3 - 70)),
+    ]
     out = []
     for label, (x0, y0) in (starts * (n // len(starts) + 1))[:n]:
         w, h = rng.uniform(100, 140), rng.uniform(120, 160)
@@ -261,28 +277,40 @@ def network(img: np.ndarray, n_clips: int, seeds: int) -> None:
     cl = clips(img, n_clips)
     gat = get_method("gat_gaze360", profile="reference")
     mc = get_method("mcgaze_gaze360", profile="reference")
-    print(f"\nEnd to end, random-weight networks (zoo random_model, seeds 0..{seeds - 1}), {n_clips} clips "
-          f"({', '.join(label for label, _ in cl)}):")
+    print(
+        f"\nEnd to end, random-weight networks (zoo random_model, seeds 0..{seeds - 1}), {n_clips} clips "
+        f"({', '.join(label for label, _ in cl)}):"
+    )
     # GaT: (B, 8, 3, 224, 224)
-    off_u8 = np.stack([np.stack([gat_official_tensor(gat_official_crop(img, b, "uint8")) for b in boxes]) for _, boxes in cl])
-    off_f = np.stack([np.stack([gat_official_tensor(gat_official_crop(img, b, "float")) for b in boxes]) for _, boxes in cl])
-    ours = {k: np.stack([np.stack([gat.to_tensor(_ours_gat(img, b, k)) for b in boxes]) for _, boxes in cl])
-            for k in ("torch_float", "pil")}
+    off_u8 = np.stack(
+        [np.stack([gat_official_tensor(gat_official_crop(img, b, "uint8")) for b in boxes]) for _, boxes in cl]
+    )
+    off_f = np.stack(
+        [np.stack([gat_official_tensor(gat_official_crop(img, b, "float")) for b in boxes]) for _, boxes in cl]
+    )
+    ours = {
+        k: np.stack([np.stack([gat.to_tensor(_ours_gat(img, b, k)) for b in boxes]) for _, boxes in cl])
+        for k in ("torch_float", "pil")
+    }
     res = {}
     t0 = time.perf_counter()
     k = len(cl)
     for seed in range(seeds):
         model = random_model(families.load_family("gat"), SPECS["gat_gaze360"], seed=seed)
         with torch.no_grad():
-            g = model(torch.from_numpy(np.concatenate([off_f, off_u8, ours["torch_float"], ours["pil"]]).astype(np.float32))).numpy()
-        g_off = {"torch float path": g[:k], "torch uint8 kernel": g[k:2 * k]}
-        g_our = {"torch_float": g[2 * k:3 * k], "pil": g[3 * k:]}
+            g = model(
+                torch.from_numpy(np.concatenate([off_f, off_u8, ours["torch_float"], ours["pil"]]).astype(np.float32))
+            ).numpy()
+        g_off = {"torch float path": g[:k], "torch uint8 kernel": g[k : 2 * k]}
+        g_our = {"torch_float": g[2 * k : 3 * k], "pil": g[3 * k :]}
         for kernel, go in g_our.items():
             for path, gf in g_off.items():
                 res.setdefault((kernel, path), []).append(_angles(go, gf))
     for (kernel, path), v in res.items():
         v = np.concatenate(v)
-        print(f"  GaT ours ({kernel}) vs official ({path}): max {v.max():.4f} deg, mean {v.mean():.4f}  ({len(v)} outputs)")
+        print(
+            f"  GaT ours ({kernel}) vs official ({path}): max {v.max():.4f} deg, mean {v.mean():.4f}  ({len(v)} outputs)"
+        )
     print(f"  (GaT: {time.perf_counter() - t0:.0f} s)")
     # MCGaze: (1, 7, 3, ph, pw) + frame_hw
     t0 = time.perf_counter()
@@ -295,9 +323,11 @@ def network(img: np.ndarray, n_clips: int, seeds: int) -> None:
         our = mc.fit_clip(np.stack([p.tensor for p in prep]), hw)
         same = our.shape == off.shape and np.array_equal(hw, off_hw)
         if not same:  # each clip through the network with its own image sizes
-            print(f"  MCGaze {label}: image sizes differ: ours {our.shape[2:]} {hw[:, 0].astype(int).tolist()} x "
-                  f"{hw[:, 1].astype(int).tolist()}, official {off.shape[2:]} {off_hw[:, 0].astype(int).tolist()} x "
-                  f"{off_hw[:, 1].astype(int).tolist()}")
+            print(
+                f"  MCGaze {label}: image sizes differ: ours {our.shape[2:]} {hw[:, 0].astype(int).tolist()} x "
+                f"{hw[:, 1].astype(int).tolist()}, official {off.shape[2:]} {off_hw[:, 0].astype(int).tolist()} x "
+                f"{off_hw[:, 1].astype(int).tolist()}"
+            )
         for model in models:
             with torch.no_grad():
                 g_off = model(torch.from_numpy(off)[None], torch.from_numpy(off_hw)[None]).numpy()
@@ -322,8 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     img = photograph()
-    print(f"torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()} "
-          f"(torchvision 0.16.1 takes the uint8 kernel only for 'AVX2')")
+    print(
+        f"torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()} "
+        f"(torchvision 0.16.1 takes the uint8 kernel only for 'AVX2')"
+    )
     grey_levels(img, args.boxes)
     if not args.no_network:
         network(img, args.clips, args.seeds)

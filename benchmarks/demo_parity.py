@@ -15,6 +15,7 @@ keys that record the run itself (timings, host, start time, command line, code v
 listed but not counted. Report: every table file (.md, .tex, .csv) under report/ must be
 byte-identical. Exit 0 when all agree, 1 otherwise (each difference one line).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,20 @@ import sys
 from pathlib import Path
 
 #: provenance keys that describe the run, not its results (timing, machine, code version)
-RUN_KEYS = ("timing", "host", "started", "finished", "command_line", "code", "git", "version", "elapsed", "python",
-            "created", "wall")
+RUN_KEYS = (
+    "timing",
+    "host",
+    "started",
+    "finished",
+    "command_line",
+    "code",
+    "git",
+    "version",
+    "elapsed",
+    "python",
+    "created",
+    "wall",
+)
 TABLE_SUFFIXES = (".md", ".tex", ".csv")
 
 
@@ -113,8 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         import pyarrow.parquet as pq
 
         n_rows = sum(pq.read_metadata(ra[k]).num_rows for k in ra)
-    print(f"results: {len(set(ra) & set(rb))} Parquet files ({n_rows} rows before); report: {same_tables} of "
-          f"{len(set(ta) | set(tb))} table files identical; {len(diffs)} difference(s)")
+    print(
+        f"results: {len(set(ra) & set(rb))} Parquet files ({n_rows} rows before); report: {same_tables} of "
+        f"{len(set(ta) | set(tb))} table files identical; {len(diffs)} difference(s)"
+    )
     return 0 if not diffs else 1
 
 

@@ -45,12 +45,16 @@ def main() -> int:
             d = tmp / f"seed{seed}"
             d.mkdir()
             cal = calibration_source(d, "S01")
-            run_sim_session(d / "root", "S01", a.trials, resolution=(w, h), trial_seconds=a.seconds, calibration_dir=cal, seed=seed)
+            run_sim_session(
+                d / "root", "S01", a.trials, resolution=(w, h), trial_seconds=a.seconds, calibration_dir=cal, seed=seed
+            )
             ds = Dataset(d / "root", sim_blinks=True)
             for t in ds.trials():
                 gt = ds.trial_ground_truth(t)
                 f = track_trial(ds.iter_frames(t), det)
-                m = gt[["frame", "invalid_reason", "camera_yaw_deg"]].merge(f[["frame", "x1", "ear"]], on="frame", how="left")
+                m = gt[["frame", "invalid_reason", "camera_yaw_deg"]].merge(
+                    f[["frame", "x1", "ear"]], on="frame", how="left"
+                )
                 m["ratio"] = m["ear"] / m["ear"].median()
                 m["trial"], m["seed"] = t.trial, seed
                 rows.append(m)
@@ -59,20 +63,36 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     df = pd.concat(rows, ignore_index=True)
     blink, open_ = df["invalid_reason"] == "blink", df["invalid_reason"] == ""
-    print(f"{len(a.seeds)} subject(s) x {len(a.trials)} trials at {a.size}: {len(df)} frames, {int(blink.sum())} blinked "
-          f"(simulator truth), {int(df['x1'].isna().sum())} without a face; {time.perf_counter() - t0:.0f} s")
+    print(
+        f"{len(a.seeds)} subject(s) x {len(a.trials)} trials at {a.size}: {len(df)} frames, {int(blink.sum())} blinked "
+        f"(simulator truth), {int(df['x1'].isna().sum())} without a face; {time.perf_counter() - t0:.0f} s"
+    )
     q = [0, 0.5, 0.9, 1.0]
-    print("EAR / trial median, blinked frames (min, median, p90, max):", df.loc[blink, "ratio"].quantile(q).round(3).tolist())
-    print("EAR / trial median, open frames (min, p0.1, p1, median):", df.loc[open_, "ratio"].quantile([0, .001, .01, .5]).round(3).tolist())
-    print("EAR absolute, blinked (min, max):", df.loc[blink, "ear"].agg(["min", "max"]).round(3).tolist(),
-          "open (min, median):", df.loc[open_, "ear"].agg(["min", "median"]).round(3).tolist())
+    print(
+        "EAR / trial median, blinked frames (min, median, p90, max):",
+        df.loc[blink, "ratio"].quantile(q).round(3).tolist(),
+    )
+    print(
+        "EAR / trial median, open frames (min, p0.1, p1, median):",
+        df.loc[open_, "ratio"].quantile([0, 0.001, 0.01, 0.5]).round(3).tolist(),
+    )
+    print(
+        "EAR absolute, blinked (min, max):",
+        df.loc[blink, "ear"].agg(["min", "max"]).round(3).tolist(),
+        "open (min, median):",
+        df.loc[open_, "ear"].agg(["min", "median"]).round(3).tolist(),
+    )
     print("\n| rule | blinked frames found | missed | open frames flagged |\n|---|---|---|---|")
     for r in (0.7, 0.75, 0.8, validity.EAR_RELATIVE, 0.9):
         b = df["ratio"] < r
         mark = " (default)" if r == validity.EAR_RELATIVE else ""
-        print(f"| EAR < {r:g} x median{mark} | {int((b & blink).sum())} | {int((~b & blink).sum())} | {int((b & open_).sum())} |")
+        print(
+            f"| EAR < {r:g} x median{mark} | {int((b & blink).sum())} | {int((~b & blink).sum())} | {int((b & open_).sum())} |"
+        )
     b = df["ear"] < validity.EAR_THRESHOLD
-    print(f"| EAR < {validity.EAR_THRESHOLD:g} (absolute) | {int((b & blink).sum())} | {int((~b & blink).sum())} | {int((b & open_).sum())} |")
+    print(
+        f"| EAR < {validity.EAR_THRESHOLD:g} (absolute) | {int((b & blink).sum())} | {int((~b & blink).sum())} | {int((b & open_).sum())} |"
+    )
     return 0
 
 

@@ -180,10 +180,15 @@ def render(rows: dict[str, dict], env: dict, reason: tuple[str, str] | None) -> 
         deg = _f(r.get("fp16_deg"), ".4f")
         if r.get("fp16_deg") is not None and not r["fp16_deg"] <= FP16_MAX_DEG:
             deg = f"**{deg}** (over {FP16_MAX_DEG:g}: `--fp16` refuses it)"
-        out.append(f"{head} {_f(r.get('mem_mb'), '.0f')} | {r['b1_ms']:.2f} | {r['b1_fps']:.0f} | {r.get('batch', '-')} | "
-                   f"{_f(r.get('fp32_sps'), '.0f')} | {fp16} | {deg} |")
-    notes = [f"- `{n}`: {r['batch_note']}" + (f"; FP16: {r['fp16_refused']}" if r.get("fp16_refused") else "")
-             for n, r in rows.items() if r.get("batch_note")]
+        out.append(
+            f"{head} {_f(r.get('mem_mb'), '.0f')} | {r['b1_ms']:.2f} | {r['b1_fps']:.0f} | {r.get('batch', '-')} | "
+            f"{_f(r.get('fp32_sps'), '.0f')} | {fp16} | {deg} |"
+        )
+    notes = [
+        f"- `{n}`: {r['batch_note']}" + (f"; FP16: {r['fp16_refused']}" if r.get("fp16_refused") else "")
+        for n, r in rows.items()
+        if r.get("batch_note")
+    ]
     if notes:
         out += ["", "Batch sizing and refusals:", "", *notes]
     return "\n".join(out) + "\n"
@@ -201,17 +206,35 @@ def write(text: str, out: Path | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--methods", nargs="+", default=list(STUDY), choices=list(STUDY), metavar="NAME",
-                   help="Table S10's models (default: all five)")
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(STUDY),
+        choices=list(STUDY),
+        metavar="NAME",
+        help="Table S10's models (default: all five)",
+    )
     p.add_argument("--device", choices=("cuda", "tensorrt"), default="cuda", help="execution provider (default cuda)")
-    p.add_argument("--models-dir", type=Path, default=None, help="imported models (default $GAZE4HRI_MODELS / models/); "
-                                                                  "missing ones are exported here with random weights")
+    p.add_argument(
+        "--models-dir",
+        type=Path,
+        default=None,
+        help="imported models (default $GAZE4HRI_MODELS / models/); missing ones are exported here with random weights",
+    )
     p.add_argument("--runs", type=int, default=1000, help="batch-1 runs per method (study: 1000; default %(default)s)")
-    p.add_argument("--budget", type=float, default=15.0, help="max seconds of batch-1 runs per method (default %(default)s)")
-    p.add_argument("--batched-runs", type=int, default=50, help="batched runs per method and precision (default %(default)s)")
+    p.add_argument(
+        "--budget", type=float, default=15.0, help="max seconds of batch-1 runs per method (default %(default)s)"
+    )
+    p.add_argument(
+        "--batched-runs", type=int, default=50, help="batched runs per method and precision (default %(default)s)"
+    )
     p.add_argument("--batched-budget", type=float, default=5.0, help="max seconds of them (default %(default)s)")
-    p.add_argument("--deadline", type=float, default=270.0,
-                   help="seconds after which the remaining methods are left 'not measured (time)' (default %(default)s)")
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=270.0,
+        help="seconds after which the remaining methods are left 'not measured (time)' (default %(default)s)",
+    )
     p.add_argument("--no-fp16", action="store_true", help="skip the FP16 rows")
     p.add_argument("--out", type=Path, help="write the Markdown report here (default: print it)")
     args = p.parse_args(argv)
@@ -225,16 +248,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"not measured: no GPU ({reason[1]}); {args.out} keeps its measured figures")
             return 0
         write(render({}, {"runs": args.runs, "budget": args.budget, "date": date, "argv": argv_s}, reason), args.out)
-        print(f"not measured: no GPU ({reason[1]})" + (f"; wrote {args.out} with 'not measured' rows" if args.out else ""))
+        print(
+            f"not measured: no GPU ({reason[1]})" + (f"; wrote {args.out} with 'not measured' rows" if args.out else "")
+        )
         return 0
 
     import onnxruntime
     from gaze4hri_bench.pipeline.runtime import gpu_memory_mb
 
     g = gpu_memory_mb() or {"name": "unknown GPU (no nvidia-smi)", "total": float("nan")}
-    env = {"date": date, "argv": argv_s,
-           "gpu": g["name"], "gpu_total": g["total"], "ort": onnxruntime.__version__, "cpu": cpu_name(),
-           "python": platform.python_version(), "runs": args.runs, "budget": args.budget, "provider": "?"}
+    env = {
+        "date": date,
+        "argv": argv_s,
+        "gpu": g["name"],
+        "gpu_total": g["total"],
+        "ort": onnxruntime.__version__,
+        "cpu": cpu_name(),
+        "python": platform.python_version(),
+        "runs": args.runs,
+        "budget": args.budget,
+        "provider": "?",
+    }
     log(f"{env['gpu']}, onnxruntime {env['ort']}, --device {args.device}")
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="gpu_s10_") as d:

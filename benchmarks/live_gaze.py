@@ -30,7 +30,16 @@ from _machine import cpu_name  # benchmarks/_machine.py (this script's folder is
 
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")
 
-DEFAULT_METHODS = ["straight", "head_pose", "tiny_test", "gazetr_eth", "puregaze_eth", "l2cs_gaze360", "mcgaze_gaze360", "gat_gaze360"]
+DEFAULT_METHODS = [
+    "straight",
+    "head_pose",
+    "tiny_test",
+    "gazetr_eth",
+    "puregaze_eth",
+    "l2cs_gaze360",
+    "mcgaze_gaze360",
+    "gat_gaze360",
+]
 TRIAL = "illum100_P5"
 
 
@@ -48,7 +57,9 @@ def models(methods: list[str], d: Path) -> dict[str, str]:
             notes[m] = "none (baseline)"
         elif m == "tiny_test":
             p = build_gradient_onnx(TINY_SPEC, d / TINY_SPEC.weights_file)
-            store.write_record(d, m, {"method": m, "random_init": True, "onnx": p.name, "onnx_sha256": store.sha256_file(p)})
+            store.write_record(
+                d, m, {"method": m, "random_init": True, "onnx": p.name, "onnx_sha256": store.sha256_file(p)}
+            )
             notes[m] = "tiny test network (not a gaze estimator)"
         else:
             export_random(m, d, seed=0, quiet=True)
@@ -90,9 +101,20 @@ def run_one(session: Path, method: str, models_dir: Path, args) -> dict:
     ctx = Context()
     rclpy.init(context=ctx, args=[])
     bus = IntraProcessBus()
-    node = GazeNode("gaze", bus=bus, context=ctx, parameter_overrides={
-        "method": method, "models_dir": str(models_dir), "device": args.device, "threads": args.threads,
-        "calibration_dir": str(session / "calibration"), "subject": session.name, "head_pose": "auto"})
+    node = GazeNode(
+        "gaze",
+        bus=bus,
+        context=ctx,
+        parameter_overrides={
+            "method": method,
+            "models_dir": str(models_dir),
+            "device": args.device,
+            "threads": args.threads,
+            "calibration_dir": str(session / "calibration"),
+            "subject": session.name,
+            "head_pose": "auto",
+        },
+    )
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(node)
     th = threading.Thread(target=ex.spin, daemon=True)
@@ -111,12 +133,28 @@ def run_one(session: Path, method: str, models_dir: Path, args) -> dict:
         time.sleep(min(5.0, 0.5 + 3 * (max(node.latencies_ms) / 1e3 if node.latencies_ms else 0)))
         s = node.stats()
         lat = sorted(node.latencies_ms)
-        return {"method": method, "setup_s": setup, "frames_in": s["received"], "processed": s["processed"], "dropped": s["dropped"],
-                "published": s["published"], "wall_s": wall, "rate_hz": s["processed"] / wall if wall else float("nan"),
-                "lat_median_ms": s["latency_ms_median"], "lat_p95_ms": s["latency_ms_p95"], "lat_min_ms": lat[0] if lat else float("nan"),
-                "head_ms": s["head_pose_ms_median"], "wait_ms": s["pose_wait_ms_median"], "estimate_ms": s["estimate_ms_median"],
-                "head": ", ".join(f"{k[len('head_pose_'):]} {v}" for k, v in s.items() if k.startswith("head_pose_") and not k.endswith("_ms_median")),
-                "latencies": [round(x, 1) for x in node.latencies_ms]}
+        return {
+            "method": method,
+            "setup_s": setup,
+            "frames_in": s["received"],
+            "processed": s["processed"],
+            "dropped": s["dropped"],
+            "published": s["published"],
+            "wall_s": wall,
+            "rate_hz": s["processed"] / wall if wall else float("nan"),
+            "lat_median_ms": s["latency_ms_median"],
+            "lat_p95_ms": s["latency_ms_p95"],
+            "lat_min_ms": lat[0] if lat else float("nan"),
+            "head_ms": s["head_pose_ms_median"],
+            "wait_ms": s["pose_wait_ms_median"],
+            "estimate_ms": s["estimate_ms_median"],
+            "head": ", ".join(
+                f"{k[len('head_pose_') :]} {v}"
+                for k, v in s.items()
+                if k.startswith("head_pose_") and not k.endswith("_ms_median")
+            ),
+            "latencies": [round(x, 1) for x in node.latencies_ms],
+        }
     finally:
         ex.shutdown(timeout_sec=1.0)
         node.destroy_node()
@@ -124,26 +162,39 @@ def run_one(session: Path, method: str, models_dir: Path, args) -> dict:
 
 
 def render(rows: list[dict], notes: dict, args, env: dict) -> str:
-    out = ["# Live gaze node: latency and sustained rate on CPU", "",
-           f"Measured {env['date']} by `benchmarks/live_gaze.py` ({' '.join(env['argv'])}).",
-           f"Machine: {env['cpu']}, {env['cores']} logical cores, no GPU; ONNX Runtime {env['ort']} on {args.device}; Python {env['python']}.",
-           f"Load average: {env['load_before']} before, {env['load_after']} after (shared machine: figures are upper bounds for latency).",
-           f"Input: a simulated fixed-camera trial (`{TRIAL}`, face photograph renderer) streamed at its recorded 30 fps into the node "
-           "through the in-process bus; the node drops frames it cannot keep up with (never blocks the camera).",
-           "Latency = image callback -> gaze published (decode, face detection and tracking, head pose from motion capture with "
-           "the wait for the bracketing poses, pre-processing, ONNX Runtime at batch 1, decoding, publishing).", "",
-           "Stages (medians per processed frame): pose wait = waiting for the head-band and robot poses stamped after the frame "
-           "(interpolation needs both brackets; limit `pose_wait_s`); head pose = the wait plus the one-row ground truth; estimate = face, pre-processing, inference, decoding.", "",
-           "| resolution | method | weights | frames in | processed | dropped | sustained rate (Hz) | latency median (ms) | p95 (ms) | pose wait (ms) | head pose (ms) | estimate (ms) | head pose source |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    out = [
+        "# Live gaze node: latency and sustained rate on CPU",
+        "",
+        f"Measured {env['date']} by `benchmarks/live_gaze.py` ({' '.join(env['argv'])}).",
+        f"Machine: {env['cpu']}, {env['cores']} logical cores, no GPU; ONNX Runtime {env['ort']} on {args.device}; Python {env['python']}.",
+        f"Load average: {env['load_before']} before, {env['load_after']} after (shared machine: figures are upper bounds for latency).",
+        f"Input: a simulated fixed-camera trial (`{TRIAL}`, face photograph renderer) streamed at its recorded 30 fps into the node "
+        "through the in-process bus; the node drops frames it cannot keep up with (never blocks the camera).",
+        "Latency = image callback -> gaze published (decode, face detection and tracking, head pose from motion capture with "
+        "the wait for the bracketing poses, pre-processing, ONNX Runtime at batch 1, decoding, publishing).",
+        "",
+        "Stages (medians per processed frame): pose wait = waiting for the head-band and robot poses stamped after the frame "
+        "(interpolation needs both brackets; limit `pose_wait_s`); head pose = the wait plus the one-row ground truth; estimate = face, pre-processing, inference, decoding.",
+        "",
+        "| resolution | method | weights | frames in | processed | dropped | sustained rate (Hz) | latency median (ms) | p95 (ms) | pose wait (ms) | head pose (ms) | estimate (ms) | head pose source |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         if "error" in r:
-            out.append(f"| {r['res']} | `{r['method']}` | {notes.get(r['method'], '')} | - | - | - | - | - | - | - | - | - | error: {r['error']} |")
+            out.append(
+                f"| {r['res']} | `{r['method']}` | {notes.get(r['method'], '')} | - | - | - | - | - | - | - | - | - | error: {r['error']} |"
+            )
             continue
-        out.append(f"| {r['res']} | `{r['method']}` | {notes.get(r['method'], '')} | {r['frames_in']} | {r['processed']} | {r['dropped']} | "
-                   f"{r['rate_hz']:.1f} | {r['lat_median_ms']:.1f} | {r['lat_p95_ms']:.1f} | {r['wait_ms']:.1f} | {r['head_ms']:.1f} | {r['estimate_ms']:.1f} | {r['head']} |")
-    out += ["", "Rows with RANDOM weights time the real architecture; their gaze output is meaningless. "
-            "No GPU was lent for this measurement: GPU figures are still to be measured (`--device cuda`).", ""]
+        out.append(
+            f"| {r['res']} | `{r['method']}` | {notes.get(r['method'], '')} | {r['frames_in']} | {r['processed']} | {r['dropped']} | "
+            f"{r['rate_hz']:.1f} | {r['lat_median_ms']:.1f} | {r['lat_p95_ms']:.1f} | {r['wait_ms']:.1f} | {r['head_ms']:.1f} | {r['estimate_ms']:.1f} | {r['head']} |"
+        )
+    out += [
+        "",
+        "Rows with RANDOM weights time the real architecture; their gaze output is meaningless. "
+        "No GPU was lent for this measurement: GPU figures are still to be measured (`--device cuda`).",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -159,9 +210,15 @@ def main() -> int:
     import onnxruntime as ort
     from gaze4hri_acq.simulate import run_sim_session
 
-    env = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "argv": ["benchmarks/live_gaze.py", *sys.argv[1:]],
-           "cpu": cpu_name(), "cores": os.cpu_count(), "ort": ort.__version__, "python": platform.python_version(),
-           "load_before": " ".join(f"{x:.1f}" for x in os.getloadavg())}
+    env = {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "argv": ["benchmarks/live_gaze.py", *sys.argv[1:]],
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "ort": ort.__version__,
+        "python": platform.python_version(),
+        "load_before": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+    }
     rows = []
     with tempfile.TemporaryDirectory(prefix="live_gaze_") as tmp:
         tmp = Path(tmp)
@@ -169,8 +226,14 @@ def main() -> int:
         for res in args.resolutions:
             w, h = (int(x) for x in res.split("x"))
             t0 = time.perf_counter()
-            session = run_sim_session(tmp / f"s{res}", subject="S01", trial_ids=[TRIAL], resolution=(w, h),
-                                      trial_seconds=args.seconds + 0.5, real_time_factor=2.0)
+            session = run_sim_session(
+                tmp / f"s{res}",
+                subject="S01",
+                trial_ids=[TRIAL],
+                resolution=(w, h),
+                trial_seconds=args.seconds + 0.5,
+                real_time_factor=2.0,
+            )
             print(f"{res}: recorded {TRIAL} in {time.perf_counter() - t0:.1f} s", flush=True)
             for m in args.methods:
                 r = run_one(session, m, tmp / "models", args)

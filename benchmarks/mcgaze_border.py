@@ -72,18 +72,27 @@ def main(argv: list[str] | None = None) -> int:
         ours = method.fit_clip(np.stack([pad_tensor(x, 448) for x in normed]), hw)
         pad448 = np.stack([pad_tensor(x, 448) for x in normed])
         before = np.stack([to_tensor(crop_square(img, r, 448), spec) for r in regions])
-        print(f"\n{label}: share of the square cut: {', '.join(f'{c:.0%}' for c in cut)}; official padded size {ph} x {pw}")
+        print(
+            f"\n{label}: share of the square cut: {', '.join(f'{c:.0%}' for c in cut)}; official padded size {ph} x {pw}"
+        )
         res = {"before (black square, boxes by 448)": [], "padded to 448, boxes by image": [], "ours (pipeline)": []}
         t_hw = torch.from_numpy(hw)[None]
         for model in models:
             with torch.no_grad():
                 g_off = model(torch.from_numpy(official)[None], t_hw)[0].numpy()
-                for key, x, h in (("before (black square, boxes by 448)", before, None), ("padded to 448, boxes by image", pad448, t_hw),
-                                  ("ours (pipeline)", ours, t_hw)):
-                    res[key].append(_angles(model(torch.from_numpy(np.ascontiguousarray(x))[None], h)[0].numpy(), g_off))
+                for key, x, h in (
+                    ("before (black square, boxes by 448)", before, None),
+                    ("padded to 448, boxes by image", pad448, t_hw),
+                    ("ours (pipeline)", ours, t_hw),
+                ):
+                    res[key].append(
+                        _angles(model(torch.from_numpy(np.ascontiguousarray(x))[None], h)[0].numpy(), g_off)
+                    )
         for key, v in res.items():
             v = np.concatenate(v)
-            print(f"  {key} vs official: median {np.median(v):.3f} deg, max {v.max():.3f}  ({args.seeds} random networks x 7 frames)")
+            print(
+                f"  {key} vs official: median {np.median(v):.3f} deg, max {v.max():.3f}  ({args.seeds} random networks x 7 frames)"
+            )
     return 0
 
 

@@ -71,13 +71,26 @@ def _summary(times: list[float], ends: list[float], t0: float, window: float) ->
         return {"redraws": len(times)}
     at_end = [max((x for x in g if x[2] >= e - window and x[1] <= e + window), default=(0.0, e, e))[0] for e in ends]
     worst = max(g)
-    return {"redraws": len(times), "max_gap_s": round(worst[0], 3), "max_gap_at_s": round(worst[1] - t0, 1),
-            "max_gap_at_trial_end_s": round(max(at_end, default=0.0), 3), "gap_at_each_trial_end_s": [round(x, 3) for x in at_end],
-            "gaps_over_0_5_s": sum(1 for x in g if x[0] > 0.5)}
+    return {
+        "redraws": len(times),
+        "max_gap_s": round(worst[0], 3),
+        "max_gap_at_s": round(worst[1] - t0, 1),
+        "max_gap_at_trial_end_s": round(max(at_end, default=0.0), 3),
+        "gap_at_each_trial_end_s": [round(x, 3) for x in at_end],
+        "gaps_over_0_5_s": sum(1 for x in g if x[0] > 0.5),
+    }
 
 
-def run_once(render_process: bool, trials: int = 6, trial_seconds: float = 2.0, rtf: float = 2.0, resolution=(320, 180),
-             window: float = 1.5, trace: float | None = None, trace_file: Path | None = None) -> dict:
+def run_once(
+    render_process: bool,
+    trials: int = 6,
+    trial_seconds: float = 2.0,
+    rtf: float = 2.0,
+    resolution=(320, 180),
+    window: float = 1.5,
+    trace: float | None = None,
+    trace_file: Path | None = None,
+) -> dict:
     """One simulated session with the view on a pseudo-terminal; redraws timed at the terminal."""
     import fcntl
     import pty
@@ -105,8 +118,13 @@ def run_once(render_process: bool, trials: int = 6, trial_seconds: float = 2.0, 
         """The CLI's view on the pseudo-terminal; notes each trial's end."""
 
         def __init__(self, *a, **kw):
-            kw["console"] = Console(file=os.fdopen(slave, "w", closefd=False), force_terminal=True, width=140, height=50,
-                                    color_system="standard")
+            kw["console"] = Console(
+                file=os.fdopen(slave, "w", closefd=False),
+                force_terminal=True,
+                width=140,
+                height=50,
+                color_system="standard",
+            )
             kw["keys"] = None
             kw["render_process"] = render_process
             super().__init__(*a, **kw)
@@ -125,9 +143,19 @@ def run_once(render_process: bool, trials: int = 6, trial_seconds: float = 2.0, 
     t0 = time.monotonic()
     try:
         with tempfile.TemporaryDirectory() as d:
-            run_session_args(SessionArgs(subject="default", backend="sim", out_dir=Path(d), trial_ids=TRIALS[:trials],
-                                         resolution=tuple(resolution), trial_seconds=trial_seconds, real_time_factor=rtf, yes=True,
-                                         skip_calibration=True))
+            run_session_args(
+                SessionArgs(
+                    subject="default",
+                    backend="sim",
+                    out_dir=Path(d),
+                    trial_ids=TRIALS[:trials],
+                    resolution=tuple(resolution),
+                    trial_seconds=trial_seconds,
+                    real_time_factor=rtf,
+                    yes=True,
+                    skip_calibration=True,
+                )
+            )
     finally:
         operator_view.OperatorView = base
         if tf is not None:
@@ -139,8 +167,12 @@ def run_once(render_process: bool, trials: int = 6, trial_seconds: float = 2.0, 
         reader.join(timeout=5)
         os.close(slave)
         os.close(master)
-    out = {"drawn_by": "renderer process" if render_process else "session process", "wall_s": round(time.monotonic() - t0, 1),
-           "trials": len(ends), "terminal": _summary(times, ends, t0, window)}
+    out = {
+        "drawn_by": "renderer process" if render_process else "session process",
+        "wall_s": round(time.monotonic() - t0, 1),
+        "trials": len(ends),
+        "terminal": _summary(times, ends, t0, window),
+    }
     if render_process:  # how fresh the content is: the session process's snapshots
         out["snapshots"] = _summary(views[0].render_times, ends, t0, window)
     return out
@@ -152,8 +184,13 @@ def run(trials: int = 6, load: int = 8, modes=("session", "process"), **kw) -> d
     for p in procs:
         p.start()
     time.sleep(3.0 if load else 0.0)  # let the load average see the busy loops
-    res = {"load_procs": load, "cpu": cpu_name(), "cores": os.cpu_count(), "loadavg_1min_before": round(os.getloadavg()[0], 1),
-           "runs": []}
+    res = {
+        "load_procs": load,
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "loadavg_1min_before": round(os.getloadavg()[0], 1),
+        "runs": [],
+    }
     try:
         for m in modes:
             res["runs"].append(run_once(m == "process", trials, **kw))
@@ -174,11 +211,24 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=1.5, help="+/- s around each trial end")
     ap.add_argument("--trace", type=float, default=None, help="dump every thread's stack when a gap exceeds this (s)")
     ap.add_argument("--trace-file", type=Path, default=Path("/tmp/operator_view_trace.txt"))
-    ap.add_argument("--modes", nargs="+", default=["session", "process"], choices=["session", "process"],
-                    help="who draws: the session process (before issue 24's fix) and/or the renderer process")
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        default=["session", "process"],
+        choices=["session", "process"],
+        help="who draws: the session process (before issue 24's fix) and/or the renderer process",
+    )
     a = ap.parse_args()
-    r = run(a.trials, a.load, tuple(a.modes), trial_seconds=a.trial_seconds, rtf=a.rtf, window=a.window, trace=a.trace,
-            trace_file=a.trace_file)
+    r = run(
+        a.trials,
+        a.load,
+        tuple(a.modes),
+        trial_seconds=a.trial_seconds,
+        rtf=a.rtf,
+        window=a.window,
+        trace=a.trace,
+        trace_file=a.trace_file,
+    )
     print(json.dumps(r, indent=1))
     return 0
 

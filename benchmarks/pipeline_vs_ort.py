@@ -88,7 +88,9 @@ def ort_alone(path: Path, spec, batch: int, n: int, threads: int | None, streams
     return n / (time.perf_counter() - t0), n / (_cpu() - c0)
 
 
-def ort_best(path: Path, spec, batch: int, n: int, threads: int | None, plan: tuple[int, int | None]) -> tuple[float, float, dict]:
+def ort_best(
+    path: Path, spec, batch: int, n: int, threads: int | None, plan: tuple[int, int | None]
+) -> tuple[float, float, dict]:
     """ONNX Runtime alone at its best: one caller with ``threads`` (default: ONNX Runtime's
     one per core) and, when the pipeline runs several streams, the pipeline's plan
     (streams callers x threads each); the faster one, and both figures."""
@@ -116,9 +118,22 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
     shutil.rmtree(out, ignore_errors=True)
     if face_cache is not None:
         shutil.copytree(face_cache, out / ".cache")
-    cfg = RunConfig(methods=(m,), data=data, out=out, input=args.input, blinks=args.blinks, batch=args.batch, device="cpu",
-                    models_dir=models, threads=args.threads, streams=args.streams, progress=False, subjects=(args.subject,),
-                    trials=tuple(args.trials) if args.trials else None, command_line="benchmarks/pipeline_vs_ort.py")
+    cfg = RunConfig(
+        methods=(m,),
+        data=data,
+        out=out,
+        input=args.input,
+        blinks=args.blinks,
+        batch=args.batch,
+        device="cpu",
+        models_dir=models,
+        threads=args.threads,
+        streams=args.streams,
+        progress=False,
+        subjects=(args.subject,),
+        trials=tuple(args.trials) if args.trials else None,
+        command_line="benchmarks/pipeline_vs_ort.py",
+    )
     jobs = plan_jobs(cfg)
     j = jobs[0]
     runner = Runner(j.model.path, j.spec, "cpu", args.batch, args.threads, streams=args.streams)
@@ -129,8 +144,13 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
     (path,) = _run.run_benchmark(cfg, log=said.append, jobs=jobs, runners={j.key: runner})
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     t = read_metadata(path)["timing"]
-    return t["frames"] / wall, {"cpu_fps": t["frames"] / cpu, **{k: t[k] for k in t if k.endswith("_s")}, "frames": t["frames"], "wall": wall,
-                                 "lines": [ln for ln in said if ln.startswith("timing:")]}
+    return t["frames"] / wall, {
+        "cpu_fps": t["frames"] / cpu,
+        **{k: t[k] for k in t if k.endswith("_s")},
+        "frames": t["frames"],
+        "wall": wall,
+        "lines": [ln for ln in said if ln.startswith("timing:")],
+    }
 
 
 def producer_alone(args, m: str, data: Path, models: Path, out: Path, face_cache: Path | None) -> dict:
@@ -148,12 +168,28 @@ def producer_alone(args, m: str, data: Path, models: Path, out: Path, face_cache
     shutil.rmtree(out, ignore_errors=True)
     if face_cache is not None:
         shutil.copytree(face_cache, out / ".cache")
-    cfg = RunConfig(methods=(m,), data=data, out=out, input=args.input, blinks=args.blinks, batch=args.batch, device="cpu",
-                    models_dir=models, progress=False, subjects=(args.subject,), trials=tuple(args.trials) if args.trials else None)
+    cfg = RunConfig(
+        methods=(m,),
+        data=data,
+        out=out,
+        input=args.input,
+        blinks=args.blinks,
+        batch=args.batch,
+        device="cpu",
+        models_dir=models,
+        progress=False,
+        subjects=(args.subject,),
+        trials=tuple(args.trials) if args.trials else None,
+    )
     src = blink_source(cfg.blinks)
     c0 = time.thread_time()
-    ds = Dataset(cfg.data, subjects=[args.subject], trials=list(cfg.trials) if cfg.trials else None,
-                 blink_annotations=src.annotations, sim_blinks=src.sim)
+    ds = Dataset(
+        cfg.data,
+        subjects=[args.subject],
+        trials=list(cfg.trials) if cfg.trials else None,
+        blink_annotations=src.annotations,
+        sim_blinks=src.sim,
+    )
     trefs = [t for t in ds.trials() if getattr(t, "status", "done") in ("done", "incomplete")]
     c1 = time.thread_time()
     models_ = FaceModels(cfg.detector)
@@ -170,7 +206,12 @@ def producer_alone(args, m: str, data: Path, models: Path, out: Path, face_cache
     finally:
         models_.close()
     c2 = time.thread_time()
-    return {"list_cpu_s": c1 - c0, "producer_cpu_s": c2 - c1, **{k: round(v, 2) for k, v in stages.items()}, "frames": frames}
+    return {
+        "list_cpu_s": c1 - c0,
+        "producer_cpu_s": c2 - c1,
+        **{k: round(v, 2) for k, v in stages.items()},
+        "frames": frames,
+    }
 
 
 def main() -> int:
@@ -180,17 +221,27 @@ def main() -> int:
     ap.add_argument("--subject", default="S01")
     ap.add_argument("--trials", nargs="*", default=None, help="only these trials (default: all of the subject)")
     ap.add_argument("--input", default="rectified", choices=("rectified", "crop"))
-    ap.add_argument("--blinks", default="off", help="run's --blinks (default off; 'auto' reuses a face cache built first)")
+    ap.add_argument(
+        "--blinks", default="off", help="run's --blinks (default off; 'auto' reuses a face cache built first)"
+    )
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads (default: all cores)")
-    ap.add_argument("--streams", type=int, default=None,
-                    help="the pipeline's --streams (default auto: runtime.resolve_streams); ORT alone is measured both "
-                         "as one caller and with the pipeline's streams x threads, and the faster counts")
+    ap.add_argument(
+        "--streams",
+        type=int,
+        default=None,
+        help="the pipeline's --streams (default auto: runtime.resolve_streams); ORT alone is measured both "
+        "as one caller and with the pipeline's streams x threads, and the faster counts",
+    )
     ap.add_argument("--repeats", type=int, default=2, help="ORT/pipeline pairs per method (median reported)")
     ap.add_argument("--models-dir", type=Path, default=None, help="default: fresh random-init zoo exports")
     ap.add_argument("--md", type=Path, default=None, help="also write the Markdown table here")
-    ap.add_argument("--no-breakdown", dest="breakdown", action="store_false",
-                    help="skip the data side alone (producer_alone: where the CPU gap goes)")
+    ap.add_argument(
+        "--no-breakdown",
+        dest="breakdown",
+        action="store_false",
+        help="skip the data side alone (producer_alone: where the CPU gap goes)",
+    )
     args = ap.parse_args()
     import onnxruntime
     from gaze4hri_bench.methods import get_method
@@ -211,8 +262,16 @@ def main() -> int:
             spec = get_method(m).spec
             side = producer_alone(args, m, data, models, tmp / f"alone_{m}", cache) if args.breakdown else None
             if side is not None:
-                print(json.dumps({"method": m, "data side alone": {k: round(v, 2) for k, v in side.items()},
-                                  "load1": round(os.getloadavg()[0], 2)}), file=sys.stderr)
+                print(
+                    json.dumps(
+                        {
+                            "method": m,
+                            "data side alone": {k: round(v, 2) for k, v in side.items()},
+                            "load1": round(os.getloadavg()[0], 2),
+                        }
+                    ),
+                    file=sys.stderr,
+                )
             pairs = []
             path = models / spec.weights_file
             before = ort_best(path, spec, args.batch, side["frames"], args.threads, plan) if side is not None else None
@@ -221,7 +280,9 @@ def main() -> int:
                 after = ort_best(path, spec, args.batch, t["frames"], args.threads, plan)
                 # bracketed: the pipeline against the mean of the ORT runs just before and after it
                 # (a load that drifts during the pair then hits both sides alike)
-                fps_o, cpu_o = [statistics.mean(v) for v in zip(before[:2], after[:2], strict=True)] if before else after[:2]
+                fps_o, cpu_o = (
+                    [statistics.mean(v) for v in zip(before[:2], after[:2], strict=True)] if before else after[:2]
+                )
                 t["ort_fps_each"] = [before[2]] if before else []
                 t["ort_fps_each"].append(after[2])
                 before = after
@@ -229,46 +290,81 @@ def main() -> int:
                 t["cpu_ratio"] = t["cpu_fps"] / cpu_o
                 t["cpu"] = {"pipeline": t["frames"] / t["cpu_fps"], "ort": t["frames"] / cpu_o}
                 pairs.append((fps_p, fps_o, load, t))
-                print(json.dumps({"method": m, "repeat": r, "pipeline_fps": round(fps_p, 2), "ort_fps": round(fps_o, 2),
-                                  "ort_fps_before_after": t["ort_fps_each"],
-                                  "ratio": round(fps_p / fps_o, 3), "cpu_ratio": round(t["cpu_ratio"], 3), "load1": round(load, 2),
-                                  **{k: round(v, 2) for k, v in t.items() if k.endswith("_s")}}), file=sys.stderr)
+                print(
+                    json.dumps(
+                        {
+                            "method": m,
+                            "repeat": r,
+                            "pipeline_fps": round(fps_p, 2),
+                            "ort_fps": round(fps_o, 2),
+                            "ort_fps_before_after": t["ort_fps_each"],
+                            "ratio": round(fps_p / fps_o, 3),
+                            "cpu_ratio": round(t["cpu_ratio"], 3),
+                            "load1": round(load, 2),
+                            **{k: round(v, 2) for k, v in t.items() if k.endswith("_s")},
+                        }
+                    ),
+                    file=sys.stderr,
+                )
                 for ln in t["lines"]:
                     print("  " + ln, file=sys.stderr)
             ratios = [p / o for p, o, _, _ in pairs]
             t = pairs[-1][3]
-            rows.append({"method": m, "frames": t["frames"], "pipeline": statistics.median(p for p, _, _, _ in pairs),
-                         "ort": statistics.median(o for _, o, _, _ in pairs), "ratio": statistics.median(ratios),
-                         "ratios": ratios, "load": [round(x[2], 1) for x in pairs],
-                         "cpu_ratio": statistics.median(x[3]["cpu_ratio"] for x in pairs),
-                         "stages": {k: round(v, 1) for k, v in t.items() if k.endswith("_s") and k != "wall_s"},
-                         "cpu": t["cpu"], "side": side})
-        head = (f"{cpu_name()}, {os.cpu_count()} cores; onnxruntime {onnxruntime.__version__} (CPU); {args.input} input, "
-                f"batch {args.batch}; pipeline: {plan[0]} stream(s) x {plan[1] or 'default (one per core)'} intra-op thread(s); "
-                f"ORT alone: the faster of one caller with {args.threads or 'default (one per core)'} threads"
-                + (f" and {plan[0]} callers x {plan[1]} thread(s) (the pipeline's plan)" if plan[0] > 1 else "")
-                + f"; blinks {args.blinks}, subject {args.subject} of {data}")
-        cols = ("| method | frames | pipeline frames/s | ORT alone frames/s | ratio (median; each pair) | CPU-time ratio "
-                "| load avg (1 min) | last pipeline's stages (s) |")
+            rows.append(
+                {
+                    "method": m,
+                    "frames": t["frames"],
+                    "pipeline": statistics.median(p for p, _, _, _ in pairs),
+                    "ort": statistics.median(o for _, o, _, _ in pairs),
+                    "ratio": statistics.median(ratios),
+                    "ratios": ratios,
+                    "load": [round(x[2], 1) for x in pairs],
+                    "cpu_ratio": statistics.median(x[3]["cpu_ratio"] for x in pairs),
+                    "stages": {k: round(v, 1) for k, v in t.items() if k.endswith("_s") and k != "wall_s"},
+                    "cpu": t["cpu"],
+                    "side": side,
+                }
+            )
+        head = (
+            f"{cpu_name()}, {os.cpu_count()} cores; onnxruntime {onnxruntime.__version__} (CPU); {args.input} input, "
+            f"batch {args.batch}; pipeline: {plan[0]} stream(s) x {plan[1] or 'default (one per core)'} intra-op thread(s); "
+            f"ORT alone: the faster of one caller with {args.threads or 'default (one per core)'} threads"
+            + (f" and {plan[0]} callers x {plan[1]} thread(s) (the pipeline's plan)" if plan[0] > 1 else "")
+            + f"; blinks {args.blinks}, subject {args.subject} of {data}"
+        )
+        cols = (
+            "| method | frames | pipeline frames/s | ORT alone frames/s | ratio (median; each pair) | CPU-time ratio "
+            "| load avg (1 min) | last pipeline's stages (s) |"
+        )
         md = [head, "", cols, "|---|---:|---:|---:|---|---:|---|---|"]
         for r in rows:
-            md.append(f"| {r['method']} | {r['frames']} | {r['pipeline']:.1f} | {r['ort']:.1f} | {r['ratio']:.2f} "
-                      f"({', '.join(f'{x:.2f}' for x in r['ratios'])}) | {r['cpu_ratio']:.2f} | {', '.join(map(str, r['load']))} | "
-                      + ", ".join(f"{k[:-2]} {v}" for k, v in r["stages"].items()) + " |")
+            md.append(
+                f"| {r['method']} | {r['frames']} | {r['pipeline']:.1f} | {r['ort']:.1f} | {r['ratio']:.2f} "
+                f"({', '.join(f'{x:.2f}' for x in r['ratios'])}) | {r['cpu_ratio']:.2f} | {', '.join(map(str, r['load']))} | "
+                + ", ".join(f"{k[:-2]} {v}" for k, v in r["stages"].items())
+                + " |"
+            )
         if any(r["side"] for r in rows):
-            md += ["", "Where the CPU goes (seconds of CPU time of this process, all threads; last pair; the data side "
-                   "measured alone, without inference):", "",
-                   "| method | pipeline | ORT alone | gap | listing (manifests, bag CRC check) | data side alone "
-                   "(decode, ground truth, faces, pre-process: wall when alone) | rest (main thread: batching, rows, "
-                   "part files; contention) |", "|---|---:|---:|---:|---:|---|---:|"]
+            md += [
+                "",
+                "Where the CPU goes (seconds of CPU time of this process, all threads; last pair; the data side "
+                "measured alone, without inference):",
+                "",
+                "| method | pipeline | ORT alone | gap | listing (manifests, bag CRC check) | data side alone "
+                "(decode, ground truth, faces, pre-process: wall when alone) | rest (main thread: batching, rows, "
+                "part files; contention) |",
+                "|---|---:|---:|---:|---:|---|---:|",
+            ]
             for r in rows:
                 if not r["side"]:
                     continue
                 sd, c = r["side"], r["cpu"]
                 gap = c["pipeline"] - c["ort"]
-                md.append(f"| {r['method']} | {c['pipeline']:.1f} | {c['ort']:.1f} | {gap:.1f} | {sd['list_cpu_s']:.2f} | "
-                          f"{sd['producer_cpu_s']:.2f} ({sd['decode_s']:.2f}, {sd['gt_s']:.2f}, {sd['detect_s']:.2f}, "
-                          f"{sd['preprocess_s']:.2f}) | {gap - sd['list_cpu_s'] - sd['producer_cpu_s']:.1f} |")
+                md.append(
+                    f"| {r['method']} | {c['pipeline']:.1f} | {c['ort']:.1f} | {gap:.1f} | {sd['list_cpu_s']:.2f} | "
+                    f"{sd['producer_cpu_s']:.2f} ({sd['decode_s']:.2f}, {sd['gt_s']:.2f}, {sd['detect_s']:.2f}, "
+                    f"{sd['preprocess_s']:.2f}) | {gap - sd['list_cpu_s'] - sd['producer_cpu_s']:.1f} |"
+                )
         text = "\n".join(md) + "\n"
         print(text)
         if args.md:

@@ -58,9 +58,16 @@ def main() -> int:
     for d in (0.6, 0.8):
         for ang in (0, 10, 20, 30):
             eye = d * np.array([np.sin(np.radians(ang)), 0.0, np.cos(np.radians(ang))])
-            lines.append(f"| {d:.1f} m | {ang} deg | {eff('no_ray_correction', 'l2cs_gaze360', 'crop', eye, [0, 0, 0]):.2f} |")
-    lines += ["", "## L2CS first head read as pitch (`l2cs_first_head_as_pitch`, face on axis at 0.6 m, crop)", "",
-              "| gaze yaw \\ pitch (deg) | 0 | 10 | 20 | 30 | 40 |", "|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {d:.1f} m | {ang} deg | {eff('no_ray_correction', 'l2cs_gaze360', 'crop', eye, [0, 0, 0]):.2f} |"
+            )
+    lines += [
+        "",
+        "## L2CS first head read as pitch (`l2cs_first_head_as_pitch`, face on axis at 0.6 m, crop)",
+        "",
+        "| gaze yaw \\ pitch (deg) | 0 | 10 | 20 | 30 | 40 |",
+        "|---|---|---|---|---|---|",
+    ]
     eye = np.array([0.0, 0.0, 0.6])
     worst = 0.0
     for yaw in (0, 10, 20, 30, 40):

@@ -120,14 +120,19 @@ def main() -> int:
             f"data: {what}; methods: {', '.join(args.methods)} (input best; models: "
             f"{', '.join(f'{k} {v}' for k, v in models.items()) or 'none'}), batch {args.batch}; "
             f"ray.init (local runtime, {cores} CPUs): {init_s:.1f} s, not in the walls below")
-    md = [head, "",
-          "| engine | wall s | frames/s (per job) | units | unit work s (sum) | overhead per unit s | round trip median ms | extra vs local per unit s | equal to local | load avg before | load avg after |",
-          "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
+    md = [
+        head,
+        "",
+        "| engine | wall s | frames/s (per job) | units | unit work s (sum) | overhead per unit s | round trip median ms | extra vs local per unit s | equal to local | load avg before | load avg after |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
+    ]
     for r in rows:
-        md.append(f"| {r['engine']} | {r['wall_s']} | {r['fps']} | {r.get('units', '-')} | {r.get('unit_work_s', '-')} | "
-                  f"{r.get('overhead_per_unit_s', '-')} | {r.get('round_trip_median_ms', '-')} | "
-                  f"{r.get('extra_vs_local_per_unit_s', '-')} | {'yes' if r.get('equal_to_local') else '(reference)'} | "
-                  f"{r['load_before']} | {r['load_after']} |")
+        md.append(
+            f"| {r['engine']} | {r['wall_s']} | {r['fps']} | {r.get('units', '-')} | {r.get('unit_work_s', '-')} | "
+            f"{r.get('overhead_per_unit_s', '-')} | {r.get('round_trip_median_ms', '-')} | "
+            f"{r.get('extra_vs_local_per_unit_s', '-')} | {'yes' if r.get('equal_to_local') else '(reference)'} | "
+            f"{r['load_before']} | {r['load_after']} |"
+        )
     text = "\n".join(md) + "\n"
     print(text)
     if args.md:

@@ -34,8 +34,26 @@ TRIALS = ("illum010_P1", "illum010_P2", "illum010_P3")
 
 
 def _session(out: Path, *extra: str) -> list[str]:
-    return [*CLI, "session", "--subject", "S09", "--backend", "sim", "--out-dir", str(out), "--quiet", "--trials", *TRIALS,
-            "--resolution", "160x90", "--trial-seconds", "1.5", "--real-time-factor", "3", *extra]
+    return [
+        *CLI,
+        "session",
+        "--subject",
+        "S09",
+        "--backend",
+        "sim",
+        "--out-dir",
+        str(out),
+        "--quiet",
+        "--trials",
+        *TRIALS,
+        "--resolution",
+        "160x90",
+        "--trial-seconds",
+        "1.5",
+        "--real-time-factor",
+        "3",
+        *extra,
+    ]
 
 
 def _manifest(out: Path):
@@ -93,11 +111,24 @@ def kill_resume() -> dict:
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL)
             p.wait()
-            q = subprocess.run(_session(out, "--resume") if (out / "S09" / "session.yaml").is_file() else _session(out),
-                               capture_output=True, text=True, env=env, timeout=600)
+            q = subprocess.run(
+                _session(out, "--resume") if (out / "S09" / "session.yaml").is_file() else _session(out),
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+            )
             m = _manifest(out)
             ok = reached and q.returncode == 0 and m is not None and all(r.status == "done" for r in m.trials.values())
-            why = "" if ok else ("moment not reached" if not reached else (q.stderr.strip().splitlines() or [f"exit {q.returncode}"])[-1])
+            why = (
+                ""
+                if ok
+                else (
+                    "moment not reached"
+                    if not reached
+                    else (q.stderr.strip().splitlines() or [f"exit {q.returncode}"])[-1]
+                )
+            )
             if ok:
                 for tid in TRIALS:
                     b = bag_dir(out / "S09", tid)
@@ -121,7 +152,9 @@ def _optional(module: str, **kw) -> dict | None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", nargs="*", choices=("kill", "session", "fuzz", "natnet", "ur"), help="run only these parts")
+    ap.add_argument(
+        "--only", nargs="*", choices=("kill", "session", "fuzz", "natnet", "ur"), help="run only these parts"
+    )
     ap.add_argument("--fuzz", type=int, default=2000, help="fuzzed moves (at least 2,000 for the issue's figure)")
     ap.add_argument("--no-write", action="store_true", help="print only; do not update docs/perf/reliability.md")
     a = ap.parse_args()
@@ -136,8 +169,10 @@ def main() -> int:
         parts.append(f"overlapping runs refused {s['overlapping_refused']}/{s['overlapping_tried']}")
         parts.append(f"disk-full cases handled {s['disk_full_handled']}/{s['disk_full_cases']}")
     if "fuzz" in want and (f := _optional("reliability_fuzz", n=a.fuzz)) is not None:
-        parts.append(f"fuzzed moves {f['cases']} (joint {f['joint']}, Cartesian {f['cartesian']}, non-finite {f['non_finite']}): "
-                     f"{f['unsafe_accepted']} unsafe accepted, {f['exceptions']} exceptions")
+        parts.append(
+            f"fuzzed moves {f['cases']} (joint {f['joint']}, Cartesian {f['cartesian']}, non-finite {f['non_finite']}): "
+            f"{f['unsafe_accepted']} unsafe accepted, {f['exceptions']} exceptions"
+        )
     if "natnet" in want and (n := _optional("reliability_natnet")) is not None:
         parts.append(f"NatNet faults survived {n['survived']}/{n['total']}")
     if "ur" in want and (u := _optional("reliability_ur")) is not None:
@@ -152,9 +187,13 @@ def main() -> int:
 
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         doc = REPO / "docs" / "perf" / "reliability.md"
-        doc.write_text("# Reliability (issue 20)\n\nMeasured by `.venv/bin/python benchmarks/reliability.py` "
-                       f"({time.monotonic() - t0:.0f} s; {os.cpu_count()} cores, {cpu_name()}; load average {load}):\n\n```\n{line}\n```\n\n" + "\n".join(details) + "\n",
-                       encoding="utf-8")
+        doc.write_text(
+            "# Reliability (issue 20)\n\nMeasured by `.venv/bin/python benchmarks/reliability.py` "
+            f"({time.monotonic() - t0:.0f} s; {os.cpu_count()} cores, {cpu_name()}; load average {load}):\n\n```\n{line}\n```\n\n"
+            + "\n".join(details)
+            + "\n",
+            encoding="utf-8",
+        )
     return 0
 
 

@@ -112,7 +112,13 @@ def _safe(pv, c: Case, ctx) -> bool:
     for T in pv.poses_base:
         W = mon.T_world_base @ T
         cam = W.R @ mon.T_tool0_camera.t + W.t
-        if not (np.all(np.isfinite(cam)) and np.all(W.t >= lo) and np.all(W.t <= hi) and np.all(cam >= lo) and np.all(cam <= hi)):
+        if not (
+            np.all(np.isfinite(cam))
+            and np.all(W.t >= lo)
+            and np.all(W.t <= hi)
+            and np.all(cam >= lo)
+            and np.all(cam <= hi)
+        ):
             return False
         if np.linalg.norm(cam - head) < lim.min_camera_head_m:
             return False
@@ -128,6 +134,7 @@ def _safe(pv, c: Case, ctx) -> bool:
 
 def random_case(rng: np.random.Generator) -> Case:
     """A case drawn like the hypothesis test: one quantity in three special."""
+
     def num(scale: float, positive: bool = False) -> float:
         if rng.random() < 0.25:
             return float(rng.choice(SPECIALS))
@@ -137,8 +144,14 @@ def random_case(rng: np.random.Generator) -> Case:
     joint = bool(rng.random() < 0.5)
     scale = float(rng.choice([0.01, 0.1, 0.5, 3.0]))
     delta = tuple(num(scale) for _ in range(6))
-    return Case(joint, delta, num(0.3, True), num(1.5, True), num(0.01, True) if rng.random() < 0.3 else 0.0,
-                float(rng.choice(SPECIALS)) if rng.random() < 0.05 else None)
+    return Case(
+        joint,
+        delta,
+        num(0.3, True),
+        num(1.5, True),
+        num(0.01, True) if rng.random() < 0.3 else 0.0,
+        float(rng.choice(SPECIALS)) if rng.random() < 0.05 else None,
+    )
 
 
 def run(n: int = 2000, seed: int = 0) -> dict:

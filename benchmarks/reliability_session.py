@@ -46,8 +46,26 @@ def _env(pythonpath: str | None) -> dict:
 
 
 def _cmd(out: Path, *extra: str, trials=TRIALS, seconds: float = 0.5, rtf: float = 50.0) -> list[str]:
-    return [*CLI, "session", "--subject", SUBJECT, "--backend", "sim", "--out-dir", str(out), "--quiet", "--trials", *trials,
-            "--resolution", "160x90", "--trial-seconds", f"{seconds:g}", "--real-time-factor", f"{rtf:g}", *extra]
+    return [
+        *CLI,
+        "session",
+        "--subject",
+        SUBJECT,
+        "--backend",
+        "sim",
+        "--out-dir",
+        str(out),
+        "--quiet",
+        "--trials",
+        *trials,
+        "--resolution",
+        "160x90",
+        "--trial-seconds",
+        f"{seconds:g}",
+        "--real-time-factor",
+        f"{rtf:g}",
+        *extra,
+    ]
 
 
 def _statuses(out: Path) -> dict[str, str]:
@@ -99,7 +117,9 @@ def _error_lines(stderr: str) -> list[str]:
 def overlapping(env: dict, root: Path) -> dict:
     """Three second writers against one live run, then a stale lock after a SIGKILL."""
     out = root / "overlap"
-    first = subprocess.Popen(_cmd(out, seconds=3.0, rtf=1.0), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    first = subprocess.Popen(
+        _cmd(out, seconds=3.0, rtf=1.0), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
     tries = {"--resume": ["--resume"], "--redo": ["--redo", TRIALS[0]], "plain start": []}
     by: dict[str, tuple[bool, str]] = {}
     try:
@@ -114,14 +134,19 @@ def overlapping(env: dict, root: Path) -> dict:
         _, err = first.communicate(timeout=300)
         done = first.returncode == 0 and set(_statuses(out).values()) == {"done"} and _bags_read(out, TRIALS)
         if not done:
-            by = {k: (False, f"{why}; but the first run: exit {first.returncode}, {_statuses(out)}") for k, (_ok, why) in by.items()}
+            by = {
+                k: (False, f"{why}; but the first run: exit {first.returncode}, {_statuses(out)}")
+                for k, (_ok, why) in by.items()
+            }
     finally:
         if first.poll() is None:
             first.kill()
             first.wait()
     # a stale lock: SIGKILL a run mid-trial, then --resume must take the lock over and finish
     out2 = root / "stale"
-    p = subprocess.Popen(_cmd(out2, seconds=3.0, rtf=1.0), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen(
+        _cmd(out2, seconds=3.0, rtf=1.0), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     stale = (False, "")
     try:
         if _wait(lambda: _statuses(out2).get(TRIALS[1]) == "recording", 180):
@@ -130,8 +155,11 @@ def overlapping(env: dict, root: Path) -> dict:
             left = (out2 / SUBJECT / "session.lock").is_file()
             q = subprocess.run(_cmd(out2, "--resume"), capture_output=True, text=True, timeout=300, env=env)
             ok = q.returncode == 0 and set(_statuses(out2).values()) == {"done"}
-            stale = (ok, f"lock file left by the killed run: {left}; resume exit {q.returncode}; "
-                         f"notice: {next((ln for ln in q.stdout.splitlines() if 'stale' in ln), 'none')[:160]}")
+            stale = (
+                ok,
+                f"lock file left by the killed run: {left}; resume exit {q.returncode}; "
+                f"notice: {next((ln for ln in q.stdout.splitlines() if 'stale' in ln), 'none')[:160]}",
+            )
     finally:
         if p.poll() is None:
             p.kill()
@@ -147,7 +175,11 @@ class _Tmpfs:
 
     def __enter__(self) -> Path:
         self.path.mkdir(parents=True)
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.size_mb}m", "tmpfs", str(self.path)], capture_output=True, text=True)
+        r = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={self.size_mb}m", "tmpfs", str(self.path)],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode != 0:
             raise PermissionError(r.stderr.strip() or "mount failed")
         return self.path
@@ -172,7 +204,12 @@ def _judge(q, out: Path, at: str | None, mid_trial: bool = False) -> tuple[bool,
     lines = _error_lines(q.stderr if isinstance(q.stderr, str) else "")
     st, rs = _statuses(out), _reasons(out)
     why = f"exit {q.returncode}; {len(lines)} error line(s): {(lines or [''])[0][:200]}; statuses {st}"
-    if q.returncode == 0 or len(lines) != 1 or "disk" not in lines[0] or ("--resume" not in lines[0] and "--out-dir" not in lines[0]):
+    if (
+        q.returncode == 0
+        or len(lines) != 1
+        or "disk" not in lines[0]
+        or ("--resume" not in lines[0] and "--out-dir" not in lines[0])
+    ):
         return False, why
     if at is None:
         return (not (out / SUBJECT / "session.yaml").exists()), why
@@ -185,7 +222,7 @@ def _judge(q, out: Path, at: str | None, mid_trial: bool = False) -> tuple[bool,
         at_ok = st[at] == "failed" and "disk full" in (rs.get(at) or "")
     else:
         at_ok = st[at] == "pending"
-    return at_ok and all(st[t] == "pending" for t in order[i + 1:]), why
+    return at_ok and all(st[t] == "pending" for t in order[i + 1 :]), why
 
 
 def _run_filling(cmd: list[str], env: dict, when, fill, poll_s: float = 0.05) -> subprocess.CompletedProcess:
@@ -218,8 +255,13 @@ def disk_full(env: dict, root: Path) -> dict:
             by["--resume onto a full disk"] = _judge(q, mnt, TRIALS[1])
         # the disk fills the moment a trial ends (another writer): the next one cannot start
         with _Tmpfs(root, "between", 24) as mnt:
-            q = _run_filling(_cmd(mnt, seconds=1.0, rtf=1.0), env, lambda: _statuses(mnt).get(TRIALS[0]) == "done",
-                             lambda: _fill(mnt, 300_000), poll_s=0.005)
+            q = _run_filling(
+                _cmd(mnt, seconds=1.0, rtf=1.0),
+                env,
+                lambda: _statuses(mnt).get(TRIALS[0]) == "done",
+                lambda: _fill(mnt, 300_000),
+                poll_s=0.005,
+            )
             st = _statuses(mnt)
             mid = st.get(TRIALS[1]) == "failed"  # the filler lost the race to the trial's start: the mid-trial path
             by["disk fills between trials"] = _judge(q, mnt, TRIALS[1], mid_trial=mid)
@@ -228,8 +270,12 @@ def disk_full(env: dict, root: Path) -> dict:
             from gaze4hri_core.session import bag_dir
 
             f = bag_dir(mnt / SUBJECT, TRIALS[1]) / f"{TRIALS[1]}_0.mcap"
-            q = _run_filling(_cmd(mnt, seconds=4.0, rtf=1.0), env, lambda f=f: f.exists() and f.stat().st_size > 300_000,
-                             lambda: _fill(mnt, 64 * 1024))
+            q = _run_filling(
+                _cmd(mnt, seconds=4.0, rtf=1.0),
+                env,
+                lambda f=f: f.exists() and f.stat().st_size > 300_000,
+                lambda: _fill(mnt, 64 * 1024),
+            )
             by["disk fills mid-trial"] = _judge(q, mnt, TRIALS[1], mid_trial=True)
     except PermissionError as e:
         print(f"disk-full cases: cannot mount a tmpfs ({e}); run as root", file=sys.stderr)
@@ -243,9 +289,15 @@ def run(pythonpath: str | None = None) -> dict:
         root = Path(d)
         ov = overlapping(env, root)
         df = disk_full(env, root)
-    return {"overlapping_refused": ov["refused"], "overlapping_tried": ov["tried"], "overlapping_by_case": ov["by_case"],
-            "stale_lock_taken_over": ov["stale_taken_over"], "disk_full_handled": df["handled"], "disk_full_cases": df["cases"],
-            "disk_full_by_case": df["by_case"]}
+    return {
+        "overlapping_refused": ov["refused"],
+        "overlapping_tried": ov["tried"],
+        "overlapping_by_case": ov["by_case"],
+        "stale_lock_taken_over": ov["stale_taken_over"],
+        "disk_full_handled": df["handled"],
+        "disk_full_cases": df["cases"],
+        "disk_full_by_case": df["by_case"],
+    }
 
 
 def main() -> int:
@@ -255,8 +307,10 @@ def main() -> int:
     t0 = time.monotonic()
     r = run(a.pythonpath)
     print(json.dumps(r, indent=1, default=str))
-    print(f"overlapping runs refused {r['overlapping_refused']}/{r['overlapping_tried']}; "
-          f"disk-full cases handled {r['disk_full_handled']}/{r['disk_full_cases']} ({time.monotonic() - t0:.0f} s)")
+    print(
+        f"overlapping runs refused {r['overlapping_refused']}/{r['overlapping_tried']}; "
+        f"disk-full cases handled {r['disk_full_handled']}/{r['disk_full_cases']} ({time.monotonic() - t0:.0f} s)"
+    )
     return 0
 
 

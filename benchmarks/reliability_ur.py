@@ -32,7 +32,11 @@ def run(trial: str = TRIAL, mocap_loss_timeout_s: float = 0.1) -> dict:
     from gaze4hri_sim.arm import HOME_Q
 
     t_all = time.monotonic()
-    res: dict = {"trial": trial, "mocap_loss_timeout_s": mocap_loss_timeout_s, "ur_rtde": importlib.metadata.version("ur_rtde")}
+    res: dict = {
+        "trial": trial,
+        "mocap_loss_timeout_s": mocap_loss_timeout_s,
+        "ur_rtde": importlib.metadata.version("ur_rtde"),
+    }
     with RobotNodeBed("--q", *(f"{x:.6f}" for x in HOME_Q), mocap_loss_timeout_s=mocap_loss_timeout_s) as bed:
         res["bring_up_s"] = bed.bring_up_s
         # a second attempt only when the first was stopped for a head-band loss that the
@@ -59,12 +63,16 @@ def run(trial: str = TRIAL, mocap_loss_timeout_s: float = 0.1) -> dict:
             bed.move(plan.approach)
             n = len(bed.client.faults)
             bed.move(plan.motion, wait=False)
-            wait_for(lambda: np.linalg.norm(bed.robot.state.tcp_speed[:3]) > 0.5 * plan.motion.speed, 10, "the scan to move")
+            wait_for(
+                lambda: np.linalg.norm(bed.robot.state.tcp_speed[:3]) > 0.5 * plan.motion.speed, 10, "the scan to move"
+            )
             last = bed.head.pause()
             f = bed.wait_fault(n)
             held = bed.wait_still()
             res["loss_fault"] = f["code"]
-            res["loss_stop_s"] = (bed.robot.driver.stopped_ns - last) / 1e9 if bed.robot.driver.stopped_ns else float("nan")
+            res["loss_stop_s"] = (
+                (bed.robot.driver.stopped_ns - last) / 1e9 if bed.robot.driver.stopped_ns else float("nan")
+            )
             res["loss_short_of_end_m"] = float(np.linalg.norm(tcp(held) - end))
             res["loss_stop"] = f["code"] == "mocap_loss" and res["loss_short_of_end_m"] > 0.01
         except AssertionError as e:
@@ -83,7 +91,11 @@ def run(trial: str = TRIAL, mocap_loss_timeout_s: float = 0.1) -> dict:
             f = bed.wait_fault(n)
             res["pstop_fault"] = f["code"]
             res["pstop_fault_s"] = time.monotonic() - t0
-            wait_for(lambda: bed.client.diag.get("gaze4hri/robot", {}).get("protective_stop") == "True", 10, "the diagnostics")
+            wait_for(
+                lambda: bed.client.diag.get("gaze4hri/robot", {}).get("protective_stop") == "True",
+                10,
+                "the diagnostics",
+            )
             res["pstop_diag_s"] = time.monotonic() - t0
             res["protective_stop"] = f["code"] == "protective_stop" and bool(bed.wait_still()["safety_status_bits"] & 4)
         except AssertionError as e:
@@ -96,20 +108,33 @@ def run(trial: str = TRIAL, mocap_loss_timeout_s: float = 0.1) -> dict:
 
 def _line(r: dict) -> str:
     g = r.get
-    trial = (f"{r['trial']} approach {g('trial_approach_s', float('nan')):.1f} s + {g('trial_motion', 'motion')} "
-             f"{g('trial_motion_s', float('nan')):.1f} s (previewed {g('trial_previewed_s', float('nan')):.1f} s, end error "
-             f"{g('trial_end_error_m', float('nan')) * 1e3:.1f} mm, off path {g('trial_max_off_path_m', float('nan')) * 1e3:.2f} mm, "
-             f"peak {g('trial_peak_speed', float('nan')):.3f} m/s) {'completed' if r['completed'] else 'NOT completed: ' + str(g('trial_error', '?'))}")
-    loss = (f"head band lost -> {g('loss_fault')} stop {g('loss_stop_s', float('nan')):.2f} s after the last pose (limit "
-            f"{r['mocap_loss_timeout_s']:.2f} s), {g('loss_short_of_end_m', float('nan')) * 1e3:.0f} mm short of the end"
-            if r["loss_stop"] else f"loss stop FAILED ({g('loss_error') or g('loss_fault')})")
-    pst = (f"protective stop -> fault in {g('pstop_fault_s', float('nan')):.2f} s, in /diagnostics in {g('pstop_diag_s', float('nan')):.1f} s"
-           if r["protective_stop"] else f"protective stop FAILED ({g('pstop_error') or g('pstop_fault')})")
+    trial = (
+        f"{r['trial']} approach {g('trial_approach_s', float('nan')):.1f} s + {g('trial_motion', 'motion')} "
+        f"{g('trial_motion_s', float('nan')):.1f} s (previewed {g('trial_previewed_s', float('nan')):.1f} s, end error "
+        f"{g('trial_end_error_m', float('nan')) * 1e3:.1f} mm, off path {g('trial_max_off_path_m', float('nan')) * 1e3:.2f} mm, "
+        f"peak {g('trial_peak_speed', float('nan')):.3f} m/s) {'completed' if r['completed'] else 'NOT completed: ' + str(g('trial_error', '?'))}"
+    )
+    loss = (
+        f"head band lost -> {g('loss_fault')} stop {g('loss_stop_s', float('nan')):.2f} s after the last pose (limit "
+        f"{r['mocap_loss_timeout_s']:.2f} s), {g('loss_short_of_end_m', float('nan')) * 1e3:.0f} mm short of the end"
+        if r["loss_stop"]
+        else f"loss stop FAILED ({g('loss_error') or g('loss_fault')})"
+    )
+    pst = (
+        f"protective stop -> fault in {g('pstop_fault_s', float('nan')):.2f} s, in /diagnostics in {g('pstop_diag_s', float('nan')):.1f} s"
+        if r["protective_stop"]
+        else f"protective stop FAILED ({g('pstop_error') or g('pstop_fault')})"
+    )
     if r["attempts_stopped_by_stalls"]:
-        trial += (f" (after {len(r['attempts_stopped_by_stalls'])} attempt(s) stopped, as they must be, by a head-stream stall of "
-                  + ", ".join(f"{g * 1e3:.0f} ms" for g in r["attempts_stopped_by_stalls"]) + " on this loaded machine)")
-    return (f"robot node backend=real, ur_rtde {r['ur_rtde']} vs UR emulator (CB3 125 Hz): {trial}; {loss}; {pst}; "
-            f"head stream max gap {r['head_max_gap_s'] * 1e3:.0f} ms; {r['seconds']:.0f} s")
+        trial += (
+            f" (after {len(r['attempts_stopped_by_stalls'])} attempt(s) stopped, as they must be, by a head-stream stall of "
+            + ", ".join(f"{g * 1e3:.0f} ms" for g in r["attempts_stopped_by_stalls"])
+            + " on this loaded machine)"
+        )
+    return (
+        f"robot node backend=real, ur_rtde {r['ur_rtde']} vs UR emulator (CB3 125 Hz): {trial}; {loss}; {pst}; "
+        f"head stream max gap {r['head_max_gap_s'] * 1e3:.0f} ms; {r['seconds']:.0f} s"
+    )
 
 
 def main() -> int:

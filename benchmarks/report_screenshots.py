@@ -20,14 +20,30 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--virtual-time-budget=8000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--virtual-time-budget=8000",
+]
 #: file name -> (element id the shot starts at, or None for the top; window height px)
-SHOTS = {"report_top": (None, 1350), "report_illumination": ("illumination-experiment-1-table-iii", 1500),
-         "report_target": ("figure-6", 1000), "report_mutual": ("figure-7", 700)}
+SHOTS = {
+    "report_top": (None, 1350),
+    "report_illumination": ("illumination-experiment-1-table-iii", 1500),
+    "report_target": ("figure-6", 1000),
+    "report_mutual": ("figure-7", 700),
+}
 # drop every block before the element with the given id (so a section opens the page)
-CUT = ("<script>window.addEventListener('DOMContentLoaded',()=>{const t=document.getElementById('%s');if(!t)return;"
-       "let n=document.body.firstElementChild;while(n&&n!==t&&!n.contains(t)){const x=n.nextElementSibling;n.remove();n=x;}});</script>")
+CUT = (
+    "<script>window.addEventListener('DOMContentLoaded',()=>{const t=document.getElementById('%s');if(!t)return;"
+    "let n=document.body.firstElementChild;while(n&&n!==t&&!n.contains(t)){const x=n.nextElementSibling;n.remove();n=x;}});</script>"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
-        print("report_screenshots: chromium not found: install it (apt-get install -y chromium; scripts/bootstrap.sh does)", file=sys.stderr)
+        print(
+            "report_screenshots: chromium not found: install it (apt-get install -y chromium; scripts/bootstrap.sh does)",
+            file=sys.stderr,
+        )
         return 1
     sys.path.insert(0, str(REPO / "benchmarks"))
     import make_synthetic_results as synth
@@ -47,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     res = work / "results"
     synth.make_results(res, subjects=args.subjects, frames=10, seed=5)
     synth.LEVEL_MEANS["head_pose"], synth.LEVEL_MEANS["straight"] = (38.0, 37.0, 38.0, 37.5), (31.0, 30.0, 31.0, 30.5)
-    synth.make_results(res, subjects=args.subjects, frames=10, seed=5, methods=["head_pose", "straight"], inputs=("none",))
+    synth.make_results(
+        res, subjects=args.subjects, frames=10, seed=5, methods=["head_pose", "straight"], inputs=("none",)
+    )
     analyze([res], work / "report")
     html = (work / "report" / "report.html").read_text()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -55,8 +76,19 @@ def main(argv: list[str] | None = None) -> int:
         page = work / f"{name}.html"
         page.write_text(html.replace("</head>", (CUT % anchor if anchor else "") + "</head>"))
         png = args.out / f"{name}.png"
-        subprocess.run([chromium, *FLAGS, f"--user-data-dir={work / ('profile_' + name)}", f"--window-size=1280,{height}",
-                        f"--screenshot={png}", page.as_uri()], check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                chromium,
+                *FLAGS,
+                f"--user-data-dir={work / ('profile_' + name)}",
+                f"--window-size=1280,{height}",
+                f"--screenshot={png}",
+                page.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         print(f"wrote {png}")
     shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -20,8 +20,13 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="substrings of script names to run")
     ap.add_argument("--list", action="store_true", help="list the scripts and exit")
     a = ap.parse_args()
-    scripts = sorted(p for p in HERE.glob("*.py") if p.name not in {"run_all.py", "__init__.py"} and not p.name.startswith("_")
-                     and p.name != "make_synthetic_results.py")
+    scripts = sorted(
+        p
+        for p in HERE.glob("*.py")
+        if p.name not in {"run_all.py", "__init__.py"}
+        and not p.name.startswith("_")
+        and p.name != "make_synthetic_results.py"
+    )
     if a.only:
         scripts = [p for p in scripts if any(s in p.name for s in a.only)]
     if a.list:

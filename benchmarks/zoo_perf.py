@@ -85,8 +85,10 @@ def render(rows: list[dict], args, env: dict) -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| `{r['method']}` | {r['onnx_mb']:.1f} | {r['export_s']:.1f} | {r['verify_s']:.1f} | "
-                     f"{r['export_verify_s']:.1f} | {r['parity']:.2g} |")
+        lines.append(
+            f"| `{r['method']}` | {r['onnx_mb']:.1f} | {r['export_s']:.1f} | {r['verify_s']:.1f} | "
+            f"{r['export_verify_s']:.1f} | {r['parity']:.2g} |"
+        )
     lines += [
         "",
         "Total includes building the network with random weights and BatchNorm calibration; "
@@ -103,17 +105,29 @@ def render(rows: list[dict], args, env: dict) -> str:
     for r in rows:
         b = r["big_batch"]
         unit = "clips" if r["clip_len"] > 1 else "images"
-        lines.append(f"| `{r['method']}` | {r['b1_ms']:.1f} (n={r['b1_n']}) | {r['b1_fps']:.1f} | {b} {unit} | "
-                     f"{r[f'b{b}_ms']:.0f} (n={r[f'b{b}_n']}) | {r[f'b{b}_fps']:.1f} |")
-    lines += ["", "Requirement (issue 5): export + verification of each method under 2 minutes on this CPU: "
-              + ("met" if all(r["export_verify_s"] < 120 for r in rows) else "NOT met for "
-                 + ", ".join(r["method"] for r in rows if r["export_verify_s"] >= 120)) + ".", ""]
+        lines.append(
+            f"| `{r['method']}` | {r['b1_ms']:.1f} (n={r['b1_n']}) | {r['b1_fps']:.1f} | {b} {unit} | "
+            f"{r[f'b{b}_ms']:.0f} (n={r[f'b{b}_n']}) | {r[f'b{b}_fps']:.1f} |"
+        )
+    lines += [
+        "",
+        "Requirement (issue 5): export + verification of each method under 2 minutes on this CPU: "
+        + (
+            "met"
+            if all(r["export_verify_s"] < 120 for r in rows)
+            else "NOT met for " + ", ".join(r["method"] for r in rows if r["export_verify_s"] >= 120)
+        )
+        + ".",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--methods", nargs="+", default=DEFAULT_METHODS, help="method names, or 'all' (default: %(default)s)")
+    p.add_argument(
+        "--methods", nargs="+", default=DEFAULT_METHODS, help="method names, or 'all' (default: %(default)s)"
+    )
     p.add_argument("--batch", type=int, default=32, help="large batch for single-image methods (default 32)")
     p.add_argument("--clip-batch", type=int, default=4, help="large batch for clip methods (default 4)")
     p.add_argument("--repeats", type=int, default=20, help="timed runs at batch 1 (default 20)")
@@ -129,9 +143,16 @@ def main(argv: list[str] | None = None) -> int:
 
     methods = list(SPECS) if args.methods == ["all"] else args.methods
     methods = [m for m in methods if families.family_status(SPECS[m].family) == "ok"]
-    env = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "argv": ["benchmarks/zoo_perf.py", *(argv or sys.argv[1:])],
-           "cpu": cpu_name(), "cores": os.cpu_count(), "ort": onnxruntime.__version__, "torch": torch.__version__,
-           "python": platform.python_version(), "load_before": " ".join(f"{x:.1f}" for x in os.getloadavg())}
+    env = {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "argv": ["benchmarks/zoo_perf.py", *(argv or sys.argv[1:])],
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "ort": onnxruntime.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "load_before": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+    }
     rows = []
     with tempfile.TemporaryDirectory() as d:
         for m in methods:

@@ -57,35 +57,65 @@ def main() -> None:
     # Robot controller Base in the world: 25 cm beyond the far table edge, table
     # height, base x axis pointing at the subject (yaw pi).
     T_wb = SE3(Rotation.from_euler("z", 180, degrees=True).as_matrix(), [0.60, 0.0, 0.0])
-    save_transform(OUT / "registration.yaml", T_wb, "world", "base", "gaze4hri/registration@1",
-                   robot_model="ur5", rms_m=None, n_points=None, method="default (replace with 'gaze4hri-acq calibrate registration')")
+    save_transform(
+        OUT / "registration.yaml",
+        T_wb,
+        "world",
+        "base",
+        "gaze4hri/registration@1",
+        robot_model="ur5",
+        rms_m=None,
+        n_points=None,
+        method="default (replace with 'gaze4hri-acq calibrate registration')",
+    )
 
-    write_yaml_atomic(OUT / "scene.yaml", {
-        "format": "gaze4hri/scene@1",
-        "eye_nominal_world": [float(x) for x in EYE],
-        "subject_forward_world": [1.0, 0.0, 0.0],
-        "head_band_above_eye_m": 0.10,
-        "front_camera": {"distance_m": 0.5, "elevation_deg": -6.0},
-        "table_size_m": [1.6, 0.7],
-    }, header="Seating geometry of the default rig (scripts/make_default_calibration.py)")
+    write_yaml_atomic(
+        OUT / "scene.yaml",
+        {
+            "format": "gaze4hri/scene@1",
+            "eye_nominal_world": [float(x) for x in EYE],
+            "subject_forward_world": [1.0, 0.0, 0.0],
+            "head_band_above_eye_m": 0.10,
+            "front_camera": {"distance_m": 0.5, "elevation_deg": -6.0},
+            "table_size_m": [1.6, 0.7],
+        },
+        header="Seating geometry of the default rig (scripts/make_default_calibration.py)",
+    )
 
     # Tracked table (optional, table.yaml): the table's motion-capture rigid body, pivot
     # at the far right corner of the top (x 0.35, y -0.80), its x axis along the long
     # edge (+y world); its pose at the target survey, so targets have table-frame offsets.
-    save_transform(OUT / "table.yaml", SE3(Rotation.from_euler("z", 90, degrees=True).as_matrix(), [0.35, -0.80, 0.0]),
-                   "world", "table", "gaze4hri/table@1", body="table",
-                   method="default (replace with 'gaze4hri-acq calibrate targets' with the table tracked)")
+    save_transform(
+        OUT / "table.yaml",
+        SE3(Rotation.from_euler("z", 90, degrees=True).as_matrix(), [0.35, -0.80, 0.0]),
+        "world",
+        "table",
+        "gaze4hri/table@1",
+        body="table",
+        method="default (replace with 'gaze4hri-acq calibrate targets' with the table tracked)",
+    )
     # Camera rigid body (optional, camera_body.yaml): markers on the camera housing; the
     # optical frame 3 cm below and 2 cm behind the body's pivot, axes as the body's.
-    save_transform(OUT / "camera_body.yaml", SE3(np.eye(3), [0.0, 0.03, -0.02]), "camera_body", "camera_color_optical_frame",
-                   "gaze4hri/camera_body@1", body="camera", method="default (measure the pivot on your camera mount)")
+    save_transform(
+        OUT / "camera_body.yaml",
+        SE3(np.eye(3), [0.0, 0.03, -0.02]),
+        "camera_body",
+        "camera_color_optical_frame",
+        "gaze4hri/camera_body@1",
+        body="camera",
+        method="default (measure the pivot on your camera mount)",
+    )
 
     # Default subject: head band 10 cm above and 6 cm behind the eye midpoint, tilted
     # 8 deg nose-down on the head; eye frame x forward, y left, z up (REP-103).
     R_head_in_eyeframe = Rotation.from_euler("y", 8, degrees=True).as_matrix()
     T_eye_head = SE3(R_head_in_eyeframe, [-0.06, 0.0, 0.10])
-    save_eye_head(OUT / "subjects" / "default.yaml", T_eye_head.inv(), subject="default",
-                  method="default (replace with 'gaze4hri-acq calibrate eye-head')")
+    save_eye_head(
+        OUT / "subjects" / "default.yaml",
+        T_eye_head.inv(),
+        subject="default",
+        method="default (replace with 'gaze4hri-acq calibrate eye-head')",
+    )
     print(f"wrote the default calibration to {OUT}")
 
 

@@ -15,5 +15,7 @@ def test_ruff_clean():
     exe = str(ruff) if ruff.exists() else shutil.which("ruff")
     if exe is None:
         pytest.skip("ruff not installed (requirements/base.txt)")
-    out = subprocess.run([exe, "check", "src", "tests", "benchmarks", "scripts"], cwd=REPO, capture_output=True, text=True)
+    out = subprocess.run(
+        [exe, "check", "src", "tests", "benchmarks", "scripts"], cwd=REPO, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout[-3000:]

@@ -20,4 +20,6 @@ def short_session(tmp_path_factory) -> Path:
     from gaze4hri_acq.simulate import run_sim_session
 
     out = tmp_path_factory.mktemp("sessions")
-    return run_sim_session(out, subject="S01", trial_ids=SHORT_TRIALS, resolution=(320, 180), trial_seconds=0.5, real_time_factor=50)
+    return run_sim_session(
+        out, subject="S01", trial_ids=SHORT_TRIALS, resolution=(320, 180), trial_seconds=0.5, real_time_factor=50
+    )

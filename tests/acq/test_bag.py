@@ -112,7 +112,9 @@ def test_injected_disk_full_keeps_what_was_written(tmp_path):
     b.close()  # closes by repairing: summary + metadata.yaml over the complete chunks
     a = _read_rosbags(d)
     assert len(a) == len(_read_mcap(d)) == written
-    assert [deserialize_message(raw, Image).data.tobytes() for _t, _s, raw in a] == [_img(i).tobytes() for i in range(written)]
+    assert [deserialize_message(raw, Image).data.tobytes() for _t, _s, raw in a] == [
+        _img(i).tobytes() for i in range(written)
+    ]
 
 
 @pytest.mark.replay

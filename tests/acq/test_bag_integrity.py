@@ -33,7 +33,11 @@ def _bag(root: Path, compression: str = "none", frames: int = 6, **kw) -> TrialB
     for i in range(frames * 10):
         b.write("/robot/tcp_pose", i * 10_000_000, pose)
         if i % 10 == 0:
-            b.write("/camera/color/image_raw", i * 10_000_000, encode_image(i * 10_000_000, "cam", np.full((300, 400, 3), i, np.uint8)))
+            b.write(
+                "/camera/color/image_raw",
+                i * 10_000_000,
+                encode_image(i * 10_000_000, "cam", np.full((300, 400, 3), i, np.uint8)),
+            )
             b.flush()
     return b
 
@@ -52,9 +56,11 @@ def _readers_fail(bag: Path) -> dict[str, bool]:
     """Which readers refuse the bag: ours, rosbags (chunk CRCs), mcap seeking and streaming (validate_crcs)."""
     f = mcap_file(bag)
     out = {"check_bag": bool(check_bag(bag))}
-    for name, read in (("rosbags", lambda: [None for _ in Reader(bag).__enter__().messages()]),
-                       ("mcap", lambda: [None for _ in make_reader(open(f, "rb"), validate_crcs=True).iter_messages()]),
-                       ("mcap_stream", lambda: [None for _ in NonSeekingReader(open(f, "rb"), validate_crcs=True).iter_messages()])):
+    for name, read in (
+        ("rosbags", lambda: [None for _ in Reader(bag).__enter__().messages()]),
+        ("mcap", lambda: [None for _ in make_reader(open(f, "rb"), validate_crcs=True).iter_messages()]),
+        ("mcap_stream", lambda: [None for _ in NonSeekingReader(open(f, "rb"), validate_crcs=True).iter_messages()]),
+    ):
         try:
             read()
             out[name] = False
@@ -137,8 +143,15 @@ def test_repair_refuses_a_bag_damaged_in_the_middle(tmp_path):
 
 # -- /joint_states and every recorded topic ------------------------------------------------
 @pytest.mark.unit
-@pytest.mark.parametrize("fields", [dict(position=[1.0, 2.0], velocity=[0.1, 0.2]), dict(), dict(effort=[3.0, 4.0]),
-                                    dict(position=[1.0, 2.0], velocity=[], effort=[0.5, 0.5])])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(position=[1.0, 2.0], velocity=[0.1, 0.2]),
+        dict(),
+        dict(effort=[3.0, 4.0]),
+        dict(position=[1.0, 2.0], velocity=[], effort=[0.5, 0.5]),
+    ],
+)
 def test_joint_state_bytes_are_exact_cdr(fields):
     from gaze4hri_acq.nodes._cdr import serialize
     from gaze4hri_bench.data.backends.session import typestore
@@ -152,8 +165,14 @@ def test_joint_state_bytes_are_exact_cdr(fields):
     assert deserialize_message(raw, JointState) == m
     ts = typestore()
     back = ts.deserialize_cdr(raw, "sensor_msgs/msg/JointState")
-    assert list(back.name) == list(m.name) and list(back.position) == list(m.position) and list(back.effort) == list(m.effort)
-    assert len(ts.serialize_cdr(back, "sensor_msgs/msg/JointState")) == len(raw)  # rosbags writes as many bytes (rclpy pads with garbage)
+    assert (
+        list(back.name) == list(m.name)
+        and list(back.position) == list(m.position)
+        and list(back.effort) == list(m.effort)
+    )
+    assert len(ts.serialize_cdr(back, "sensor_msgs/msg/JointState")) == len(
+        raw
+    )  # rosbags writes as many bytes (rclpy pads with garbage)
 
 
 @pytest.mark.replay
@@ -196,7 +215,9 @@ def test_bench_run_names_the_damaged_trial_and_writes_the_others(damaged_session
 
     sd, bad = damaged_session
     out = tmp_path / "res"
-    rc = bench(["run", "-m", "straight", "--data", str(sd.parent), "--out", str(out), "--no-progress", "--blinks", "off"])
+    rc = bench(
+        ["run", "-m", "straight", "--data", str(sd.parent), "--out", str(out), "--no-progress", "--blinks", "off"]
+    )
     text = capsys.readouterr().out
     assert rc == 1
     lines = [ln for ln in text.splitlines() if "chunk CRC mismatch at offset" in ln]

@@ -29,10 +29,31 @@ from tests.acq.conftest import SHORT_TRIALS  # noqa: E402
 
 pytestmark = pytest.mark.node
 
-QOS_FIELDS = {"history", "depth", "reliability", "durability", "deadline", "lifespan", "liveliness", "liveliness_lease_duration",
-              "avoid_ros_namespace_conventions"}
-BAG_FIELDS = {"version", "storage_identifier", "duration", "starting_time", "message_count", "topics_with_message_count",
-              "compression_format", "compression_mode", "relative_file_paths", "files", "custom_data", "ros_distro"}
+QOS_FIELDS = {
+    "history",
+    "depth",
+    "reliability",
+    "durability",
+    "deadline",
+    "lifespan",
+    "liveliness",
+    "liveliness_lease_duration",
+    "avoid_ros_namespace_conventions",
+}
+BAG_FIELDS = {
+    "version",
+    "storage_identifier",
+    "duration",
+    "starting_time",
+    "message_count",
+    "topics_with_message_count",
+    "compression_format",
+    "compression_mode",
+    "relative_file_paths",
+    "files",
+    "custom_data",
+    "ros_distro",
+}
 
 
 def _read(path):
@@ -63,7 +84,9 @@ def _endpoint_hash(msgtype: str) -> str | None:
     try:
         node = rclpy.create_node("hash_probe", context=ctx)
         node.create_publisher(cls, "/hash_probe", 1)
-        return str(node.get_publishers_info_by_topic("/hash_probe")[0].topic_type_hash)  # rclpy TypeHash: "RIHS01_<hex>"
+        return str(
+            node.get_publishers_info_by_topic("/hash_probe")[0].topic_type_hash
+        )  # rclpy TypeHash: "RIHS01_<hex>"
     finally:
         rclpy.shutdown(context=ctx)
 
@@ -92,11 +115,19 @@ def test_mcap_fields_are_rosbag2s(short_session, trial):
         for q in qos:
             assert set(q) == QOS_FIELDS, (ch.topic, q)
             assert (q["history"], q["depth"]) == ("unknown", 0)  # as discovery reports a publisher
-            assert q["reliability"] in ("reliable", "best_effort") and q["durability"] in ("volatile", "transient_local")
-            assert q["liveliness"] == "automatic" and all(set(q[k]) == {"sec", "nsec"} for k in ("deadline", "lifespan", "liveliness_lease_duration"))
+            assert q["reliability"] in ("reliable", "best_effort") and q["durability"] in (
+                "volatile",
+                "transient_local",
+            )
+            assert q["liveliness"] == "automatic" and all(
+                set(q[k]) == {"sec", "nsec"} for k in ("deadline", "lifespan", "liveliness_lease_duration")
+            )
     by_topic = {ch.topic: ch for ch in channels}
     assert yaml.safe_load(by_topic["/tf_static"].metadata["offered_qos_profiles"])[0]["durability"] == "transient_local"
-    assert yaml.safe_load(by_topic["/camera/color/camera_info"].metadata["offered_qos_profiles"])[0]["durability"] == "transient_local"
+    assert (
+        yaml.safe_load(by_topic["/camera/color/camera_info"].metadata["offered_qos_profiles"])[0]["durability"]
+        == "transient_local"
+    )
 
     # messages: sequence 0, log times never backwards within a channel in file order
     last: dict[str, int] = {}
@@ -118,7 +149,10 @@ def test_mcap_fields_are_rosbag2s(short_session, trial):
     # metadata.yaml says the same
     side = yaml.safe_load((bag / "metadata.yaml").read_text("utf-8"))["rosbag2_bagfile_information"]
     assert side["ros_distro"] == info["ros_distro"]
-    assert {t["topic_metadata"]["name"]: t["topic_metadata"]["type_description_hash"] for t in side["topics_with_message_count"]} == hashes
+    assert {
+        t["topic_metadata"]["name"]: t["topic_metadata"]["type_description_hash"]
+        for t in side["topics_with_message_count"]
+    } == hashes
 
 
 def test_type_hash_is_what_rclpy_reports_for_a_publisher(short_session):

@@ -62,9 +62,17 @@ def test_registration_points_span_3d():
 def test_registration_recovers_the_true_transform(calib_copy):
     cal = load_calibration(calib_copy, "default")
     # the lab's truth differs from the file by 2 cm and 1.5 deg
-    truth = SE3(Rotation.from_euler("z", 1.5, degrees=True).as_matrix() @ cal.T_world_base.R, cal.T_world_base.t + [0.02, -0.01, 0.005])
+    truth = SE3(
+        Rotation.from_euler("z", 1.5, degrees=True).as_matrix() @ cal.T_world_base.R,
+        cal.T_world_base.t + [0.02, -0.01, 0.005],
+    )
     world = _world(calib_copy, true_registration=truth)
-    robot = make_robot("sim", RobotConfig(calibration_dir=calib_copy), world=world, safety=robot_monitor(RobotConfig(calibration_dir=calib_copy)))
+    robot = make_robot(
+        "sim",
+        RobotConfig(calibration_dir=calib_copy),
+        world=world,
+        safety=robot_monitor(RobotConfig(calibration_dir=calib_copy)),
+    )
     robot.connect()
     mocap = SteppingMocap(make_mocap("sim", MocapConfig(), world=world), world.clock)
     mocap.m.connect()
@@ -156,8 +164,11 @@ def test_target_survey_with_the_table_tracked_writes_its_pose(calib_copy):
 
     T_true, _ = load_transform(calib_copy / "table_truth.yaml", "world", "table")
     cal = load_calibration(calib_copy, "default")
-    world = make_world(SimConfig(seed=5, calibration_dir=calib_copy), clock=SimClock(manual=True),
-                       calibration=cal.__class__(**{**cal.__dict__, "T_world_table_survey": T_true}))
+    world = make_world(
+        SimConfig(seed=5, calibration_dir=calib_copy),
+        clock=SimClock(manual=True),
+        calibration=cal.__class__(**{**cal.__dict__, "T_world_table_survey": T_true}),
+    )
     mocap = SteppingMocap(make_mocap("sim", MocapConfig(), world=world), world.clock)
     mocap.m.connect()
     run = TargetSurveyRun(calib_copy, world.props.probe_tip_in_probe, samples_per_target=5, targets=("P1", "P5"))

@@ -31,7 +31,12 @@ def full_disk(short_session, tmp_path):
     mnt.mkdir()
     used = sum(f.stat().st_size for f in short_session.rglob("*") if f.is_file())
     size_mb = used // 2**20 + 16  # the session's copy, then room for the filler below
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(mnt)], capture_output=True).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         shutil.copytree(short_session, mnt / "S01")
@@ -51,8 +56,25 @@ def test_disk_full_between_trials_leaves_the_rest_pending(full_disk, monkeypatch
     from gaze4hri_acq.cli import SessionArgs, run_session_args
     from gaze4hri_acq.orchestrator import session as orch
 
-    args = ["--subject", "S01", "--backend", "sim", "--out-dir", str(full_disk), "--quiet", "--resume", "--trials", *SHORT_TRIALS, *MORE,
-            "--resolution", "320x180", "--trial-seconds", "0.5", "--real-time-factor", "50"]
+    args = [
+        "--subject",
+        "S01",
+        "--backend",
+        "sim",
+        "--out-dir",
+        str(full_disk),
+        "--quiet",
+        "--resume",
+        "--trials",
+        *SHORT_TRIALS,
+        *MORE,
+        "--resolution",
+        "320x180",
+        "--trial-seconds",
+        "0.5",
+        "--real-time-factor",
+        "50",
+    ]
     # the CLI: the orchestrator's check before the trial stops the session in one line
     p = subprocess.run([*CLI, "session", *args], capture_output=True, text=True, timeout=120, env=ENV)
     assert p.returncode == 2, p.stderr[-2000:]
@@ -66,8 +88,20 @@ def test_disk_full_between_trials_leaves_the_rest_pending(full_disk, monkeypatch
     # and the trial goes back to pending instead of failed
     monkeypatch.setattr(orch, "check_trial_disk", lambda *a: None)
     with pytest.raises(SessionError, match="disk full before trial illum010_P2.*--resume"):
-        run_session_args(SessionArgs(subject="S01", backend="sim", out_dir=full_disk, resume=True, trial_ids=(*SHORT_TRIALS, *MORE),
-                                     resolution=(320, 180), trial_seconds=0.5, real_time_factor=50.0, quiet=True, yes=True))
+        run_session_args(
+            SessionArgs(
+                subject="S01",
+                backend="sim",
+                out_dir=full_disk,
+                resume=True,
+                trial_ids=(*SHORT_TRIALS, *MORE),
+                resolution=(320, 180),
+                trial_seconds=0.5,
+                real_time_factor=50.0,
+                quiet=True,
+                yes=True,
+            )
+        )
     m = load_manifest(full_disk / "S01")
     assert _statuses(full_disk / "S01") == want
     assert m.trials["illum010_P2"].attempts == 0 and m.trials["illum010_P2"].started is None

@@ -58,5 +58,7 @@ def test_study_export_writes_the_tracked_table(short_session, tmp_path):
     ga, gb = mc.trial_ground_truth(ref), st.trial_ground_truth(st.trials()[0])
     v = ga["valid"].to_numpy() & gb["valid"].to_numpy()
     assert v.sum() > 5
-    e = angular_error_deg(ga.loc[v, ["gt_x", "gt_y", "gt_z"]].to_numpy(), gb.loc[v, ["gt_x", "gt_y", "gt_z"]].to_numpy())
+    e = angular_error_deg(
+        ga.loc[v, ["gt_x", "gt_y", "gt_z"]].to_numpy(), gb.loc[v, ["gt_x", "gt_y", "gt_z"]].to_numpy()
+    )
     assert np.max(e) < 0.01, np.max(e)

@@ -45,8 +45,28 @@ def bench_rows(short_session, tiny_models, tmp_path_factory):
     from gaze4hri_bench.cli import main as bench
 
     out = tmp_path_factory.mktemp("gaze_node_bench")
-    argv = ["run", "-m", "tiny_test", "-m", "head_pose", "--input", "crop", "--data", str(short_session.parent),
-            "--trials", TRIAL, "--models-dir", str(tiny_models), "--out", str(out), "--no-progress", "--blinks", "off", "--batch", "4"]
+    argv = [
+        "run",
+        "-m",
+        "tiny_test",
+        "-m",
+        "head_pose",
+        "--input",
+        "crop",
+        "--data",
+        str(short_session.parent),
+        "--trials",
+        TRIAL,
+        "--models-dir",
+        str(tiny_models),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--blinks",
+        "off",
+        "--batch",
+        "4",
+    ]
     assert bench(argv) == 0
     return {m: pd.read_parquet(out / f"{m}.parquet") for m in ("tiny_test__crop", "head_pose__none")}
 
@@ -79,7 +99,12 @@ class _Graph:
         self.th.start()
 
     def _on_gaze(self, m: Vector3Stamped) -> None:
-        self.got.append((m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec, np.array([m.vector.x, m.vector.y, m.vector.z])))
+        self.got.append(
+            (
+                m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec,
+                np.array([m.vector.x, m.vector.y, m.vector.z]),
+            )
+        )
 
     def start(self) -> None:
         assert self.node.trigger_configure() == TransitionCallbackReturn.SUCCESS, self.node.last_error
@@ -99,7 +124,9 @@ def _live(short_session, params: dict, rate: float, estimator_factory=None):
         g.start()
         replay_session(short_session, trials=[TRIAL], rate=rate, quiet=True, context=g.ctx)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and (g.node._slot is not None or g.node.busy or len(g.got) < g.node.published):
+        while time.monotonic() < deadline and (
+            g.node._slot is not None or g.node.busy or len(g.got) < g.node.published
+        ):
             time.sleep(0.05)
         time.sleep(1.2)  # one more 1 Hz diagnostics message after the last frame
         _live.graph = g  # the markers, face boxes and diagnostics the listener heard
@@ -108,18 +135,27 @@ def _live(short_session, params: dict, rate: float, estimator_factory=None):
         g.close()
 
 
-@pytest.mark.parametrize("method,params", [
-    ("tiny_test__crop", {"method": "tiny_test", "input": "crop"}),
-    ("head_pose__none", {"method": "head_pose", "head_pose": "mocap"}),
-], ids=["tiny_onnx_crop", "head_pose_mocap"])
+@pytest.mark.parametrize(
+    "method,params",
+    [
+        ("tiny_test__crop", {"method": "tiny_test", "input": "crop"}),
+        ("head_pose__none", {"method": "head_pose", "head_pose": "mocap"}),
+    ],
+    ids=["tiny_onnx_crop", "head_pose_mocap"],
+)
 def test_live_gaze_equals_bench_run(short_session, tiny_models, bench_rows, method, params):
     for rate in (0.2, 0.05):  # slow enough that the node processes every frame (the tracker sees what the run saw)
         # pose_wait_s is wall time: a replay at rate r delivers the bracketing poses 1/r later
-        got, stats = _live(short_session, {"models_dir": str(tiny_models), "device": "cpu", "pose_wait_s": 1.0, **params}, rate=rate)
+        got, stats = _live(
+            short_session, {"models_dir": str(tiny_models), "device": "cpu", "pose_wait_s": 1.0, **params}, rate=rate
+        )
         if stats["dropped"] == 0:
             break  # a loaded machine can still drop one: then once more, slower
     df = bench_rows[method]
-    assert stats["dropped"] == 0 and stats["processed"] == stats["received"] == len(df) - (df["invalid_reason"] == "dropped_frame").sum()
+    assert (
+        stats["dropped"] == 0
+        and stats["processed"] == stats["received"] == len(df) - (df["invalid_reason"] == "dropped_frame").sum()
+    )
     assert len(got) == stats["processed"]  # one gaze per processed frame
     live = {t: v for t, v in got}
     assert len(live) == len(got)
@@ -155,12 +191,17 @@ def _markers_boxes_and_diagnostics(g, live: dict, session, with_box: bool) -> No
         a, b = (np.array([p.x, p.y, p.z]) for p in arrow.points)
         np.testing.assert_allclose(a, [eye.pose.position.x, eye.pose.position.y, eye.pose.position.z], atol=1e-9)
         np.testing.assert_allclose((b - a) / np.linalg.norm(b - a), live[t], atol=1e-6)
-        if not with_box and t in gt.index and bool(gt.loc[t, "valid"]):  # head pose from motion capture: the eye is the ground truth's
+        if (
+            not with_box and t in gt.index and bool(gt.loc[t, "valid"])
+        ):  # head pose from motion capture: the eye is the ground truth's
             np.testing.assert_allclose(a, gt.loc[t, ["eye_cx", "eye_cy", "eye_cz"]].to_numpy(float), atol=1e-3)
             eye_checked += 1
         drawn += 1
     assert drawn >= 0.8 * len(live)
-    assert with_box or eye_checked >= 0.8 * drawn, (eye_checked, drawn)  # the motion-capture eye was compared, not skipped
+    assert with_box or eye_checked >= 0.8 * drawn, (
+        eye_checked,
+        drawn,
+    )  # the motion-capture eye was compared, not skipped
     if with_box:
         assert len(g.boxes) >= 0.8 * len(live)
         for box in g.boxes:
@@ -190,8 +231,12 @@ class _Slow:
 
 
 def test_slow_method_drops_frames_and_counts_them(short_session):
-    got, stats = _live(short_session, {"method": "straight", "head_pose": "landmarks"}, rate=1.0,
-                       estimator_factory=lambda p: _Slow(0.15))
+    got, stats = _live(
+        short_session,
+        {"method": "straight", "head_pose": "landmarks"},
+        rate=1.0,
+        estimator_factory=lambda p: _Slow(0.15),
+    )
     assert stats["received"] >= 10
     assert stats["dropped"] >= stats["received"] // 3  # 30 fps in, ~6 fps out
     assert stats["processed"] + stats["dropped"] + stats["skipped_no_camera_info"] == stats["received"]
@@ -256,8 +301,11 @@ def test_head_pose_falls_back_to_landmarks_near_the_mocap_eye(short_session):
         est.close()
     lm = [e for e in got if e.head_source == "landmarks"]
     assert len(lm) >= 0.8 * len(got)
-    d = [np.linalg.norm(e.eye - gt.loc[e.index, ["eye_cx", "eye_cy", "eye_cz"]].to_numpy(float)) for e in lm
-         if bool(gt.loc[e.index, "valid"])]
+    d = [
+        np.linalg.norm(e.eye - gt.loc[e.index, ["eye_cx", "eye_cy", "eye_cz"]].to_numpy(float))
+        for e in lm
+        if bool(gt.loc[e.index, "valid"])
+    ]
     assert d and float(np.median(d)) < 0.08, np.median(d)  # generic face model vs the photo face: 5 cm measured (depth)
     assert all(np.isfinite(e.gaze).all() and abs(np.linalg.norm(e.gaze) - 1) < 1e-9 for e in lm)
 
@@ -269,15 +317,21 @@ def test_runs_live_on_the_simulator():
     simulated motion capture, nothing blocked."""
     from gaze4hri_acq.runner import Stack, StackConfig
 
-    cfg = StackConfig(backend="sim", nodes=("camera", "mocap", "robot", "gaze"), sim={"real_time_factor": 1.0},
-                      params={"camera": {"width": 320, "height": 180}, "gaze": {"method": "head_pose", "autostart": True}})
+    cfg = StackConfig(
+        backend="sim",
+        nodes=("camera", "mocap", "robot", "gaze"),
+        sim={"real_time_factor": 1.0},
+        params={"camera": {"width": 320, "height": 180}, "gaze": {"method": "head_pose", "autostart": True}},
+    )
     with Stack(cfg) as st:
         for name in ("mocap", "robot", "camera"):
             n = st.nodes[name]
             assert n.trigger_configure() == TransitionCallbackReturn.SUCCESS, n.last_error
             assert n.trigger_activate() == TransitionCallbackReturn.SUCCESS
         gaze = st.nodes["gaze"]
-        deadline = time.monotonic() + 90  # configure imports the face models (MediaPipe, BYTETracker's torch): slow under load
+        deadline = (
+            time.monotonic() + 90
+        )  # configure imports the face models (MediaPipe, BYTETracker's torch): slow under load
         while time.monotonic() < deadline and gaze.published < 15:
             time.sleep(0.1)
         s = gaze.stats()

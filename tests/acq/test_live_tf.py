@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("rclpy")
-pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs is not built: run scripts/bootstrap.sh (scripts/build_tf2_msgs.sh)")
+pytest.importorskip(
+    "tf2_msgs.msg", reason="tf2_msgs is not built: run scripts/bootstrap.sh (scripts/build_tf2_msgs.sh)"
+)
 import rclpy  # noqa: E402
 from gaze4hri_acq.testing.wait import wait_for  # noqa: E402
 from gaze4hri_core.session import bag_dir  # noqa: E402
@@ -29,7 +31,9 @@ from tests.acq.conftest import SHORT_TRIALS  # noqa: E402
 
 # tf2_ros's listener profiles (geometry2 tf2_ros/include/tf2_ros/qos.hpp:39-60), /tf kept whole
 QOS_TF_LISTEN = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
-QOS_STATIC_LISTEN = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+QOS_STATIC_LISTEN = QoSProfile(
+    depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
 
 
 @pytest.fixture
@@ -78,9 +82,16 @@ class _Listener:
         self.tf: dict = {}
         self.static: list[list] = []
         self.clock: list[int] = []
-        self.node.create_subscription(TFMessage, "/tf", lambda m: self.tf.update({_key(tr): _value(tr) for tr in m.transforms}), QOS_TF_LISTEN)
+        self.node.create_subscription(
+            TFMessage, "/tf", lambda m: self.tf.update({_key(tr): _value(tr) for tr in m.transforms}), QOS_TF_LISTEN
+        )
         self.node.create_subscription(TFMessage, "/tf_static", self._on_static, QOS_STATIC_LISTEN)
-        self.node.create_subscription(Clock, "/clock", lambda m: self.clock.append(m.clock.sec), QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
+        self.node.create_subscription(
+            Clock,
+            "/clock",
+            lambda m: self.clock.append(m.clock.sec),
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT),
+        )
         self.static_pubs = []
         self.ex = SingleThreadedExecutor(context=self.ctx)
         self.ex.add_node(self.node)
@@ -152,7 +163,9 @@ def test_a_simulated_session_publishes_the_bags_tf_live(tmp_path, shared_graph):
     trial = SHORT_TRIALS[0]
     ls = _Listener()
     try:
-        sdir = run_sim_session(tmp_path, subject="S01", trial_ids=[trial], resolution=(160, 90), trial_seconds=0.5, real_time_factor=20)
+        sdir = run_sim_session(
+            tmp_path, subject="S01", trial_ids=[trial], resolution=(160, 90), trial_seconds=0.5, real_time_factor=20
+        )
         bag_tf, bag_static = _bag_tf(bag_dir(sdir, trial))
         assert bag_tf and len(bag_static) == 1
         # every transform the bag holds was heard live, with the same numbers (the same
@@ -187,7 +200,12 @@ def test_replay_publishes_tf_and_a_late_listener_gets_tf_static(short_session, s
         # (transient local), while the replay waits here
         node = rclpy.create_node("late_tf_listener", context=ls.ctx)
         got: list = []
-        node.create_subscription(TFMessage, "/tf_static", lambda m: got.append([(_key(tr), _value(tr)) for tr in m.transforms]), QOS_STATIC_LISTEN)
+        node.create_subscription(
+            TFMessage,
+            "/tf_static",
+            lambda m: got.append([(_key(tr), _value(tr)) for tr in m.transforms]),
+            QOS_STATIC_LISTEN,
+        )
         ls.ex.add_node(node)
         wait_for(lambda: got, 60.0, "/tf_static on a late-joining listener")
         late["static"] = got[0]

@@ -76,10 +76,19 @@ def test_rviz_config_references_existing_topics_frames_and_namespaces():
     from gaze4hri_acq.nodes.gaze_node import GazeNode
 
     class _E:
-        t_ns, gaze, eye, box, index, head_source = 0, np.array([0.0, 0.0, -1.0]), np.array([0.0, 0.0, 0.6]), None, 0, "mocap"
+        t_ns, gaze, eye, box, index, head_source = (
+            0,
+            np.array([0.0, 0.0, -1.0]),
+            np.array([0.0, 0.0, 0.6]),
+            None,
+            0,
+            "mocap",
+        )
 
     fake = type("N", (), {"frame_id": FRAMES["camera"], "params": {"arrow_length_m": 0.4}})()
     live = {m.ns for m in GazeNode._markers(fake, _E()).markers}
     scene = {m.ns for m in target_markers({"P1": np.zeros(3)}, 0).markers}
-    by_topic = {d["Topic"]["Value"]: set(d.get("Namespaces", {})) for d in vm["Displays"] if d["Class"].endswith("MarkerArray")}
+    by_topic = {
+        d["Topic"]["Value"]: set(d.get("Namespaces", {})) for d in vm["Displays"] if d["Class"].endswith("MarkerArray")
+    }
     assert by_topic[GazeTopics.MARKERS] == live and by_topic[GazeTopics.SCENE] == scene

@@ -52,22 +52,38 @@ def test_tf_matches_the_pose_topics_and_the_calibration(short_session, trial):
             m = deserialize_message(data, PoseStamped)
             child = "tool0" if topic == Topics.TCP_POSE else body_frame(topic.split("/")[3])
             poses.append((m.header.frame_id, child, _stamp(m.header), m.pose))
-        if schema in ts.fielddefs and "header" in [f[0] for f in ts.fielddefs[schema][1]] and topic not in ("/tf", "/tf_static"):
+        if (
+            schema in ts.fielddefs
+            and "header" in [f[0] for f in ts.fielddefs[schema][1]]
+            and topic not in ("/tf", "/tf_static")
+        ):
             pkg, _, name = schema.split("/")
             cls = getattr(importlib.import_module(f"{pkg}.msg"), name)
             frames.setdefault(topic, set()).add(deserialize_message(data, cls).header.frame_id)
     assert poses and n_tf == len(poses)  # one transform per pose message
     for parent, child, stamp, p in poses:
         tr = tfs[(parent, child, stamp)]  # the same instant, the same frames
-        np.testing.assert_allclose([tr.translation.x, tr.translation.y, tr.translation.z], [p.position.x, p.position.y, p.position.z], atol=1e-9, rtol=0)
-        np.testing.assert_allclose([tr.rotation.x, tr.rotation.y, tr.rotation.z, tr.rotation.w],
-                                   [p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w], atol=1e-9, rtol=0)
+        np.testing.assert_allclose(
+            [tr.translation.x, tr.translation.y, tr.translation.z],
+            [p.position.x, p.position.y, p.position.z],
+            atol=1e-9,
+            rtol=0,
+        )
+        np.testing.assert_allclose(
+            [tr.rotation.x, tr.rotation.y, tr.rotation.z, tr.rotation.w],
+            [p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w],
+            atol=1e-9,
+            rtol=0,
+        )
     assert {c for _p, c, _s, _q in poses} >= {"tool0", "head_band"}
 
     assert len(static) == 1  # once per trial, at its start
     st = {(t.header.frame_id, t.child_frame_id): t.transform for t in static[0].transforms}
     cal = load_calibration(short_session / "calibration", None)
-    for key, T in ((("world", "base"), cal.T_world_base), (("tool0", "camera_color_optical_frame"), cal.T_tool0_camera)):
+    for key, T in (
+        (("world", "base"), cal.T_world_base),
+        (("tool0", "camera_color_optical_frame"), cal.T_tool0_camera),
+    ):
         tr = st[key]
         np.testing.assert_allclose([tr.translation.x, tr.translation.y, tr.translation.z], T.t, atol=1e-9, rtol=0)
         q = np.array([tr.rotation.x, tr.rotation.y, tr.rotation.z, tr.rotation.w])
@@ -87,9 +103,14 @@ def test_metadata_names_the_ros_distro_and_the_offered_qos(short_session):
     from gaze4hri_acq.recorder.bag import ros_distro
     from gaze4hri_core.session import bag_dir
 
-    meta = yaml.safe_load((bag_dir(short_session, SHORT_TRIALS[0]) / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    meta = yaml.safe_load((bag_dir(short_session, SHORT_TRIALS[0]) / "metadata.yaml").read_text())[
+        "rosbag2_bagfile_information"
+    ]
     assert meta["ros_distro"] == ros_distro() != "rosbags"
-    qos = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"] for t in meta["topics_with_message_count"]}
+    qos = {
+        t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"]
+        for t in meta["topics_with_message_count"]
+    }
     assert qos["/camera/color/camera_info"][0]["durability"] == "transient_local"  # the latched CameraInfo publisher
     assert qos["/camera/color/image_raw"][0]["reliability"] == "reliable"
     assert qos["/tf_static"][0]["durability"] == "transient_local" and qos["/tf"][0]["durability"] == "volatile"

@@ -17,8 +17,17 @@ pytestmark = [pytest.mark.node, pytest.mark.slow]
 
 
 def _args(out, **kw):
-    base = dict(subject="S04", backend="sim", out_dir=out, trial_ids=("illum100_P1",), resolution=(160, 90), trial_seconds=3.0,
-                real_time_factor=50.0, quiet=True, yes=True)
+    base = dict(
+        subject="S04",
+        backend="sim",
+        out_dir=out,
+        trial_ids=("illum100_P1",),
+        resolution=(160, 90),
+        trial_seconds=3.0,
+        real_time_factor=50.0,
+        quiet=True,
+        yes=True,
+    )
     base.update(kw)
     return SessionArgs(**base)
 
@@ -104,7 +113,9 @@ def test_camera_source_disagreement_reaches_the_results_and_the_report(tmp_path)
     ref, gt, _m, _err = _gt_vs_truth(tmp_path / "sessions")
     d = gt["camera_src_diff_mm"].dropna()
     assert rec["source"] == "mocap" and rec["frames"] == len(d) > 20
-    assert rec["median_mm"] == pytest.approx(float(np.percentile(d, 50)), abs=1e-3) and rec["max_mm"] == pytest.approx(float(d.max()), abs=1e-3)
+    assert rec["median_mm"] == pytest.approx(float(np.percentile(d, 50)), abs=1e-3) and rec["max_mm"] == pytest.approx(
+        float(d.max()), abs=1e-3
+    )
     s = analyze([tmp_path / "results"], tmp_path / "report", figures=False)
     tab = pd.read_csv(tmp_path / "report" / "tables" / "camera_sources.csv")
     assert list(tab["trial"]) == ["illum100_P1"] and tab["source"].iloc[0] == "mocap"

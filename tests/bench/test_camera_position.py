@@ -34,7 +34,9 @@ def test_results_carry_the_ground_truth_camera_position(tmp_path):
     ds = Dataset(root)
     (ref,) = ds.trials()
     gt = ds.trial_ground_truth(ref).set_index("frame")
-    np.testing.assert_allclose(cam, gt.loc[df["frame"], ["cam_world_x", "cam_world_y", "cam_world_z"]].to_numpy(float), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        cam, gt.loc[df["frame"], ["cam_world_x", "cam_world_y", "cam_world_z"]].to_numpy(float), rtol=0, atol=1e-9
+    )
     # and the pose the simulator moved the camera to (linear in time, so interpolation is exact)
     cal = load_calibration(calibration_source(tmp_path, "S01"), "S01")
     trial = trial_by_id("mutual_h_fast")
@@ -49,7 +51,9 @@ def test_camera_position_nan_where_the_camera_pose_is_unknown(tmp_path):
     from gaze4hri_bench.data.reader import Dataset
 
     root = tmp_path / "root"
-    write_session(root, "S01", [TrialSpec("mutual_v_slow", seconds=0.5, size=(96, 54), robot_gap=(0.2, 0.3))], tmp=tmp_path)
+    write_session(
+        root, "S01", [TrialSpec("mutual_v_slow", seconds=0.5, size=(96, 54), robot_gap=(0.2, 0.3))], tmp=tmp_path
+    )
     ds = Dataset(Path(root))
     (ref,) = ds.trials()
     gt = ds.trial_ground_truth(ref)
@@ -68,7 +72,12 @@ def test_study_layout_camera_position_from_camera_poses(tmp_path):
 
     from .data import _study as S
 
-    d = S.write_trial(tmp_path / "BASE", exp="line_movement_fast", point="horizontal", blinks={"a": np.r_[np.ones(5), 3, np.ones(6)].astype(np.int16)})
+    d = S.write_trial(
+        tmp_path / "BASE",
+        exp="line_movement_fast",
+        point="horizontal",
+        blinks={"a": np.r_[np.ones(5), 3, np.ones(6)].astype(np.int16)},
+    )
     rows = np.load(d / "camera_poses.npy")
     t_ms = rows[:, 0]
     pos = S.CAM_POS + np.outer((t_ms - S.T0_MS) / 1000.0, [0.0, -0.1, 0.0])  # 0.1 m/s along -y world
@@ -82,4 +91,6 @@ def test_study_layout_camera_position_from_camera_poses(tmp_path):
     # (study_layout.ms_to_ns: float ms near 1.7e12 carry 256 ns steps, 1e-8 m at 0.1 m/s)
     tp = ms_to_ns(t_ms)
     want = np.column_stack([np.interp(gt["t_ns"].to_numpy(np.int64) - tp[0], tp - tp[0], pos[:, k]) for k in range(3)])
-    np.testing.assert_allclose(gt[["cam_world_x", "cam_world_y", "cam_world_z"]].to_numpy(float), want, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        gt[["cam_world_x", "cam_world_y", "cam_world_z"]].to_numpy(float), want, rtol=0, atol=1e-9
+    )

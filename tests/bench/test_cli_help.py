@@ -12,9 +12,13 @@ pytestmark = pytest.mark.unit
 
 
 def test_version_and_exit_codes_in_the_top_help():
-    v = subprocess.run([sys.executable, "-m", "gaze4hri_bench.cli", "--version"], capture_output=True, text=True, timeout=60)
+    v = subprocess.run(
+        [sys.executable, "-m", "gaze4hri_bench.cli", "--version"], capture_output=True, text=True, timeout=60
+    )
     assert v.returncode == 0 and v.stdout.startswith("gaze4hri-bench "), v.stderr
-    h = subprocess.run([sys.executable, "-m", "gaze4hri_bench.cli", "--help"], capture_output=True, text=True, timeout=60)
+    h = subprocess.run(
+        [sys.executable, "-m", "gaze4hri_bench.cli", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert h.returncode == 0 and "examples:" in h.stdout and "exit codes:" in h.stdout
 
 

@@ -91,7 +91,9 @@ def test_mcgaze_short_video_is_one_shorter_clip_at_its_official_padded_size():
     assert [float(s.tensor[k, 0, 0, 0]) for k in range(7)] == [1, 2, 3, 0, 0, 0, 0] and not s.tensor[:, :, 300:].any()
     samples = list(assemble(m, stream(9, missing={5})))
     assert samples[0].frames[5] is None and samples[0].hw[5].tolist() == [0, 0]
-    assert clip_pad_size([[448, 300], [0, 0], [440, 250]], 448) == (448, 320) and clip_pad_size(np.zeros((7, 2)), 448) == (448, 448)
+    assert clip_pad_size([[448, 300], [0, 0], [440, 250]], 448) == (448, 320) and clip_pad_size(
+        np.zeros((7, 2)), 448
+    ) == (448, 448)
 
 
 def test_run_samples_groups_clips_of_different_sizes():
@@ -103,7 +105,9 @@ def test_run_samples_groups_clips_of_different_sizes():
         calls.append(x.shape)
         return [x.reshape(len(x), -1)[:, :1] * 0 + np.array(x.shape[-2:]).prod()]
 
-    batch = [Sample(np.ones((7, 3, h, 448), np.float32), np.eye(3), [0], None, np.zeros((7, 2))) for h in (448, 320, 448)]
+    batch = [
+        Sample(np.ones((7, 3, h, 448), np.float32), np.eye(3), [0], None, np.zeros((7, 2))) for h in (448, 320, 448)
+    ]
     (out,) = run_samples(run, batch)
     assert out[:, 0].tolist() == [448 * 448, 320 * 448, 448 * 448] and len(calls) == 2
 

@@ -134,8 +134,18 @@ def test_the_study_profile_leaves_gats_last_three_frames_unscored_in_a_run(tmp_p
     ds = SynthDataset(subjects=("S01",))
     got = {}
     for prof in ("reference", "study:gat_last_3_unscored"):
-        cfg = RunConfig(methods=("gat_gaze360",), data=Path("/synthetic"), out=tmp_path / prof.replace(":", "_"), models_dir=tiny_models,
-                        progress=False, blinks="off", batch=5, detector="stub", profile=prof, command_line="pytest")
+        cfg = RunConfig(
+            methods=("gat_gaze360",),
+            data=Path("/synthetic"),
+            out=tmp_path / prof.replace(":", "_"),
+            models_dir=tiny_models,
+            progress=False,
+            blinks="off",
+            batch=5,
+            detector="stub",
+            profile=prof,
+            command_line="pytest",
+        )
         jobs = [j for j in plan_jobs(RunConfig(**{**cfg.__dict__, "input": "both"})) if j.input_type == "rectified"]
         [p] = run_benchmark(cfg, log=lambda *_: None, jobs=jobs, dataset=ds)
         got[prof] = pd.read_parquet(p)
@@ -172,8 +182,18 @@ def test_the_study_pose_match_feeds_the_rectification_once_per_trial(tmp_path, t
     preds = {}
     for prof in ("reference", "study:rect_pose_nearest_20ms"):
         ds = _PoseMatchedSynth(subjects=("S01",))
-        cfg = RunConfig(methods=("gat_gaze360",), data=Path("/synthetic"), out=tmp_path / prof.replace(":", "_"), models_dir=tiny_models,
-                        progress=False, blinks="off", batch=5, detector="stub", profile=prof, command_line="pytest")
+        cfg = RunConfig(
+            methods=("gat_gaze360",),
+            data=Path("/synthetic"),
+            out=tmp_path / prof.replace(":", "_"),
+            models_dir=tiny_models,
+            progress=False,
+            blinks="off",
+            batch=5,
+            detector="stub",
+            profile=prof,
+            command_line="pytest",
+        )
         jobs = [j for j in plan_jobs(RunConfig(**{**cfg.__dict__, "input": "both"})) if j.input_type == "rectified"]
         [p] = run_benchmark(cfg, log=lambda *_: None, jobs=jobs, dataset=ds)
         preds[prof] = pd.read_parquet(p)[["pred_x", "pred_y", "pred_z"]].to_numpy()
@@ -202,9 +222,24 @@ def test_streams_run_batches_at_once_with_rows_equal_to_one_stream(tmp_path, tin
     monkeypatch.setattr(runtime.Runner, "run", spying)
     out = {}
     for streams in (1, 3):
-        cfg = RunConfig(methods=tuple(m for m, _ in jobs), data=Path("/synthetic"), out=tmp_path / f"s{streams}", models_dir=tiny_models,
-                        progress=False, blinks="off", batch=4, detector="stub", threads=1, streams=streams, command_line="pytest")
-        planned = [j for j in plan_jobs(RunConfig(**{**cfg.__dict__, "input": "both"})) if (j.method.name, j.input_type) in jobs]
+        cfg = RunConfig(
+            methods=tuple(m for m, _ in jobs),
+            data=Path("/synthetic"),
+            out=tmp_path / f"s{streams}",
+            models_dir=tiny_models,
+            progress=False,
+            blinks="off",
+            batch=4,
+            detector="stub",
+            threads=1,
+            streams=streams,
+            command_line="pytest",
+        )
+        planned = [
+            j
+            for j in plan_jobs(RunConfig(**{**cfg.__dict__, "input": "both"}))
+            if (j.method.name, j.input_type) in jobs
+        ]
         callers.clear()
         out[streams] = run_benchmark(cfg, log=lambda *_: None, jobs=planned, dataset=SynthDataset())
         if streams == 1:
@@ -220,11 +255,26 @@ def test_streams_run_batches_at_once_with_rows_equal_to_one_stream(tmp_path, tin
         raise RuntimeError("stream broke")
 
     monkeypatch.setattr(runtime.Runner, "run", failing)
-    cfg = RunConfig(methods=("tiny_test",), data=Path("/synthetic"), out=tmp_path / "fail", models_dir=tiny_models, progress=False,
-                    blinks="off", batch=4, detector="stub", threads=1, streams=2, command_line="pytest")
+    cfg = RunConfig(
+        methods=("tiny_test",),
+        data=Path("/synthetic"),
+        out=tmp_path / "fail",
+        models_dir=tiny_models,
+        progress=False,
+        blinks="off",
+        batch=4,
+        detector="stub",
+        threads=1,
+        streams=2,
+        command_line="pytest",
+    )
     with pytest.raises(RuntimeError, match="stream broke"):
-        run_benchmark(cfg, log=lambda *_: None, jobs=[j for j in plan_jobs(cfg) if j.input_type == "rectified"] or plan_jobs(cfg),
-                      dataset=SynthDataset())
+        run_benchmark(
+            cfg,
+            log=lambda *_: None,
+            jobs=[j for j in plan_jobs(cfg) if j.input_type == "rectified"] or plan_jobs(cfg),
+            dataset=SynthDataset(),
+        )
     assert not [p for p in (tmp_path / "fail").rglob("*.parquet") if ".cache" not in p.parts]  # no result half-written
 
 

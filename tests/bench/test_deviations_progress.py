@@ -54,7 +54,22 @@ def test_ctrl_c_says_how_to_resume(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(reader, "Dataset", _DS)
     monkeypatch.setattr(D, "deviation_table", interrupted)  # Ctrl-C after the ground-truth pass
     (tmp_path / "data").mkdir()
-    rc = cli.main(["deviations", "--data", str(tmp_path / "data"), "--network", "off", "-m", "puregaze_eth", "--out", str(tmp_path / "o")])
+    rc = cli.main(
+        [
+            "deviations",
+            "--data",
+            str(tmp_path / "data"),
+            "--network",
+            "off",
+            "-m",
+            "puregaze_eth",
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 130
-    assert f"re-run the same command to resume; the finished per-setting runs under {Path(tmp_path / 'o' / 'runs')} are kept" in err
+    assert (
+        f"re-run the same command to resume; the finished per-setting runs under {Path(tmp_path / 'o' / 'runs')} are kept"
+        in err
+    )

@@ -77,21 +77,40 @@ def test_rerun_resumes_without_work(run_out, capsys):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "gaze4hri_bench.cli", *args], capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "gaze4hri_bench.cli", *args], capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 def test_cli_bad_inputs_are_one_line(session_root, tmp_path):
     r = _cli("run", "--method", "l2sc", "--data", str(session_root), "--out", str(tmp_path))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().count("\n") == 0 and "did you mean l2cs_gaze360" in r.stderr
-    r = _cli("run", "--method", "gazetr_eth", "--data", str(session_root), "--out", str(tmp_path), "--models-dir", str(tmp_path))
+    r = _cli(
+        "run",
+        "--method",
+        "gazetr_eth",
+        "--data",
+        str(session_root),
+        "--out",
+        str(tmp_path),
+        "--models-dir",
+        str(tmp_path),
+    )
     assert r.returncode == 3 and "Traceback" not in r.stderr and r.stderr.strip().count("\n") == 0
     assert "gazetr_eth.onnx" in r.stderr and "gaze4hri-bench models import gazetr_eth CHECKPOINT" in r.stderr
     assert "https://github.com/yihuacheng/GazeTR" in r.stderr
     r = _cli("run", "--method", "straight", "--data", str(tmp_path / "nope"), "--out", str(tmp_path))
     assert r.returncode == 2 and "Traceback" not in r.stderr and "--data" in r.stderr
-    r = _cli("run", "--method", "straight", "--ear-relative", "1.5", "--data", str(session_root), "--out", str(tmp_path))
-    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.strip().count("\n") == 0 and "--ear-relative" in r.stderr
+    r = _cli(
+        "run", "--method", "straight", "--ear-relative", "1.5", "--data", str(session_root), "--out", str(tmp_path)
+    )
+    assert (
+        r.returncode == 2
+        and "Traceback" not in r.stderr
+        and r.stderr.strip().count("\n") == 0
+        and "--ear-relative" in r.stderr
+    )
 
 
 def test_methods_command_lists_status(tiny_models, capsys):
@@ -113,9 +132,26 @@ def test_profile_study_end_to_end(session_root, tiny_models, tmp_path, run_out):
     recorded, blinks masking the same frames as under reference; `--profile` typo:
     one line with a did-you-mean."""
     out = tmp_path / "study"
-    argv = ["run", "--profile", "study", "--method", "tiny_test", "-m", "straight", "--input", "both",
-            "--data", str(session_root), "--models-dir", str(tiny_models), "--out", str(out), "--batch", "4",
-            "--no-progress"]
+    argv = [
+        "run",
+        "--profile",
+        "study",
+        "--method",
+        "tiny_test",
+        "-m",
+        "straight",
+        "--input",
+        "both",
+        "--data",
+        str(session_root),
+        "--models-dir",
+        str(tiny_models),
+        "--out",
+        str(out),
+        "--batch",
+        "4",
+        "--no-progress",
+    ]
     assert cli(argv) == 0
     ref_out = run_out[0]
     for name in ("tiny_test__crop", "tiny_test__rectified", "straight__none"):
@@ -123,14 +159,34 @@ def test_profile_study_end_to_end(session_root, tiny_models, tmp_path, run_out):
         assert md["profile"] == "study"
         if name.startswith("tiny_test"):
             rec = md["profile_settings"]["record"]
-            assert rec["ray_correction"] is False and rec["denorm"] == "inverse_warp" and rec["track_rule"] == "most_frequent"
+            assert (
+                rec["ray_correction"] is False
+                and rec["denorm"] == "inverse_warp"
+                and rec["track_rule"] == "most_frequent"
+            )
             assert md["frame_correction"].endswith("(study)")
         a = pq.read_table(out / f"{name}.parquet").to_pandas()
         b = pq.read_table(ref_out / f"{name}.parquet").to_pandas()
         assert ((a["invalid_reason"] == "blink") == (b["invalid_reason"] == "blink")).all()
     assert any("-most_frequent-" in p.name for p in (out / ".cache" / "faces").glob("*.parquet"))
-    r = subprocess.run([sys.executable, "-m", "gaze4hri_bench.cli", "run", "--profile", "studdy", "-m", "straight",
-                        "--data", str(session_root), "--out", str(tmp_path / "x")], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gaze4hri_bench.cli",
+            "run",
+            "--profile",
+            "studdy",
+            "-m",
+            "straight",
+            "--data",
+            str(session_root),
+            "--out",
+            str(tmp_path / "x"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode != 0 and "did you mean study" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -153,8 +209,28 @@ def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session
     models.mkdir()
     shutil.copy2(tiny_models / "gazetr_eth.onnx", models / "gazetr_eth.onnx")
     store.write_record(models, "gazetr_eth", store.read_records(tiny_models)["gazetr_eth"])
-    assert cli(["deviations", "--data", str(session_root), "-m", "l2cs_gaze360", "-m", "gazetr_eth", "--stride", "3",
-                "--models-dir", str(models), "--trials", "illum100_P5", "--out", str(report / "deviations")]) == 0
+    assert (
+        cli(
+            [
+                "deviations",
+                "--data",
+                str(session_root),
+                "-m",
+                "l2cs_gaze360",
+                "-m",
+                "gazetr_eth",
+                "--stride",
+                "3",
+                "--models-dir",
+                str(models),
+                "--trials",
+                "illum100_P5",
+                "--out",
+                str(report / "deviations"),
+            ]
+        )
+        == 0
+    )
     tab = pd.read_parquet(report / "deviations" / "deviations.parquet")
     eff = tab.groupby("setting")["median_deg"].max()
     assert eff["no_ray_correction"] > 0.5 and eff["l2cs_first_head_as_pitch"] > 0.1 and eff["gazetr_eth_rgb"] == 0.0
@@ -173,13 +249,16 @@ def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session
     assert sig["note"].str.contains("fewer than 3 subjects").all()  # one subject: no test to change
     runs = sorted(p.name for p in (report / "deviations" / "runs").iterdir())
     assert "reference" in runs and "study" in runs and "study_gazetr_eth_rgb" in runs
-    md = json.loads(pq.read_schema(report / "deviations" / "runs" / "study_gazetr_eth_rgb" / "gazetr_eth__rectified.parquet")
-                    .metadata[METADATA_KEY])
+    md = json.loads(
+        pq.read_schema(
+            report / "deviations" / "runs" / "study_gazetr_eth_rgb" / "gazetr_eth__rectified.parquet"
+        ).metadata[METADATA_KEY]
+    )
     assert md["profile"] == "study:gazetr_eth_rgb" and md["profile_settings"]["settings"] == ["gazetr_eth_rgb"]
     out, _ = run_out
     analyze([out], report, figures=False)
     md = (report / "report.md").read_text()
-    sec = md[md.index("## Pipeline sensitivity"):md.index("## Provenance")]
+    sec = md[md.index("## Pipeline sensitivity") : md.index("## Provenance")]
     assert "no_ray_correction" in sec
     assert "deviations/deviations.png" in sec and "perfect network" in sec and "network median deg" in sec
     html = (report / "report.html").read_text()
@@ -187,8 +266,24 @@ def test_deviations_command_and_the_reports_pipeline_sensitivity_section(session
     assert cli(["deviations", "--data", str(session_root), "--stride", "0", "--out", str(tmp_path / "x")]) == 2
     assert cli(["deviations", "--data", str(session_root), "-m", "straight", "--out", str(tmp_path / "x")]) == 2
     assert cli(["deviations", "--data", str(session_root), "--alpha", "1.5", "--out", str(tmp_path / "x")]) == 2
-    assert cli(["deviations", "--data", str(session_root), "-m", "gat_gaze360", "--network", "on",
-                "--models-dir", str(tmp_path / "none"), "--out", str(tmp_path / "x")]) != 0
+    assert (
+        cli(
+            [
+                "deviations",
+                "--data",
+                str(session_root),
+                "-m",
+                "gat_gaze360",
+                "--network",
+                "on",
+                "--models-dir",
+                str(tmp_path / "none"),
+                "--out",
+                str(tmp_path / "x"),
+            ]
+        )
+        != 0
+    )
 
 
 def _tiny_run(data, models, out, prof, input_type="crop", share_faces=None):
@@ -200,8 +295,9 @@ def _tiny_run(data, models, out, prof, input_type="crop", share_faces=None):
         from gaze4hri_bench.pipeline.deviations_real import share_face_cache
 
         share_face_cache(share_faces, out)
-    cfg = RunConfig(methods=("tiny_test",), data=data, out=out, input=input_type, models_dir=models, progress=False,
-                    batch=4)
+    cfg = RunConfig(
+        methods=("tiny_test",), data=data, out=out, input=input_type, models_dir=models, progress=False, batch=4
+    )
     run_benchmark(cfg, log=lambda *_: None, jobs=[plan_job("tiny_test", input_type, prof, models)])
     df = pd.read_parquet(out / f"tiny_test__{input_type}.parquet")
     return df, json.loads(pq.read_schema(out / f"tiny_test__{input_type}.parquet").metadata[METADATA_KEY])
@@ -210,7 +306,11 @@ def _tiny_run(data, models, out, prof, input_type="crop", share_faces=None):
 def _one(field, value):
     from gaze4hri_bench.profiles import Setting, make_profile
 
-    return make_profile(f"test_{field}", "one field", (Setting(f"test_{field}", field, value, ("*",), "tests", "deliberate choice", "test"),))
+    return make_profile(
+        f"test_{field}",
+        "one field",
+        (Setting(f"test_{field}", field, value, ("*",), "tests", "deliberate choice", "test"),),
+    )
 
 
 def test_clip_shift_and_smoothing_in_the_run_loop(session_root, tiny_models, run_out, tmp_path):
@@ -226,7 +326,9 @@ def test_clip_shift_and_smoothing_in_the_run_loop(session_root, tiny_models, run
     assert both.sum() >= 20
     np.testing.assert_allclose(j.loc[both, P].to_numpy(), j.loc[both, [c + "_r" for c in P]].to_numpy(), atol=1e-9)
     assert shifted.loc[shifted["frame"] < 2, "pred_x"].isna().all()  # nothing to show before the shift
-    smooth, _ = _tiny_run(session_root, tiny_models, tmp_path / "smooth", _one("smoothing", 0.6), share_faces=run_out[0])
+    smooth, _ = _tiny_run(
+        session_root, tiny_models, tmp_path / "smooth", _one("smoothing", 0.6), share_faces=run_out[0]
+    )
     for (_s, _t), g in ref.groupby(["subject", "trial"]):
         r = g.set_index("frame")[P]
         sm = smooth[(smooth["subject"] == _s) & (smooth["trial"] == _t)].set_index("frame")[P]
@@ -240,7 +342,9 @@ def test_clip_shift_and_smoothing_in_the_run_loop(session_root, tiny_models, run
     assert not np.allclose(smooth[P].fillna(0).to_numpy(), ref.sort_values(key)[P].fillna(0).to_numpy())
 
 
-def test_mcgaze_clips_reach_the_network_at_their_official_padded_size(session_root, tiny_models, run_out, tmp_path, monkeypatch):
+def test_mcgaze_clips_reach_the_network_at_their_official_padded_size(
+    session_root, tiny_models, run_out, tmp_path, monkeypatch
+):
     """MCGaze through the run loop (a gradient model with MCGaze's signature): the face
     fills the 180 px frame, so the head square is cut at the image border; every clip
     reaches ONNX Runtime with each frame's image size (long side 448) and cut to the
@@ -261,8 +365,15 @@ def test_mcgaze_clips_reach_the_network_at_their_official_padded_size(session_ro
 
     monkeypatch.setattr(engine, "Runner", Recording)
     share_face_cache(run_out[0], tmp_path)
-    cfg = RunConfig(methods=("mcgaze_gaze360",), data=session_root, out=tmp_path, input="crop", models_dir=tiny_models,
-                    progress=False, batch=4)
+    cfg = RunConfig(
+        methods=("mcgaze_gaze360",),
+        data=session_root,
+        out=tmp_path,
+        input="crop",
+        models_dir=tiny_models,
+        progress=False,
+        batch=4,
+    )
     run_benchmark(cfg, log=lambda *_: None, jobs=[plan_job("mcgaze_gaze360", "crop", None, tiny_models)])
     assert calls
     for shape, hw in calls:
@@ -275,14 +386,18 @@ def test_mcgaze_clips_reach_the_network_at_their_official_padded_size(session_ro
     df = pd.read_parquet(tmp_path / "mcgaze_gaze360__crop.parquet")
     ref = pq.read_table(run_out[0] / "tiny_test__crop.parquet").to_pandas()
     key = ["subject", "trial", "frame"]
-    assert set(map(tuple, df.dropna(subset=["pred_x"])[key].to_numpy())) == set(map(tuple, ref.dropna(subset=["pred_x"])[key].to_numpy()))
+    assert set(map(tuple, df.dropna(subset=["pred_x"])[key].to_numpy())) == set(
+        map(tuple, ref.dropna(subset=["pred_x"])[key].to_numpy())
+    )
     assert np.isfinite(df.dropna(subset=["pred_x"])[["pred_x", "pred_y", "pred_z"]].to_numpy()).all()
 
 
 def test_a_frame_without_a_face_excludes_the_trial_under_the_study_rule(tiny_models, tmp_path):
     """study:trial_needs_every_face drops the whole trial with a reason naming the frame
     (log, provenance excluded_trials, every row no_face); reference loses only that frame."""
-    write_session(tmp_path / "s", "S01", [TrialSpec("illum100_P5", size=(320, 180), seconds=0.3, no_face=(4,))], tmp=tmp_path)
+    write_session(
+        tmp_path / "s", "S01", [TrialSpec("illum100_P5", size=(320, 180), seconds=0.3, no_face=(4,))], tmp=tmp_path
+    )
     from gaze4hri_bench.profiles import get_profile
 
     ref, md_r = _tiny_run(tmp_path / "s", tiny_models, tmp_path / "ref", get_profile("reference"))

@@ -69,7 +69,9 @@ def test_predict_video_random_weights_banner(tiny_models, tmp_path, capsys):
     o = capsys.readouterr().out
     assert rc == 0, o
     df = _check_outputs(tmp_path / "out", "face__l2cs_gaze360__crop", 5)
-    assert df[["face_x1", "face_y1", "face_x2", "face_y2"]].notna().all(axis=None)  # the rendered face is found in every frame
+    assert (
+        df[["face_x1", "face_y1", "face_x2", "face_y2"]].notna().all(axis=None)
+    )  # the rendered face is found in every frame
     assert df["valid"].all()
     box_w = (df["face_x2"] - df["face_x1"]).to_numpy()
     assert ((box_w > 0.15 * W) & (box_w < 0.8 * W)).all(), box_w
@@ -82,8 +84,23 @@ def test_predict_camera_stand_in_rectified_from_landmarks(tiny_models, tmp_path,
     """A camera argument that OpenCV VideoCapture opens (a small video standing in for a
     webcam), ``--input rectified``: the head pose comes from landmarks (solvePnP)."""
     cam = _face_video(tmp_path / "cam.avi", 4)
-    rc = bench_main(["predict", "--camera", str(cam), "--method", "puregaze_eth", "--input", "rectified",
-                     "--models-dir", str(tiny_models), "--out", str(tmp_path / "out"), "--max-frames", "3"])
+    rc = bench_main(
+        [
+            "predict",
+            "--camera",
+            str(cam),
+            "--method",
+            "puregaze_eth",
+            "--input",
+            "rectified",
+            "--models-dir",
+            str(tiny_models),
+            "--out",
+            str(tmp_path / "out"),
+            "--max-frames",
+            "3",
+        ]
+    )
     o = capsys.readouterr().out
     assert rc == 0, o
     df = _check_outputs(tmp_path / "out", "cam__puregaze_eth__rectified", 3)  # --max-frames
@@ -92,18 +109,23 @@ def test_predict_camera_stand_in_rectified_from_landmarks(tiny_models, tmp_path,
     assert ((df["eye_z"] > 0.3) & (df["eye_z"] < 0.9)).all(), df["eye_z"].tolist()
 
 
-@pytest.mark.parametrize("argv, what", [
-    (["--video", "/nonexistent/x.mp4", "--method", "straight"], "video file not found"),
-    (["--images", "/nonexistent", "--method", "straight"], "image folder not found"),
-    (["--images", "EMPTY", "--method", "straight"], "no images in the folder"),
-    (["--video", "BROKEN", "--method", "straight"], "cannot open the video"),
-    (["--video", "BROKEN", "--method", "head_pose", "--max-frames", "0"], "--max-frames must be at least 1"),
-    (["--video", "BROKEN", "--method", "no_such_method"], "no_such_method"),
-])
+@pytest.mark.parametrize(
+    "argv, what",
+    [
+        (["--video", "/nonexistent/x.mp4", "--method", "straight"], "video file not found"),
+        (["--images", "/nonexistent", "--method", "straight"], "image folder not found"),
+        (["--images", "EMPTY", "--method", "straight"], "no images in the folder"),
+        (["--video", "BROKEN", "--method", "straight"], "cannot open the video"),
+        (["--video", "BROKEN", "--method", "head_pose", "--max-frames", "0"], "--max-frames must be at least 1"),
+        (["--video", "BROKEN", "--method", "no_such_method"], "no_such_method"),
+    ],
+)
 def test_predict_bad_input_is_one_line(argv, what, capsys, tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "broken.mp4").write_bytes(b"not a video")
-    argv = [str(tmp_path / "empty") if a == "EMPTY" else str(tmp_path / "broken.mp4") if a == "BROKEN" else a for a in argv]
+    argv = [
+        str(tmp_path / "empty") if a == "EMPTY" else str(tmp_path / "broken.mp4") if a == "BROKEN" else a for a in argv
+    ]
     rc = bench_main(["predict", *argv, "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and what in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
@@ -112,16 +134,21 @@ def test_predict_bad_input_is_one_line(argv, what, capsys, tmp_path):
 def test_predict_out_naming_a_file_is_one_line(capsys, tmp_path):
     (tmp_path / "broken.mp4").write_bytes(b"not a video")
     (tmp_path / "taken").write_text("a file")
-    rc = bench_main(["predict", "--video", str(tmp_path / "broken.mp4"), "--method", "straight", "--out", str(tmp_path / "taken")])
+    rc = bench_main(
+        ["predict", "--video", str(tmp_path / "broken.mp4"), "--method", "straight", "--out", str(tmp_path / "taken")]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "cannot create the output folder" in err and len(err.strip().splitlines()) == 1, err
 
 
-@pytest.mark.parametrize("yaml_text, what", [
-    ("image_width: [unclosed\n", "camera_info"),  # not YAML
-    ("image_width: 224\nimage_height: 168\n", "camera_info"),  # YAML, fields missing
-    (None, "camera_info"),  # no such file
-])
+@pytest.mark.parametrize(
+    "yaml_text, what",
+    [
+        ("image_width: [unclosed\n", "camera_info"),  # not YAML
+        ("image_width: 224\nimage_height: 168\n", "camera_info"),  # YAML, fields missing
+        (None, "camera_info"),  # no such file
+    ],
+)
 def test_predict_bad_camera_info_fails_before_any_model_loads(yaml_text, what, capsys, tmp_path):
     """--camera-info is checked with the other inputs, before the model: here the model's
     ONNX file is absent too, so a model load first would end in 'weights missing' (exit 3)
@@ -138,19 +165,36 @@ def test_predict_bad_camera_info_fails_before_any_model_loads(yaml_text, what, c
         info.write_text(yaml_text)
     (tmp_path / "no_models").mkdir()
     t0 = time.monotonic()
-    rc = bench_main(["predict", "--images", str(frames), "--method", "l2cs_gaze360", "--camera-info", str(info),
-                     "--models-dir", str(tmp_path / "no_models"), "--out", str(tmp_path / "o")])
+    rc = bench_main(
+        [
+            "predict",
+            "--images",
+            str(frames),
+            "--method",
+            "l2cs_gaze360",
+            "--camera-info",
+            str(info),
+            "--models-dir",
+            str(tmp_path / "no_models"),
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     wall = time.monotonic() - t0
     cap = capsys.readouterr()
     lines = cap.err.strip().splitlines()
-    assert rc == 2 and len(lines) == 1 and what in lines[0] and str(info) in lines[0] and "Traceback" not in cap.err, cap.err
+    assert rc == 2 and len(lines) == 1 and what in lines[0] and str(info) in lines[0] and "Traceback" not in cap.err, (
+        cap.err
+    )
     assert "weights missing" not in cap.err and cap.out == ""  # no plan line: FrameEstimator was never built
     assert not (tmp_path / "o").exists()  # nothing created for a run that cannot start
     assert wall < 5.0, wall
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() == 0,
-                    reason="root writes in a read-only folder")
+@pytest.mark.skipif(
+    not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() == 0,
+    reason="root writes in a read-only folder",
+)
 def test_predict_unwritable_out_fails_before_any_model_loads(capsys, tmp_path):
     import cv2
 
@@ -162,8 +206,19 @@ def test_predict_unwritable_out_fails_before_any_model_loads(capsys, tmp_path):
     ro.chmod(0o555)
     (tmp_path / "no_models").mkdir()
     try:
-        rc = bench_main(["predict", "--images", str(frames), "--method", "l2cs_gaze360",
-                         "--models-dir", str(tmp_path / "no_models"), "--out", str(ro)])
+        rc = bench_main(
+            [
+                "predict",
+                "--images",
+                str(frames),
+                "--method",
+                "l2cs_gaze360",
+                "--models-dir",
+                str(tmp_path / "no_models"),
+                "--out",
+                str(ro),
+            ]
+        )
     finally:
         ro.chmod(0o755)
     err = capsys.readouterr().err
@@ -180,9 +235,23 @@ def test_predict_camera_info_loaded_up_front_is_used(capsys, tmp_path):
     frames.mkdir()
     cv2.imwrite(str(frames / "0000.png"), np.full((H, W, 3), 128, np.uint8))
     info = tmp_path / "camera_info.yaml"
-    save_camera_info(info, CameraIntrinsics(2 * W, 2 * H, np.array([[400.0, 0, W], [0, 400.0, H], [0, 0, 1]]), np.zeros(5)))
-    rc = bench_main(["predict", "--images", str(frames), "--method", "straight", "--camera-info", str(info),
-                     "--out", str(tmp_path / "o"), "--no-video"])
+    save_camera_info(
+        info, CameraIntrinsics(2 * W, 2 * H, np.array([[400.0, 0, W], [0, 400.0, H], [0, 0, 1]]), np.zeros(5))
+    )
+    rc = bench_main(
+        [
+            "predict",
+            "--images",
+            str(frames),
+            "--method",
+            "straight",
+            "--camera-info",
+            str(info),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-video",
+        ]
+    )
     o = capsys.readouterr().out
     assert rc == 0 and f"camera intrinsics: {info}" in o, o
     assert len(pd.read_parquet(next((tmp_path / "o").glob("frames__straight__*.parquet")))) == 1

@@ -76,7 +76,10 @@ def test_one_setting_alone_is_a_profile_named_base_colon_setting():
         for m, r in one.records.items():
             applies = s.methods == ("*",) or m in s.methods
             diff = {f for f in r.__dataclass_fields__ if getattr(r, f) != getattr(ref.records[m], f)}
-            assert diff == ({s.field} if applies and getattr(ref.records[m], s.field) != s.value else set()), (s.name, m)
+            assert diff == ({s.field} if applies and getattr(ref.records[m], s.field) != s.value else set()), (
+                s.name,
+                m,
+            )
     assert P.single_setting_names() == [f"study:{s.name}" for s in study.settings]
     with pytest.raises(Gaze4HRIError) as e:
         P.get_profile("study:no_ray_corection")
@@ -183,8 +186,15 @@ def test_study_oracle_returns_the_documented_differences(name, input_type, geo):
 def test_study_differences_vanish_where_the_paper_says():
     """On the optical axis at 600 mm with an upright head, M^-1 = R^T, the crop ray is
     the optical axis, and L2CS's head swap is exact for a gaze straight at the camera."""
-    g = FrameGeometry(K, (1920, 1080), np.array([0.0, 0.0, 0.6]), np.array([0.0, 0.0, 0.6]), np.eye(3),
-                      np.array([0.0, 0.0, -1.0]), face_box_from_geometry(K, [0.0, 0.0, 0.6]))
+    g = FrameGeometry(
+        K,
+        (1920, 1080),
+        np.array([0.0, 0.0, 0.6]),
+        np.array([0.0, 0.0, 0.6]),
+        np.eye(3),
+        np.array([0.0, 0.0, -1.0]),
+        face_box_from_geometry(K, [0.0, 0.0, 0.6]),
+    )
     for name in SPECS:
         for it in ("crop", "rectified"):
             v = oracle_vector(get_method(name, profile="study"), g, it)
@@ -200,8 +210,11 @@ def test_study_head_axis_chain_rolls_the_other_way():
     R = _study_rotation(np.array([0.1, 0.0, 0.7]), cv2.Rodrigues(np.array([0.2, -0.3, 0.25]))[0])
     from gaze4hri_bench.faces.normalization import normalization_rotation
 
-    assert np.allclose(normalization_rotation([0.1, 0.0, 0.7], study_head_rotation(
-        cv2.Rodrigues(np.array([0.2, -0.3, 0.25]))[0])), R, atol=1e-9)
+    assert np.allclose(
+        normalization_rotation([0.1, 0.0, 0.7], study_head_rotation(cv2.Rodrigues(np.array([0.2, -0.3, 0.25]))[0])),
+        R,
+        atol=1e-9,
+    )
 
 
 # -- tensors: colour and mean/std (a perfect network is blind to them) ---------------
@@ -246,8 +259,14 @@ def test_mcgaze_square_uses_integer_centre_and_half_side():
 
 
 def test_study_crop_stretches_without_squaring():
-    padded = {"puregaze_eth", "puregaze_gaze360", "gazetr_gaze360"}  # crop_pad_20px (tests/bench/test_study_settings.py)
-    pil = {"l2cs_gaze360"}  # l2cs_resize_pil: the same crop, 224 -> 448 by PIL (tests/bench/faces/test_study_l2cs_crop.py)
+    padded = {
+        "puregaze_eth",
+        "puregaze_gaze360",
+        "gazetr_gaze360",
+    }  # crop_pad_20px (tests/bench/test_study_settings.py)
+    pil = {
+        "l2cs_gaze360"
+    }  # l2cs_resize_pil: the same crop, 224 -> 448 by PIL (tests/bench/faces/test_study_l2cs_crop.py)
     assert {P.get_profile("study").record(n).crop_rule for n in SPECS if n not in padded | pil} == {"l2cs_face_box"}
     assert {P.get_profile("study").record(n).crop_rule for n in pil} == {"l2cs_face_box_pil"}
     img = np.zeros((100, 200, 3), np.uint8)
@@ -259,7 +278,13 @@ def test_study_crop_stretches_without_squaring():
 # -- the study's face rule ----------------------------------------------------------
 class _Det:
     def __init__(self, box, score):
-        self.box, self.score, self.keypoints, self.landmarks, self.track_id = np.asarray(box, float), score, None, None, None
+        self.box, self.score, self.keypoints, self.landmarks, self.track_id = (
+            np.asarray(box, float),
+            score,
+            None,
+            None,
+            None,
+        )
 
 
 def _frames_of_two_people(n=12, bystander=True):
@@ -282,8 +307,9 @@ def test_study_face_rule_most_frequent_track_margin_and_exclusion():
     from gaze4hri_bench.pipeline.face_pass import apply_face_rule
 
     study = P.get_profile("study").record("l2cs_gaze360")
-    boxes, tids, _ = apply_face_rule(dataclasses.replace(study, face_boxes="detector"), _frames_of_two_people(),
-                                     (1080, 1920))
+    boxes, tids, _ = apply_face_rule(
+        dataclasses.replace(study, face_boxes="detector"), _frames_of_two_people(), (1080, 1920)
+    )
     assert boxes[7] is None  # conf 0.3 drops the weak detection
     got = [b for b in boxes if b is not None]
     assert len(got) == 11 and len({t for t in tids if t is not None}) == 1
@@ -356,26 +382,41 @@ def _observe(name: str, rec: P.MethodProfile):
     ctx.image = _TEXTURE
     rect = np.round(m.prepare(ctx, "rectified").tensor, 4).tobytes()  # the patch a real network sees
     pol = policy_for(spec, rec)
-    window = None if pol is None else tuple(pol.window(10, 30) if hasattr(pol, "out_index")
-                                            else pol.starts(30))
+    window = None if pol is None else tuple(pol.window(10, 30) if hasattr(pol, "out_index") else pol.starts(30))
     faces = None
     if "ultralytics" in __import__("sys").modules or _has_ultralytics():
         from gaze4hri_bench.pipeline.face_pass import apply_face_rule
 
         rel = np.array([[1, 2, 3, 4, 7, f] for f in range(12)], float)
-        faces = tuple(tuple(None if x is None else tuple(np.round(x, 3)) for x in
-                            apply_face_rule(rec, _frames_of_two_people(bystander=by), (1080, 1920), released)[0])
-                      for released in (rel, None) for by in (True, False))  # with/without released boxes, bystander
+        faces = tuple(
+            tuple(
+                None if x is None else tuple(np.round(x, 3))
+                for x in apply_face_rule(rec, _frames_of_two_people(bystander=by), (1080, 1920), released)[0]
+            )
+            for released in (rel, None)
+            for by in (True, False)
+        )  # with/without released boxes, bystander
     seq = None
     if rec.smoothing is not None:
         from gaze4hri_bench.methods.clips import smooth_sequence
 
         seq = np.round(smooth_sequence(_SEQ, rec.smoothing), 6).tobytes()
     # scoring: the frames of a 30-frame trial left unscored (a pose-match table with frame 4 unmatched)
-    pose_gt = pd.DataFrame({"frame": np.arange(30), "invalid_reason": ["interp_gap" if f == 4 else "" for f in range(30)]})
+    pose_gt = pd.DataFrame(
+        {"frame": np.arange(30), "invalid_reason": ["interp_gap" if f == 4 else "" for f in range(30)]}
+    )
     scored = tuple(P.not_scored_mask(np.arange(30), rec, it, pose_gt).tobytes() for it in ("crop", "rectified"))
-    return {"vec": vec, "tensor": tensor, "rect": rect, "window": window, "smoothing": seq, "shift": rec.clip_shift, "faces": faces,
-            "trial": rec.missing_face, "scored": scored}
+    return {
+        "vec": vec,
+        "tensor": tensor,
+        "rect": rect,
+        "window": window,
+        "smoothing": seq,
+        "shift": rec.clip_shift,
+        "faces": faces,
+        "trial": rec.missing_face,
+        "scored": scored,
+    }
 
 
 def _has_ultralytics() -> bool:
@@ -400,8 +441,13 @@ def _mutations():
                 elif f.name == "crop_rule":
                     alt = "gat_head_box" if cur == "l2cs_face_box" else "l2cs_face_box"
                 elif f.name == "output":
-                    alt = {"l2cs_bins": "l2cs_bins_first_as_pitch", "l2cs_bins_first_as_pitch": "l2cs_bins",
-                           "pitchyaw_rad": "yawpitch_rad", "yawpitch_rad": "pitchyaw_rad", "vector_b": None}[cur]
+                    alt = {
+                        "l2cs_bins": "l2cs_bins_first_as_pitch",
+                        "l2cs_bins_first_as_pitch": "l2cs_bins",
+                        "pitchyaw_rad": "yawpitch_rad",
+                        "yawpitch_rad": "pitchyaw_rad",
+                        "vector_b": None,
+                    }[cur]
                 elif f.name in ("mean", "std"):
                     alt = None if cur is not None else (0.5, 0.5, 0.5)
                 elif f.name == "box_margin":
@@ -485,8 +531,12 @@ def test_deviations_variants_cover_every_setting_and_the_whole_profile():
     assert v[-1][0] == "study (all)" and v[-1][2] is P.get_profile("study")
     for label, s, prof in v[:-1]:  # each variant differs from reference by its one setting only
         ref = P.get_profile("reference")
-        diff = {(m, f.name) for m in SPECS for f in dataclasses.fields(P.MethodProfile)
-                if getattr(prof.record(m), f.name) != getattr(ref.record(m), f.name)}
+        diff = {
+            (m, f.name)
+            for m in SPECS
+            for f in dataclasses.fields(P.MethodProfile)
+            if getattr(prof.record(m), f.name) != getattr(ref.record(m), f.name)
+        }
         assert {f for _m, f in diff} <= {s.field}, label
 
 
@@ -517,8 +567,21 @@ def test_a_keep_ratio_crop_needs_a_network_that_takes_the_image_size():
     from gaze4hri_bench.profiles import Setting, make_profile
     from gaze4hri_core.errors import Gaze4HRIError
 
-    prof = make_profile("test_keep_ratio", "one field", (Setting("gat_mcgaze_crop", "crop_rule", "mcgaze_head_square",
-                                                                 ("gat_gaze360",), "tests", "deliberate choice", "test"),))
+    prof = make_profile(
+        "test_keep_ratio",
+        "one field",
+        (
+            Setting(
+                "gat_mcgaze_crop",
+                "crop_rule",
+                "mcgaze_head_square",
+                ("gat_gaze360",),
+                "tests",
+                "deliberate choice",
+                "test",
+            ),
+        ),
+    )
     with pytest.raises(Gaze4HRIError, match="frame_hw"):
         get_method("gat_gaze360", profile=prof)
     assert get_method("mcgaze_gaze360", profile=prof).takes_hw

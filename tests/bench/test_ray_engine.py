@@ -37,8 +37,20 @@ FILES = ["head_pose__none.parquet", "straight__none.parquet", "tiny_test__crop.p
 
 
 def _cfg(data: Path, models: Path, out: Path, engine: str = "local", progress: bool = False, **kw) -> RunConfig:
-    return RunConfig(methods=METHODS, input="both", data=data, out=out, models_dir=models, detector="opencv_haar",
-                     blinks="off", batch=4, progress=progress, engine=engine, command_line=f"pytest --engine {engine}", **kw)
+    return RunConfig(
+        methods=METHODS,
+        input="both",
+        data=data,
+        out=out,
+        models_dir=models,
+        detector="opencv_haar",
+        blinks="off",
+        batch=4,
+        progress=progress,
+        engine=engine,
+        command_line=f"pytest --engine {engine}",
+        **kw,
+    )
 
 
 def _assert_equal_rows(a_dir: Path, b_dir: Path) -> None:
@@ -55,9 +67,16 @@ def _parts(out: Path) -> dict[Path, int]:
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("ray_sessions")
-    write_session(tmp / "sessions", "S01", [TrialSpec("illum100_P5", size=(320, 180), seconds=0.4, drop=(5,)),
-                                            TrialSpec("mutual_h_fast", size=(320, 180), seconds=0.4),
-                                            TrialSpec("arc_P2", size=(320, 180), seconds=0.4)], tmp=tmp)
+    write_session(
+        tmp / "sessions",
+        "S01",
+        [
+            TrialSpec("illum100_P5", size=(320, 180), seconds=0.4, drop=(5,)),
+            TrialSpec("mutual_h_fast", size=(320, 180), seconds=0.4),
+            TrialSpec("arc_P2", size=(320, 180), seconds=0.4),
+        ],
+        tmp=tmp,
+    )
     return tmp / "sessions"
 
 
@@ -79,7 +98,9 @@ def ray_runtime():
 
 
 @pytest.mark.slow
-def test_ray_equals_the_local_engine_row_for_row_then_resumes(sessions, tiny_models, local_out, ray_runtime, tmp_path, capfd):
+def test_ray_equals_the_local_engine_row_for_row_then_resumes(
+    sessions, tiny_models, local_out, ray_runtime, tmp_path, capfd
+):
     said: list[str] = []
     out = tmp_path / "ray"
     paths = run_benchmark(_cfg(sessions, tiny_models, out, engine="ray", progress=True), log=said.append)
@@ -123,8 +144,17 @@ def test_a_model_missing_on_the_workers_is_one_line(sessions, tiny_models, ray_r
 
     models = tmp_path / "models"
     shutil.copytree(tiny_models, models)
-    cfg = RunConfig(methods=("tiny_test",), input="rectified", data=sessions, out=tmp_path / "out", models_dir=models,
-                    blinks="off", progress=False, engine="ray", command_line="pytest")
+    cfg = RunConfig(
+        methods=("tiny_test",),
+        input="rectified",
+        data=sessions,
+        out=tmp_path / "out",
+        models_dir=models,
+        blinks="off",
+        progress=False,
+        engine="ray",
+        command_line="pytest",
+    )
     jobs = plan_jobs(cfg)
     jobs[0].model.path.write_bytes(b"not an onnx file")  # after the driver checked it
     with pytest.raises(Gaze4HRIError, match=r"^on Ray worker .*: ONNX Runtime cannot load .*tiny_test"):
@@ -133,7 +163,11 @@ def test_a_model_missing_on_the_workers_is_one_line(sessions, tiny_models, ray_r
 
 
 def _no_ray_script(body: str) -> str:
-    return ("import sys\n" + body + "\nprint('RAY_IMPORTED' if any(m == 'ray' or m.startswith('ray.') for m in sys.modules) else 'NO_RAY')\n")
+    return (
+        "import sys\n"
+        + body
+        + "\nprint('RAY_IMPORTED' if any(m == 'ray' or m.startswith('ray.') for m in sys.modules) else 'NO_RAY')\n"
+    )
 
 
 def test_import_and_a_local_run_never_import_ray(tmp_path):
@@ -155,9 +189,11 @@ assert len(paths) == 2
 
 def test_engine_ray_without_ray_installed_is_one_line(tmp_path):
     """``ray`` made unimportable (None in sys.modules: Python raises ModuleNotFoundError)."""
-    code = ("import sys; sys.modules['ray'] = None\n"
-            "from gaze4hri_bench.cli import main\n"
-            f"sys.exit(main(['run', '--engine', 'ray', '-m', 'straight', '--data', {str(tmp_path)!r}, '--out', {str(tmp_path / 'o')!r}]))\n")
+    code = (
+        "import sys; sys.modules['ray'] = None\n"
+        "from gaze4hri_bench.cli import main\n"
+        f"sys.exit(main(['run', '--engine', 'ray', '-m', 'straight', '--data', {str(tmp_path)!r}, '--out', {str(tmp_path / 'o')!r}]))\n"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     (line,) = r.stderr.strip().splitlines()
@@ -172,8 +208,21 @@ def _free_port() -> int:
 
 def test_an_unreachable_address_is_one_line(tmp_path, capfd):
     port = _free_port()  # nothing listens there
-    code = cli(["run", "--engine", "ray", "--address", f"127.0.0.1:{port}", "-m", "straight", "--data", str(tmp_path),
-                "--out", str(tmp_path / "o")])
+    code = cli(
+        [
+            "run",
+            "--engine",
+            "ray",
+            "--address",
+            f"127.0.0.1:{port}",
+            "-m",
+            "straight",
+            "--data",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     err = capfd.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert f"no Ray cluster answers at 127.0.0.1:{port}" in err[0] and "ray start --head" in err[0]
@@ -209,25 +258,82 @@ def _kill_tree_of(tag: str) -> list[int]:
 
 
 @pytest.mark.long
-def test_two_nodes_on_loopback_one_killed_mid_run_still_equal_and_a_killed_driver_resumes(sessions, tiny_models, local_out, tmp_path):
+def test_two_nodes_on_loopback_one_killed_mid_run_still_equal_and_a_killed_driver_resumes(
+    sessions, tiny_models, local_out, tmp_path
+):
     import psutil
 
     port = _free_port()
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # loopback only, no token to share
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "disabled",
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }  # loopback only, no token to share
     short = Path(tempfile.mkdtemp(prefix="g4hray", dir="/tmp"))  # Ray's socket paths must stay under 107 bytes
     head, worker = short / "head", short / "worker"  # each node's own temp dir: how this test finds its processes
     common = ["--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
     try:
-        subprocess.run([_ray_bin(), "start", "--head", "--port", str(port), "--temp-dir", str(head), "--include-dashboard",
-                        "false", "--dashboard-port", str(_free_port()), *common], env=env, check=True, capture_output=True,
-                       timeout=180)
-        subprocess.run([_ray_bin(), "start", "--address", f"127.0.0.1:{port}", "--temp-dir", str(worker), *common], env=env,
-                       check=True, capture_output=True, timeout=180)
+        subprocess.run(
+            [
+                _ray_bin(),
+                "start",
+                "--head",
+                "--port",
+                str(port),
+                "--temp-dir",
+                str(head),
+                "--include-dashboard",
+                "false",
+                "--dashboard-port",
+                str(_free_port()),
+                *common,
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
+        subprocess.run(
+            [_ray_bin(), "start", "--address", f"127.0.0.1:{port}", "--temp-dir", str(worker), *common],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
         out = tmp_path / "out"
-        argv = [sys.executable, "-m", "gaze4hri_bench.cli", "run", "--engine", "ray", "--address", f"127.0.0.1:{port}",
-                "--workers", "2", "-m", "tiny_test", "-m", "straight", "-m", "head_pose", "--input", "both",
-                "--data", str(sessions), "--models-dir", str(tiny_models), "--out", str(out), "--detector", "opencv_haar",
-                "--blinks", "off", "--batch", "4", "--no-progress"]
+        argv = [
+            sys.executable,
+            "-m",
+            "gaze4hri_bench.cli",
+            "run",
+            "--engine",
+            "ray",
+            "--address",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "-m",
+            "tiny_test",
+            "-m",
+            "straight",
+            "-m",
+            "head_pose",
+            "--input",
+            "both",
+            "--data",
+            str(sessions),
+            "--models-dir",
+            str(tiny_models),
+            "--out",
+            str(out),
+            "--detector",
+            "opencv_haar",
+            "--blinks",
+            "off",
+            "--batch",
+            "4",
+            "--no-progress",
+        ]
         killed: list[int] = []
 
         def kill_worker_node_mid_unit():

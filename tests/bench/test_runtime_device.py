@@ -52,7 +52,9 @@ def _cpu_fp16_or_skip(path: Path) -> None:
     try:
         ort.InferenceSession(str(fp16_model(path)), providers=["CPUExecutionProvider"])
     except Exception as e:  # noqa: BLE001 - onnxruntime's NOT_IMPLEMENTED
-        pytest.skip(f"CPU execution provider of onnxruntime {ort.__version__} cannot run the FP16 model: {str(e)[:120]}")
+        pytest.skip(
+            f"CPU execution provider of onnxruntime {ort.__version__} cannot run the FP16 model: {str(e)[:120]}"
+        )
 
 
 def test_io_binding_gives_the_unbound_outputs(tiny_models, tmp_path):
@@ -119,7 +121,9 @@ def test_fp16_copy_is_cached_checked_and_used(tiny, monkeypatch):
     r = Runner(tiny, TINY_SPEC, "cpu", batch=4, fp16=True, log=said.append)
     from gaze4hri_bench.zoo import store
 
-    assert r.fp16_path == tiny.with_name(f"tiny_test.fp16-{store.sha256_file(tiny)[:12]}.onnx") and r.fp16_path.is_file()
+    assert (
+        r.fp16_path == tiny.with_name(f"tiny_test.fp16-{store.sha256_file(tiny)[:12]}.onnx") and r.fp16_path.is_file()
+    )
     m = onnx.load(str(r.fp16_path))
     assert all(i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for i in m.graph.input)  # FP32 I/O kept
     assert any(t.data_type == onnx.TensorProto.FLOAT16 for t in m.graph.initializer)  # FP16 inside
@@ -178,8 +182,18 @@ def test_run_with_fp16_passes_through_and_stays_close(tmp_path, tiny_models, stu
     frames = {}
     said: list[str] = []
     for fp16 in (False, True):
-        cfg = RunConfig(methods=("tiny_test",), data=Path("/synthetic"), out=tmp_path / f"out{int(fp16)}", models_dir=models,
-                        progress=False, blinks="off", batch=5, detector="stub", input="rectified", fp16=fp16)
+        cfg = RunConfig(
+            methods=("tiny_test",),
+            data=Path("/synthetic"),
+            out=tmp_path / f"out{int(fp16)}",
+            models_dir=models,
+            progress=False,
+            blinks="off",
+            batch=5,
+            detector="stub",
+            input="rectified",
+            fp16=fp16,
+        )
         (path,) = run_benchmark(cfg, log=said.append, jobs=plan_jobs(cfg), dataset=SynthDataset(subjects=("S01",)))
         frames[fp16] = pd.read_parquet(path)
     a, b = frames[False], frames[True]
@@ -187,7 +201,9 @@ def test_run_with_fp16_passes_through_and_stays_close(tmp_path, tiny_models, stu
     va, vb = a[a["valid"]], b[b["valid"]]
     from gaze4hri_core.gaze import angular_error_deg
 
-    diff = angular_error_deg(va[["pred_x", "pred_y", "pred_z"]].to_numpy(), vb[["pred_x", "pred_y", "pred_z"]].to_numpy())
+    diff = angular_error_deg(
+        va[["pred_x", "pred_y", "pred_z"]].to_numpy(), vb[["pred_x", "pred_y", "pred_z"]].to_numpy()
+    )
     assert 0.0 < diff.max() < FP16_MAX_DEG  # the FP16 model ran (not bit-equal) and agrees
     assert any("FP16 vs FP32" in s for s in said)
 
@@ -200,8 +216,17 @@ def test_batch_auto_records_the_batch_it_chose(tmp_path, tiny_models, stub_faces
 
     from ._synth import SynthDataset
 
-    cfg = RunConfig(methods=("tiny_test",), data=Path("/synthetic"), out=tmp_path / "out", models_dir=tiny_models,
-                    progress=False, blinks="off", batch=AUTO, detector="stub", input="rectified")
+    cfg = RunConfig(
+        methods=("tiny_test",),
+        data=Path("/synthetic"),
+        out=tmp_path / "out",
+        models_dir=tiny_models,
+        progress=False,
+        blinks="off",
+        batch=AUTO,
+        detector="stub",
+        input="rectified",
+    )
     (path,) = run_benchmark(cfg, log=lambda *_: None, jobs=plan_jobs(cfg), dataset=SynthDataset(subjects=("S01",)))
     assert results.read_metadata(path)["timing"]["batch"] == CPU_AUTO_BATCH != AUTO
 
@@ -222,8 +247,7 @@ def test_cuda_bound_runner_matches_cpu(tiny_models):
 def test_nvidia_smi_memory_is_read_for_this_process_or_the_whole_gpu():
     from gaze4hri_bench.pipeline.runtime import parse_nvidia_smi
 
-    gpus = ("GPU-aaa, 80000, 81559, NVIDIA H100 80GB HBM3\n"
-            "GPU-bbb, 40000, 81559, NVIDIA H100 80GB HBM3\n")
+    gpus = "GPU-aaa, 80000, 81559, NVIDIA H100 80GB HBM3\nGPU-bbb, 40000, 81559, NVIDIA H100 80GB HBM3\n"
     apps = "111, GPU-aaa, 500\n4242, GPU-bbb, 1234\n4242, GPU-bbb, 66\n"
     m = parse_nvidia_smi(gpus, apps, 4242)  # our process on the second GPU, two contexts
     assert m == {"used": 1300.0, "free": 40000.0, "total": 81559.0, "name": "NVIDIA H100 80GB HBM3", "scope": "process"}

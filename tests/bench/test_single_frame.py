@@ -25,8 +25,17 @@ pytestmark = pytest.mark.replay
 def bench_results(tiny_models, tmp_path_factory):
     out = tmp_path_factory.mktemp("single_frame_bench")
     ds = SynthDataset(subjects=("S01",), trials=("illum100_P5",), n=14)
-    cfg = RunConfig(methods=tuple(all_method_names()), data=Path("/synthetic"), out=out, input="rectified", progress=False,
-                    blinks="off", batch=4, models_dir=tiny_models, command_line="pytest")
+    cfg = RunConfig(
+        methods=tuple(all_method_names()),
+        data=Path("/synthetic"),
+        out=out,
+        input="rectified",
+        progress=False,
+        blinks="off",
+        batch=4,
+        models_dir=tiny_models,
+        command_line="pytest",
+    )
     run_benchmark(cfg, log=lambda *_: None, dataset=ds)
     return out, ds
 
@@ -64,8 +73,9 @@ def test_frame_by_frame_equals_the_run_loop(bench_results, tiny_models, name):
     for f, e in got.items():
         if f in skip:
             continue
-        np.testing.assert_allclose(e.gaze, df.loc[f, ["pred_x", "pred_y", "pred_z"]].to_numpy(float), atol=1e-5,
-                                   err_msg=f"{name} frame {f}")
+        np.testing.assert_allclose(
+            e.gaze, df.loc[f, ["pred_x", "pred_y", "pred_z"]].to_numpy(float), atol=1e-5, err_msg=f"{name} frame {f}"
+        )
         assert e.t_ns == df.loc[f, "t_ns"] and e.head_source == "mocap" and e.reason == ""
 
 

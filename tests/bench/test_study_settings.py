@@ -58,7 +58,9 @@ def test_crop_pad_20px_equals_the_study_crop_and_applies_to_its_three_methods():
             assert study.record(n).crop_rule == want and ref.record(n).crop_rule == "l2cs_face_box", n
         else:
             assert study.record(n).crop_rule != "l2cs_face_box_pad20", n
-    assert P.get_profile("study:crop_pad_20px").record("gazetr_eth").crop_rule == "l2cs_face_box"  # GazeTR (ETH): padd 0
+    assert (
+        P.get_profile("study:crop_pad_20px").record("gazetr_eth").crop_rule == "l2cs_face_box"
+    )  # GazeTR (ETH): padd 0
 
 
 # -- gat_last_3_unscored ------------------------------------------------------------------
@@ -79,9 +81,14 @@ def test_gat_last_3_frames_are_not_scored_as_the_study_analyser():
     gat = P.get_profile("study:gat_last_3_unscored").record("gat_gaze360")
     assert gat.unscored_tail == 3 and gat.clip_shift == 0  # one setting alone
     # on result rows: valid and no_face frames of the tail become not_scored, data reasons stay
-    rows = pd.DataFrame({"frame": np.arange(10), "valid": [True] * 7 + [True, False, False],
-                         "invalid_reason": [""] * 7 + ["", "no_face", "blink"],
-                         "error_deg": np.r_[np.arange(8.0), np.nan, np.nan]})
+    rows = pd.DataFrame(
+        {
+            "frame": np.arange(10),
+            "valid": [True] * 7 + [True, False, False],
+            "invalid_reason": [""] * 7 + ["", "no_face", "blink"],
+            "error_deg": np.r_[np.arange(8.0), np.nan, np.nan],
+        }
+    )
     out = P.mark_not_scored(rows, gat)
     assert out["invalid_reason"].tolist()[7:] == ["not_scored", "not_scored", "blink"]
     assert out["valid"].tolist() == [True] * 7 + [False] * 3 and out["error_deg"].iloc[7:].isna().all()
@@ -133,21 +140,38 @@ def test_pose_match_takes_the_nearest_sample_and_leaves_unmatched_frames_unscore
     head = PoseStream(th, p, q)
     tr = np.arange(0, 400, 8).astype(np.int64) * 1_000_000
     R_cam = np.array([[0.0, 0, 1], [-1, 0, 0], [0, -1, 0]])  # optical axes in the world: z along +x, x along -y
-    robot = PoseStream(tr, np.tile([-0.6, 0.0, 1.2], (len(tr), 1)), np.tile(SE3(R_cam, np.zeros(3)).quat_xyzw, (len(tr), 1)))
+    robot = PoseStream(
+        tr, np.tile([-0.6, 0.0, 1.2], (len(tr), 1)), np.tile(SE3(R_cam, np.zeros(3)).quat_xyzw, (len(tr), 1))
+    )
     t = np.array([33, 66, 100, 133, 166, 200, 233, 266, 300, 333], np.int64) * 1_000_000 + 3_000_000
     n = len(t)
     frames = FrameTable(np.arange(n), t, np.arange(n), np.array(["ok"] * n, dtype=object))
-    intr = CameraIntrinsics(320, 180, np.array([[200.0, 0, 160], [0, 200, 90], [0, 0, 1]]), np.zeros(5), "plumb_bob", "t")
-    cal = Calibration(directory=None, intrinsics=intr, T_tool0_camera=SE3.identity(), T_world_base=SE3.identity(),
-                      robot_model="ur5", targets={}, eye_nominal_world=np.array([0.0, 0, 1.2]),
-                      subject_forward_world=np.array([-1.0, 0, 0]), front_camera_distance_m=0.6,
-                      front_camera_elevation_deg=0.0, head_band_above_eye_m=0.0, T_head_eye=SE3.identity(), subject="x")
+    intr = CameraIntrinsics(
+        320, 180, np.array([[200.0, 0, 160], [0, 200, 90], [0, 0, 1]]), np.zeros(5), "plumb_bob", "t"
+    )
+    cal = Calibration(
+        directory=None,
+        intrinsics=intr,
+        T_tool0_camera=SE3.identity(),
+        T_world_base=SE3.identity(),
+        robot_model="ur5",
+        targets={},
+        eye_nominal_world=np.array([0.0, 0, 1.2]),
+        subject_forward_world=np.array([-1.0, 0, 0]),
+        front_camera_distance_m=0.6,
+        front_camera_elevation_deg=0.0,
+        head_band_above_eye_m=0.0,
+        T_head_eye=SE3.identity(),
+        subject="x",
+    )
     trial = trial_by_id("mutual_h_slow")
     rec = P.get_profile("study").record("puregaze_eth")
     opt = pose_match_options(rec, "rectified", GTOptions())
     assert opt is not None and opt.sync == "nearest" and opt.nearest_max_ms == 20.0
-    assert pose_match_options(rec, "crop") is None and pose_match_options(P.get_profile("reference").record("puregaze_eth"),
-                                                                          "rectified") is None
+    assert (
+        pose_match_options(rec, "crop") is None
+        and pose_match_options(P.get_profile("reference").record("puregaze_eth"), "rectified") is None
+    )
     near = compute_ground_truth(frames, head, robot, cal, trial, opt)
     interp = compute_ground_truth(frames, head, robot, cal, trial, GTOptions(max_gap_mocap_s=0.1, mocap_lost_s=0.1))
     # the study: nearest head sample within 20 ms (unrectification.py:104), else the row is dropped
@@ -185,7 +209,9 @@ def test_deviations_measure_the_three_settings():
         g = np.array([0.1, 0.2, -1.0]) / np.linalg.norm([0.1, 0.2, -1.0])
         geos.append(FrameGeometry(K, (640, 480), e, c, np.eye(3), g, face_box_from_geometry(K, c, shape=(480, 640))))
         r = {"frame": i, "trial_last_frame": n - 1}
-        pm = np.concatenate([e + [0.002, 0, 0], c + [0.002, 0, 0], np.eye(3).ravel()]) if i != 4 else np.full(15, np.nan)
+        pm = (
+            np.concatenate([e + [0.002, 0, 0], c + [0.002, 0, 0], np.eye(3).ravel()]) if i != 4 else np.full(15, np.nan)
+        )
         r.update({f"pm_{k}": v for k, v in zip(_PM, pm, strict=True)})
         rows.append(r)
     truths = [(SimpleNamespace(subject="0001", trial="illum100_P5"), "illumination", geos, pd.DataFrame(rows))]

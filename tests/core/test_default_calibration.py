@@ -59,7 +59,9 @@ def test_camera_beyond_farthest_row_and_targets_on_table(cal):
 
 @pytest.mark.parametrize("yaw", [ARC_YAW_DEG[0], 0.0, ARC_YAW_DEG[1]])
 def test_arc_poses_reachable_by_ur5(cal, yaw):
-    T_wc = camera_on_arc(cal.eye_nominal_world, cal.subject_forward_world, ARC_RADIUS_M, yaw, cal.front_camera_elevation_deg)
+    T_wc = camera_on_arc(
+        cal.eye_nominal_world, cal.subject_forward_world, ARC_RADIUS_M, yaw, cal.front_camera_elevation_deg
+    )
     T_base_tool0 = cal.T_world_base.inv() @ T_wc @ cal.T_tool0_camera.inv()
     sols = kinematics.inverse(T_base_tool0.matrix, cal.robot_model)
     assert sols, f"arc pose at {yaw} deg unreachable"

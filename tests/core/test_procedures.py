@@ -45,7 +45,10 @@ def test_eye_head_calibration_with_noise_and_outlier():
     heads, tools = [], []
     for i in range(20):
         H = SE3(Rotation.random(random_state=i).as_matrix(), rng.uniform(-0.5, 0.5, 3))
-        noise = SE3(Rotation.from_rotvec(rng.normal(scale=np.radians(0.2), size=3)).as_matrix(), rng.normal(scale=0.0003, size=3))
+        noise = SE3(
+            Rotation.from_rotvec(rng.normal(scale=np.radians(0.2), size=3)).as_matrix(),
+            rng.normal(scale=0.0003, size=3),
+        )
         heads.append(H)
         tools.append(H @ truth @ noise)
     tools[5] = tools[5] @ SE3(np.eye(3), [0.02, 0, 0])  # a bumped tool: 2 cm outlier

@@ -18,20 +18,40 @@ def test_sixty_three_trials_per_experiment():
 
 def test_trial_details():
     t = protocol.trial_by_id("illum025_P3")
-    assert (t.experiment, t.condition, t.target, t.illumination, t.camera_motion.kind) == ("illumination", "25", "P3", 25, "fixed")
+    assert (t.experiment, t.condition, t.target, t.illumination, t.camera_motion.kind) == (
+        "illumination",
+        "25",
+        "P3",
+        25,
+        "fixed",
+    )
     a = protocol.trial_by_id("arc_P5")
-    assert a.camera_motion.kind == "arc" and a.camera_motion.radius_m == 0.5 and a.camera_motion.yaw_deg == (-30.0, 30.0)
+    assert (
+        a.camera_motion.kind == "arc" and a.camera_motion.radius_m == 0.5 and a.camera_motion.yaw_deg == (-30.0, 30.0)
+    )
     c = protocol.trial_by_id("conflict_left_H2")
     assert c.head_yaw_deg == 25.0 and c.illumination == 100
     assert protocol.trial_by_id("conflict_right_H6").head_yaw_deg == -25.0
     m = protocol.trial_by_id("mutual_h_fast")
-    assert (m.target, m.camera_motion.kind, m.camera_motion.axis, m.camera_motion.speed_mps) == ("camera", "line", "h", 0.1)
+    assert (m.target, m.camera_motion.kind, m.camera_motion.axis, m.camera_motion.speed_mps) == (
+        "camera",
+        "line",
+        "h",
+        0.1,
+    )
     assert protocol.trial_by_id("mutual_v_slow").camera_motion.speed_mps == 0.05
 
 
 def test_conflict_targets_per_head_position():
-    got = {s: [t.target for t in protocol.select(experiments=["conflict"], conditions=[s])] for s in ("left", "center", "right")}
-    assert got == {"left": ["H1", "H2", "H4", "H5"], "center": ["H1", "H2", "H3", "H4", "H5", "H6"], "right": ["H2", "H3", "H5", "H6"]}
+    got = {
+        s: [t.target for t in protocol.select(experiments=["conflict"], conditions=[s])]
+        for s in ("left", "center", "right")
+    }
+    assert got == {
+        "left": ["H1", "H2", "H4", "H5"],
+        "center": ["H1", "H2", "H3", "H4", "H5", "H6"],
+        "right": ["H2", "H3", "H5", "H6"],
+    }
 
 
 def test_select_and_errors():

@@ -101,7 +101,9 @@ def test_line_scans_are_the_studys_raster(cal, tid, along, across, speed, pass_m
     L = 3 * pass_m + 2 * step_m
     assert plan.notes["length_m"] == pytest.approx(L) == pytest.approx(protocol.line_path_length_m(tid.split("_")[1]))
     # one movel per side, blend 0: the camera stops at each corner; 5 ramp pairs at 0.5 m/s^2
-    assert plan.motion.speed == speed and plan.motion.blend == 0 and plan.motion.stops and not plan.motion.constant_speed
+    assert (
+        plan.motion.speed == speed and plan.motion.blend == 0 and plan.motion.stops and not plan.motion.constant_speed
+    )
     assert plan.notes["duration_s"] == pytest.approx(L / speed + 5 * speed / plan.motion.accel)
 
 
@@ -115,8 +117,13 @@ def test_the_slow_scan_is_the_fast_one_at_half_the_time_rate(cal):
     for axis, fast_s in (("h", 18.0), ("v", 12.0)):
         fast = plan_trial(protocol.trial_by_id(f"mutual_{axis}_fast"), cal, cal.eye_nominal_world)
         slow = plan_trial(protocol.trial_by_id(f"mutual_{axis}_slow"), cal, cal.eye_nominal_world)
-        assert slow.motion.accel == pytest.approx(fast.motion.accel / 4) and fast.motion.accel == TrajectorySettings().motion_accel
-        assert fast.notes["duration_s"] == pytest.approx(fast_s) and slow.notes["duration_s"] == pytest.approx(2 * fast_s)
+        assert (
+            slow.motion.accel == pytest.approx(fast.motion.accel / 4)
+            and fast.motion.accel == TrajectorySettings().motion_accel
+        )
+        assert fast.notes["duration_s"] == pytest.approx(fast_s) and slow.notes["duration_s"] == pytest.approx(
+            2 * fast_s
+        )
         for plan in (fast, slow):
             trial = protocol.trial_by_id(plan.trial_id)
             assert line_duration_s(axis, trial.camera_motion.speed_mps) == pytest.approx(plan.notes["duration_s"])
@@ -163,7 +170,9 @@ def test_the_whole_raster_passes_the_monitor_of_the_default_rig(cal):
         for c in plan.notes["corners_camera_world"]:  # sampled through every corner
             assert np.linalg.norm(cam - c, axis=1).min() < 1e-4
         dist = np.linalg.norm(cam - cal.eye_nominal_world, axis=1)
-        assert dist.min() >= m.limits.min_camera_head_m and dist.min() == pytest.approx(cal.front_camera_distance_m, abs=1e-3)
+        assert dist.min() >= m.limits.min_camera_head_m and dist.min() == pytest.approx(
+            cal.front_camera_distance_m, abs=1e-3
+        )
 
 
 @pytest.mark.parametrize("trial_id", ["illum010_P1", "arc_P5", "conflict_left_H1", "mutual_h_fast", "mutual_v_slow"])
@@ -214,7 +223,9 @@ def test_a_line_brought_within_the_minimum_distance_is_refused_before_motion(cal
 
     plan = plan_trial(protocol.trial_by_id("mutual_h_fast"), cal, cal.eye_nominal_world)
     front = front_camera_pose(cal)
-    toward = cal.eye_nominal_world + 0.2 * (front.t - cal.eye_nominal_world) / np.linalg.norm(front.t - cal.eye_nominal_world)
+    toward = cal.eye_nominal_world + 0.2 * (front.t - cal.eye_nominal_world) / np.linalg.norm(
+        front.t - cal.eye_nominal_world
+    )
     m = SafetyMonitor(SafetyLimits(), cal.T_world_base, cal.T_tool0_camera, "ur5", cal.eye_in_head)
     m.update_head(0, SE3(np.eye(3), toward) @ cal.T_head_eye.inv())
     T_home = SE3.from_matrix(kinematics.forward(HOME_Q))

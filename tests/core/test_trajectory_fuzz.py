@@ -40,9 +40,14 @@ def _num(scale: float, positive: bool = False):
 def cases(draw):
     rf = _fuzz_module()
     scale = draw(st.sampled_from([0.01, 0.1, 0.5, 3.0]))
-    return rf.Case(joint=draw(st.booleans()), delta=tuple(draw(_num(scale)) for _ in range(6)), speed=draw(_num(0.3, True)),
-                   accel=draw(_num(1.5, True)), blend=draw(st.one_of(st.just(0.0), _num(0.01, True))),
-                   q_start_bad=draw(st.one_of(st.none(), SPECIAL)))
+    return rf.Case(
+        joint=draw(st.booleans()),
+        delta=tuple(draw(_num(scale)) for _ in range(6)),
+        speed=draw(_num(0.3, True)),
+        accel=draw(_num(1.5, True)),
+        blend=draw(st.one_of(st.just(0.0), _num(0.01, True))),
+        q_start_bad=draw(st.one_of(st.none(), SPECIAL)),
+    )
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -51,7 +56,10 @@ def test_preview_refuses_or_accepts_safely_never_raises(case):
     assert _fuzz_module().run_case(case) in ("accepted", "refused")
 
 
-@pytest.mark.parametrize("speed,accel", [(float("nan"), 0.5), (0.1, float("nan")), (float("inf"), 0.5), (-0.1, 0.5), (0.1, 0.0), (0.1, 1e-300)])
+@pytest.mark.parametrize(
+    "speed,accel",
+    [(float("nan"), 0.5), (0.1, float("nan")), (float("inf"), 0.5), (-0.1, 0.5), (0.1, 0.0), (0.1, 1e-300)],
+)
 def test_bad_speed_or_accel_is_a_refusal_with_a_reason(speed, accel):
     rf = _fuzz_module()
     ctx = rf._context()
@@ -67,8 +75,11 @@ def test_nan_pose_blend_and_start_joints_are_refused():
     good = rf._se3_moved(start, [0.02, 0, 0], [0, 0, 0])
     nan_pose = rf._se3_moved(start, [float("nan"), 0, 0], [0, 0, 0])
     assert preview_move(Move("ok", (good,), 0.1, 0.5), start, q0, mon, check_mocap=False).ok
-    for move, q in ((Move("p", (nan_pose,), 0.1, 0.5), q0), (Move("b", (good,), 0.1, 0.5, blend=float("nan")), q0),
-                    (Move("q", (good,), 0.1, 0.5), np.r_[q0[:5], np.inf])):
+    for move, q in (
+        (Move("p", (nan_pose,), 0.1, 0.5), q0),
+        (Move("b", (good,), 0.1, 0.5, blend=float("nan")), q0),
+        (Move("q", (good,), 0.1, 0.5), np.r_[q0[:5], np.inf]),
+    ):
         pv = preview_move(move, start, q, mon, check_mocap=False)
         assert not pv.ok and "finite" in pv.verdict.reason
 
@@ -80,7 +91,11 @@ def test_sample_path_and_monitor_preview_refuse_what_callers_pass_unchecked():
     mon: SafetyMonitor = ctx["mon"]
     start = ctx["start"]
     nan_pose = rf._se3_moved(start, [0, float("inf"), 0], [0, 0, 0])
-    for poses, speed, accel in (([start, nan_pose], 0.1, 0.5), ([start, start], float("nan"), 0.5), ([start, start], -1.0, 0.5)):
+    for poses, speed, accel in (
+        ([start, nan_pose], 0.1, 0.5),
+        ([start, start], float("nan"), 0.5),
+        ([start, start], -1.0, 0.5),
+    ):
         t, ps, v, prof = sample_path(poses, speed, accel, 50.0)
         verdict, q = mon.preview(t, ps, ctx["q0"], speed, accel)
         assert not verdict and q is None

@@ -48,13 +48,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = _EPILOG
     p.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
                    help="output folder: sessions/, results/, report/ (default: out/demo)")
-    p.add_argument("--subjects", type=int, default=DEMO_SUBJECTS, metavar="N", help=f"simulated subjects (default {DEMO_SUBJECTS})")
-    p.add_argument("--seconds", type=float, default=1.0, metavar="S", help="seconds per simulated fixed-camera trial (default 1.0)")
-    p.add_argument("--trials", nargs="+", default=list(DEMO_TRIALS), metavar="TRIAL",
-                   help="trial ids per subject (default: 13 trials covering the four experiments)")
-    p.add_argument("--method", action="append", dest="methods", metavar="NAME",
-                   help="methods to run (default: every method whose weights are present, plus the baselines)")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "tensorrt"), help="inference device (default auto)")
+    p.add_argument(
+        "--subjects", type=int, default=DEMO_SUBJECTS, metavar="N", help=f"simulated subjects (default {DEMO_SUBJECTS})"
+    )
+    p.add_argument(
+        "--seconds", type=float, default=1.0, metavar="S", help="seconds per simulated fixed-camera trial (default 1.0)"
+    )
+    p.add_argument(
+        "--trials",
+        nargs="+",
+        default=list(DEMO_TRIALS),
+        metavar="TRIAL",
+        help="trial ids per subject (default: 13 trials covering the four experiments)",
+    )
+    p.add_argument(
+        "--method",
+        action="append",
+        dest="methods",
+        metavar="NAME",
+        help="methods to run (default: every method whose weights are present, plus the baselines)",
+    )
+    p.add_argument(
+        "--device", default="auto", choices=("auto", "cpu", "cuda", "tensorrt"), help="inference device (default auto)"
+    )
     p.add_argument("--fresh", action="store_true", help="delete the output folder first")
 
 
@@ -80,9 +96,11 @@ def _acq_command() -> list[str]:
     exe = Path(sys.executable).with_name("gaze4hri-acq")
     found = str(exe) if exe.is_file() else shutil.which("gaze4hri-acq")
     if not found:
-        raise Gaze4HRIError("the acquisition simulator is not installed", "gaze4hri-acq not found next to "
-                            f"{sys.executable} nor on PATH", "install it (make bootstrap), or run `gaze4hri-bench run "
-                            "--data DIR` on recorded sessions")
+        raise Gaze4HRIError(
+            "the acquisition simulator is not installed",
+            f"gaze4hri-acq not found next to {sys.executable} nor on PATH",
+            "install it (make bootstrap), or run `gaze4hri-bench run --data DIR` on recorded sessions",
+        )
     return [found]
 
 
@@ -102,15 +120,40 @@ def _simulate(out: Path, n: int, trials: list[str], seconds: float, log, progres
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=n * len(trials), desc="simulating", unit="trial", dynamic_ncols=True, file=sys.stderr, miniters=1,
-                   bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} trials [{elapsed}<{remaining}]")
+        bar = tqdm(
+            total=n * len(trials),
+            desc="simulating",
+            unit="trial",
+            dynamic_ncols=True,
+            file=sys.stderr,
+            miniters=1,
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} trials [{elapsed}<{remaining}]",
+        )
     try:
         for i in range(1, n + 1):
             subject = f"S{i:02d}"
             t0 = time.perf_counter()
-            cmd = acq + ["session", "--subject", subject, "--backend", "sim", "--out-dir", str(root),
-                         "--trials", *trials, "--trial-seconds", f"{seconds:g}", "--seed", str(i),
-                         "--resolution", "640x360", "--calibration", str(cal), "--quiet", "--yes"]
+            cmd = acq + [
+                "session",
+                "--subject",
+                subject,
+                "--backend",
+                "sim",
+                "--out-dir",
+                str(root),
+                "--trials",
+                *trials,
+                "--trial-seconds",
+                f"{seconds:g}",
+                "--seed",
+                str(i),
+                "--resolution",
+                "640x360",
+                "--calibration",
+                str(cal),
+                "--quiet",
+                "--yes",
+            ]
             if (root / subject / "session.yaml").is_file():
                 cmd.append("--resume")
             if bar is not None:
@@ -123,9 +166,16 @@ def _simulate(out: Path, n: int, trials: list[str], seconds: float, log, progres
                 _say(bar, log, f"  warning: {subject}: {len(failed)} trial(s) failed and are left out: {msg}")
             elif p.returncode != 0:
                 lines = out_text.strip().splitlines() or ["(no output)"]
-                raise Gaze4HRIError(f"simulated session {subject} failed (exit {p.returncode}): {lines[-1]}",
-                                    " ".join(cmd[:3]) + " ...", "run that command by hand to see the full log")
-            _say(bar, log, f"  simulated {subject}: {len(trials)} trials x {seconds:g} s in {time.perf_counter() - t0:.0f} s")
+                raise Gaze4HRIError(
+                    f"simulated session {subject} failed (exit {p.returncode}): {lines[-1]}",
+                    " ".join(cmd[:3]) + " ...",
+                    "run that command by hand to see the full log",
+                )
+            _say(
+                bar,
+                log,
+                f"  simulated {subject}: {len(trials)} trials x {seconds:g} s in {time.perf_counter() - t0:.0f} s",
+            )
     finally:
         if bar is not None:
             bar.close()
@@ -217,16 +267,26 @@ def main(args: argparse.Namespace) -> int:
     t_all = time.perf_counter()
     methods = tuple(args.methods or available_methods())
     progress = sys.stderr.isatty()
-    cfg = RunConfig(methods=methods, data=out / "sessions", out=out / "results", detector=default_detector(),
-                    device=args.device, progress=progress,
-                    command_line="gaze4hri-bench demo " + " ".join(sys.argv[2:]))
+    cfg = RunConfig(
+        methods=methods,
+        data=out / "sessions",
+        out=out / "results",
+        detector=default_detector(),
+        device=args.device,
+        progress=progress,
+        command_line="gaze4hri-bench demo " + " ".join(sys.argv[2:]),
+    )
     jobs = plan_jobs(cfg)  # fail early on unknown methods / missing weights
     networks = [j.method.name for j in jobs if j.method.kind == "onnx"]
-    log(f"[1/3] simulating {args.subjects} subject(s) x {len(args.trials)} trials -> {out / 'sessions'} "
-        "(SIMULATED data: a rendered face in a simulated lab, not a recording)")
+    log(
+        f"[1/3] simulating {args.subjects} subject(s) x {len(args.trials)} trials -> {out / 'sessions'} "
+        "(SIMULATED data: a rendered face in a simulated lab, not a recording)"
+    )
     _simulate(out, args.subjects, args.trials, args.seconds, log, progress)
-    log(f"[2/3] benchmarking {len(jobs)} job(s)" + ("" if networks else
-        " (no network weights present: `gaze4hri-bench methods` says how to import them)"))
+    log(
+        f"[2/3] benchmarking {len(jobs)} job(s)"
+        + ("" if networks else " (no network weights present: `gaze4hri-bench methods` says how to import them)")
+    )
     for line in plan_lines(jobs, cfg, defaulted=not args.methods):
         log("  " + line)
     paths = run_benchmark(cfg, log=lambda m: log("  " + m), jobs=jobs)
@@ -246,5 +306,7 @@ def main(args: argparse.Namespace) -> int:
     for name, a in s.get("analyses", {}).items():
         why = f" ({'; '.join(a['reasons'])})" if a.get("reasons") else ""
         log(f"  {name:18s} {a['status']:8s} N={a['n']}{why}")
-    log(f"done in {time.perf_counter() - t_all:.0f} s: results in {out / 'results'}; report: {s['report_md']} and {s['report_html']}")
+    log(
+        f"done in {time.perf_counter() - t_all:.0f} s: results in {out / 'results'}; report: {s['report_md']} and {s['report_html']}"
+    )
     return 0

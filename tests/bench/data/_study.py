@@ -46,16 +46,29 @@ def write_video(path: Path, n: int, size=(160, 90), fourcc="mp4v") -> None:
     w.release()
 
 
-def write_trial(base: Path, subject: str = "0005", exp: str = "lighting_100", point: str = "p5", stamp: int = 1700000000000,
-                n_frames: int = 12, seconds: float = 0.5, date: str = "2025-03-04", blinks: dict | None = None,
-                boxes: bool = True, info: dict | None = None) -> Path:
+def write_trial(
+    base: Path,
+    subject: str = "0005",
+    exp: str = "lighting_100",
+    point: str = "p5",
+    stamp: int = 1700000000000,
+    n_frames: int = 12,
+    seconds: float = 0.5,
+    date: str = "2025-03-04",
+    blinks: dict | None = None,
+    boxes: bool = True,
+    info: dict | None = None,
+) -> Path:
     """One trial folder written from the spec; returns it."""
     d = base / date / subject / exp / point / str(stamp)
     d.mkdir(parents=True, exist_ok=True)
     t_pose = T0_MS - 50 + np.arange(int((seconds + 0.1) * 100)) * 10.0  # 100 Hz, starting 50 ms early
     head = _rows(t_pose, R_BAND, BAND_ORIGIN)
     np.save(d / "head_poses.npy", head)
-    np.save(d / "eye_positions.npy", np.column_stack([t_pose, np.tile(BAND_ORIGIN + R_BAND @ EYE_IN_BAND, (len(t_pose), 1))]))
+    np.save(
+        d / "eye_positions.npy",
+        np.column_stack([t_pose, np.tile(BAND_ORIGIN + R_BAND @ EYE_IN_BAND, (len(t_pose), 1))]),
+    )
     np.save(d / "camera_poses.npy", _rows(t_pose, R_CAM_BODY, CAM_POS))
     np.save(d / "target_positions.npy", np.column_stack([t_pose, np.tile(TARGET, (len(t_pose), 1))]))
     np.save(d / "eye_position_in_head_frame.npy", EYE_IN_BAND)
@@ -64,17 +77,29 @@ def write_trial(base: Path, subject: str = "0005", exp: str = "lighting_100", po
     base_pose[:3, 3] = [1.0, 0.0, 0.8]
     np.save(d / "ur5_base_pose.npy", base_pose)
     np.save(d / "rgb_timestamps.npy", T0_MS + 3.0 + np.arange(n_frames) * (1000.0 / 30.0))
-    np.save(d / "camera_intrinsics.npy", np.array({"fx": 120.0, "fy": 121.0, "cx": 80.0, "cy": 45.0,
-                                                   "distortion_coeffs": [0.0, 0.0, 0.0, 0.0, 0.0]}, dtype=object),
-            allow_pickle=True)
-    (d / "rgb_camera_settings.json").write_text(json.dumps({"exposure": 250, "gain": 90, "white_balance": 3000, "saturation": 68}))
+    np.save(
+        d / "camera_intrinsics.npy",
+        np.array(
+            {"fx": 120.0, "fy": 121.0, "cx": 80.0, "cy": 45.0, "distortion_coeffs": [0.0, 0.0, 0.0, 0.0, 0.0]},
+            dtype=object,
+        ),
+        allow_pickle=True,
+    )
+    (d / "rgb_camera_settings.json").write_text(
+        json.dumps({"exposure": 250, "gain": 90, "white_balance": 3000, "saturation": 68})
+    )
     write_video(d / "rgb_video.mp4", n_frames)
     for who, codes in (blinks or {}).items():
         np.save(d / f"blink_annotations_by_{who}.npy", np.asarray(codes, np.int16))
     if boxes:
         k = np.arange(n_frames)
-        np.save(d / "head_bboxes.npy", np.column_stack([10 + k, 5 + 0 * k, 60 + k, 70 + 0 * k, 1 + 0 * k, k]).astype(float))
+        np.save(
+            d / "head_bboxes.npy", np.column_stack([10 + k, 5 + 0 * k, 60 + k, 70 + 0 * k, 1 + 0 * k, k]).astype(float)
+        )
     subj = base / date / subject / "subject_info.json"
-    subj.write_text(json.dumps(info if info is not None else {"gender": "female", "birth_year": 1995, "glasses": True,
-                                                              "height": 168}))
+    subj.write_text(
+        json.dumps(
+            info if info is not None else {"gender": "female", "birth_year": 1995, "glasses": True, "height": 168}
+        )
+    )
     return d

@@ -45,7 +45,11 @@ def test_hold_opens_the_bag_once_and_reads_the_same(sessions, opens):
     assert plain.camera_info(ref).name == "bag" and me not in opens  # cached scan: no open
     cold = Dataset(sessions, trials=["illum100_P5"])
     cam_cold = cold.camera_info(cold.trials()[0])  # no scan yet: reads the bag's first CameraInfo
-    assert opens[me] == 1 and np.array_equal(cam_cold.K, cam0.K) and (cam_cold.width, cam_cold.height) == (cam0.width, cam0.height)
+    assert (
+        opens[me] == 1
+        and np.array_equal(cam_cold.K, cam0.K)
+        and (cam_cold.width, cam_cold.height) == (cam0.width, cam0.height)
+    )
 
     opens.clear()
     held = Dataset(sessions, trials=["illum100_P5"])
@@ -76,7 +80,9 @@ def test_hold_is_per_thread_and_per_bag(sessions, opens):
     me = threading.get_ident()
     assert n_b > 0 and seen["n"] == n_a == n_a2 > 0
     assert opens[me] == 3  # b not held: its scan and its frames; a held: once for both reads
-    assert sum(v for k, v in opens.items() if k != me) == 2  # the other thread never uses the held reader: a's scan and frames
+    assert (
+        sum(v for k, v in opens.items() if k != me) == 2
+    )  # the other thread never uses the held reader: a's scan and frames
 
 
 @pytest.mark.parametrize("little", [True, False])
@@ -104,8 +110,15 @@ def test_direct_cdr_reads_what_rosbags_reads(little):
     for k, frame in enumerate(["world", "w", "a_longer_frame_id"]):
         q = rng.normal(size=4)
         pose = g["geometry_msgs/msg/Pose"](Pt(*rng.normal(size=3)), Qt(*(q / np.linalg.norm(q))))
-        raws.append(bytes(ts.serialize_cdr(g["geometry_msgs/msg/PoseStamped"](head(frame, k), pose), MSG_TYPES[Topics.HEAD_POSE],
-                                           little_endian=little)))
+        raws.append(
+            bytes(
+                ts.serialize_cdr(
+                    g["geometry_msgs/msg/PoseStamped"](head(frame, k), pose),
+                    MSG_TYPES[Topics.HEAD_POSE],
+                    little_endian=little,
+                )
+            )
+        )
     bag = backend.open_bag("/nonexistent")  # only its path is used, for the error's location
     s = cdr._poses(bag, Topics.HEAD_POSE, raws)
     for k, raw in enumerate(raws):

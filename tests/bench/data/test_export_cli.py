@@ -19,7 +19,9 @@ def test_export_study_cli_and_refuses_overwrite(sessions, tmp_path, capsys):
                  "--no-lossless"]) == 0
     assert "exported 1 trial(s)" in capsys.readouterr().out
     assert not list(out.rglob("*.mkv")) and len(list(out.rglob("rgb_video.mp4"))) == 1
-    assert main(["export", str(sessions), str(out), "--format", "study", "--subjects", "S01", "--trials", "arc_P1"]) == 2
+    assert (
+        main(["export", str(sessions), str(out), "--format", "study", "--subjects", "S01", "--trials", "arc_P1"]) == 2
+    )
     o = capsys.readouterr().out
     assert "trial folder exists already" in o and "skipped 1" in o
 
@@ -27,8 +29,25 @@ def test_export_study_cli_and_refuses_overwrite(sessions, tmp_path, capsys):
 def test_export_ethxgaze_h5(sessions, tmp_path, capsys):
     h5py = pytest.importorskip("h5py")
     out = tmp_path / "xgaze"
-    assert main(["export", str(sessions), str(out), "--format", "ethxgaze-h5", "--subjects", "S01",
-                 "--trials", "illum100_P5", "arc_P1", "--test-subjects", "S01"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                str(sessions),
+                str(out),
+                "--format",
+                "ethxgaze-h5",
+                "--subjects",
+                "S01",
+                "--trials",
+                "illum100_P5",
+                "arc_P1",
+                "--test-subjects",
+                "S01",
+            ]
+        )
+        == 0
+    )
     split = json.loads((out / "train_test_split.json").read_text())
     assert split == {"train": [], "val": [], "test": ["subjectS01.h5"]}
     ds = Dataset(sessions, subjects=["S01"], trials=["illum100_P5", "arc_P1"])
@@ -42,7 +61,9 @@ def test_export_ethxgaze_h5(sessions, tmp_path, capsys):
     assert patch.std() > 10  # a real image, not a black patch
     # labels map back to the camera-frame ground truth with R^T (Zhang et al. 2018)
     g_cam = np.einsum("nji,nj->ni", R, pitchyaw_to_vector(gaze[:, 0].astype(float), gaze[:, 1].astype(float)))
-    truth = np.array([gts[t].loc[k, ["gt_x", "gt_y", "gt_z"]].to_numpy(float) for t, k in zip(trial, frame, strict=True)])
+    truth = np.array(
+        [gts[t].loc[k, ["gt_x", "gt_y", "gt_z"]].to_numpy(float) for t, k in zip(trial, frame, strict=True)]
+    )
     assert np.max(angular_error_deg(g_cam, truth)) < 0.01
     assert np.all(np.abs(head) < np.radians(60))  # a head facing the camera region, pitch/yaw in radians
 
@@ -61,13 +82,17 @@ def test_export_joint_states_and_fk(tmp_path):
     res = export_study(root, tmp_path / "out", lossless=False, log=lambda s: None)
     d = res.written[0]
     j, cam = np.load(d / "ur5_joint_states.npy"), np.load(d / "camera_poses.npy")
-    assert j.shape[1] == 7 and len(j) > len(cam) and np.all(np.diff(j[:, 0]) > 0)  # joints at 125 Hz, pose rows at 100 Hz
+    assert (
+        j.shape[1] == 7 and len(j) > len(cam) and np.all(np.diff(j[:, 0]) > 0)
+    )  # joints at 125 Hz, pose rows at 100 Hz
     cal = load_calibration(root / "S03" / "calibration", "S03")
     k = int(np.flatnonzero(np.isin(j[:, 0], cam[:, 0]))[0])  # a joint sample at a row stamp (the first, -50 ms)
     r = int(np.flatnonzero(cam[:, 0] == j[k, 0])[0])
     T = cal.T_world_base.matrix @ forward(j[k, 1:], cal.robot_model) @ cal.T_tool0_camera.matrix
     T_body = cam[r, 1:].reshape(4, 4)
-    assert np.allclose(T[:3, 3], T_body[:3, 3], atol=1e-6) and np.allclose(T[:3, :3] @ L.R_OPT_FROM_BODY, T_body[:3, :3], atol=1e-6)
+    assert np.allclose(T[:3, 3], T_body[:3, 3], atol=1e-6) and np.allclose(
+        T[:3, :3] @ L.R_OPT_FROM_BODY, T_body[:3, :3], atol=1e-6
+    )
 
 
 def test_export_ethxgaze_from_study_layout(tmp_path, capsys):
@@ -95,8 +120,25 @@ def test_export_head_bboxes_read_back_as_face_boxes(sessions, tmp_path):
     detector = "mediapipe"  # OpenCV's Haar cascade misses the 63-pixel face of these 160x90 frames
 
     out = tmp_path / "study"
-    assert main(["export", str(sessions), str(out), "--format", "study", "--subjects", "S01", "--trials", "arc_P1",
-                 "--no-lossless", "--boxes", detector]) == 0
+    assert (
+        main(
+            [
+                "export",
+                str(sessions),
+                str(out),
+                "--format",
+                "study",
+                "--subjects",
+                "S01",
+                "--trials",
+                "arc_P1",
+                "--no-lossless",
+                "--boxes",
+                detector,
+            ]
+        )
+        == 0
+    )
     ds = Dataset(out)
     ref = ds.trials()[0]
     b = ds.face_boxes(ref)

@@ -13,13 +13,31 @@ pytestmark = pytest.mark.replay
 
 def test_unfinished_trial_is_named_once_and_progress_has_an_eta(sessions, tmp_path, capsys):
     lines: list[str] = []
-    res = export_study(sessions, tmp_path / "a", trials=["arc_P1", "conflict_left_H2"], lossless=False, log=lines.append, progress=True)
+    res = export_study(
+        sessions, tmp_path / "a", trials=["arc_P1", "conflict_left_H2"], lossless=False, log=lines.append, progress=True
+    )
     err = capsys.readouterr().err
     assert len(res.written) == 1 and any("conflict_left_H2" in s for s in res.skipped)
     assert sum("conflict_left_H2" in m for m in lines) == 1, lines
-    assert "export trial 1/1" in err and "frames [" in err and "<" in err and "frame/s" in err  # run's overall bar: elapsed<ETA
-    assert main(["export", str(sessions), str(tmp_path / "b"), "--format", "study", "--trials", "arc_P1", "conflict_left_H2",
-                 "--no-lossless"]) == 0
+    assert (
+        "export trial 1/1" in err and "frames [" in err and "<" in err and "frame/s" in err
+    )  # run's overall bar: elapsed<ETA
+    assert (
+        main(
+            [
+                "export",
+                str(sessions),
+                str(tmp_path / "b"),
+                "--format",
+                "study",
+                "--trials",
+                "arc_P1",
+                "conflict_left_H2",
+                "--no-lossless",
+            ]
+        )
+        == 0
+    )
     cap = capsys.readouterr()
     assert (cap.out + cap.err).count("S02/conflict_left_H2") == 1, cap.out
     assert "exported 1 trial(s)" in cap.out and "skipped 1 (named above)" in cap.out

@@ -53,7 +53,9 @@ def _nearest_within(ts1, ts2, max_ms):
 def arc(sessions, tmp_path_factory):
     out = tmp_path_factory.mktemp("study_rows") / "BASE"
     logs = []
-    res = export_study(sessions, out, subjects=["S01"], trials=["arc_P1"], lossless=False, log=logs.append, date=STUDY_DATES[0])
+    res = export_study(
+        sessions, out, subjects=["S01"], trials=["arc_P1"], lossless=False, log=logs.append, date=STUDY_DATES[0]
+    )
     d = res.written[0]
     ds = Dataset(sessions, trials=["arc_P1"])
     return d, ds, ds.trials()[0], logs
@@ -69,9 +71,15 @@ def _our_gt_at(ds, ref, t_ns):
 
 def test_rows_are_one_instant_and_the_date_folder_is_listed(arc):
     d, _ds, _ref, logs = arc
-    head, eye, cam, tgt = (np.load(d / f) for f in ("head_poses.npy", "eye_positions.npy", "camera_poses.npy", "target_positions.npy"))
+    head, eye, cam, tgt = (
+        np.load(d / f) for f in ("head_poses.npy", "eye_positions.npy", "camera_poses.npy", "target_positions.npy")
+    )
     assert len(head) == len(eye) == len(cam) == len(tgt) > 90
-    assert np.array_equal(head[:, 0], cam[:, 0]) and np.array_equal(head[:, 0], eye[:, 0]) and np.array_equal(head[:, 0], tgt[:, 0])
+    assert (
+        np.array_equal(head[:, 0], cam[:, 0])
+        and np.array_equal(head[:, 0], eye[:, 0])
+        and np.array_equal(head[:, 0], tgt[:, 0])
+    )
     assert 9.0 < np.median(np.diff(head[:, 0])) < 11.0  # the 100 Hz motion-capture rows, not the robot's 125 Hz
     # the date folder is one the study's config.py lists (417-426), so its dataset scripts find the subject
     assert d.parents[3].name == STUDY_DATES[0] and not any("not among" in m for m in logs)
@@ -95,7 +103,11 @@ def test_study_loader_head_poses_in_camera_frame(arc):
 
 def test_study_loader_gaze_ground_truths_camera_frame(arc):
     d, ds, ref, _logs = arc
-    tgt, eye, cam = np.load(d / "target_positions.npy"), np.load(d / "eye_positions.npy"), np.load(d / "camera_poses.npy")
+    tgt, eye, cam = (
+        np.load(d / "target_positions.npy"),
+        np.load(d / "eye_positions.npy"),
+        np.load(d / "camera_poses.npy"),
+    )
     g_world = _unit(tgt[:, 1:] - eye[:, 1:])  # row by row (data_loader.py:264-268)
     ic, ig = _nearest_within(cam[:, 0], tgt[:, 0], 5.0)
     C = cam[ic, 1:].reshape(-1, 4, 4)
@@ -112,7 +124,9 @@ def test_training_scripts_row_number_lookup(arc):
     enough that a camera row of another instant (the old 125 Hz rows) is degrees off."""
     d, ds, ref, _logs = arc
     ts = np.load(d / "rgb_timestamps.npy")
-    eye, tgt, cam, head = (np.load(d / f) for f in ("eye_positions.npy", "target_positions.npy", "camera_poses.npy", "head_poses.npy"))
+    eye, tgt, cam, head = (
+        np.load(d / f) for f in ("eye_positions.npy", "target_positions.npy", "camera_poses.npy", "head_poses.npy")
+    )
     _f, idx = _nearest_within(ts, eye[:, 0], 20.0)
     assert len(idx) == len(ts)
     W = np.linalg.inv(cam[idx, 1:].reshape(-1, 4, 4))
@@ -125,7 +139,9 @@ def test_training_scripts_row_number_lookup(arc):
     v = gt["valid"].to_numpy()
     assert v.sum() == len(ts)
     e = angular_error_deg(g[v], gt.loc[v, ["gt_x", "gt_y", "gt_z"]].to_numpy())
-    e_head = angular_error_deg(_to_cv(head_c[:, :3, 0])[v], gt.loc[v, ["head_fwd_x", "head_fwd_y", "head_fwd_z"]].to_numpy())
+    e_head = angular_error_deg(
+        _to_cv(head_c[:, :3, 0])[v], gt.loc[v, ["head_fwd_x", "head_fwd_y", "head_fwd_z"]].to_numpy()
+    )
     assert np.max(e) < 0.01 and np.max(e_head) < 0.01, (np.max(e), np.max(e_head))
     # the check can fail: the camera row two rows later (20 ms on the arc) is measurably off
     W2 = np.linalg.inv(cam[np.minimum(idx + 2, len(cam) - 1), 1:].reshape(-1, 4, 4))

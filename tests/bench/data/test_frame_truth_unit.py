@@ -28,7 +28,10 @@ def _streams(cal, yaw_deg=0.0, n=5):
     eye = cal.eye_nominal_world
     f = cal.subject_forward_world
     T_wc = camera_on_arc(eye, f, 0.5, 0.0, 0.0)
-    R_eye = np.column_stack([f, np.cross([0, 0, 1.0], f), [0, 0, 1.0]]) @ Rotation.from_euler("z", yaw_deg, degrees=True).as_matrix()
+    R_eye = (
+        np.column_stack([f, np.cross([0, 0, 1.0], f), [0, 0, 1.0]])
+        @ Rotation.from_euler("z", yaw_deg, degrees=True).as_matrix()
+    )
     T_wh = SE3(R_eye, eye) @ cal.T_head_eye.inv()
     T_bt = cal.T_world_base.inv() @ T_wc @ cal.T_tool0_camera.inv()
     th = np.arange(0, 300_000_000, 10_000_000)
@@ -54,7 +57,9 @@ def test_frontal_face_geometry(cal):
     R = r[[f"R_head_{i}{j}" for i in range(3) for j in range(3)]].to_numpy(float).reshape(3, 3)
     assert np.allclose(R, np.eye(3), atol=1e-9)
     assert np.allclose(r[["eye_cx", "eye_cy", "eye_cz"]].to_numpy(float), [0, 0, 0.5], atol=1e-9)
-    assert np.allclose(r[["face_cx", "face_cy", "face_cz"]].to_numpy(float), [0, 0, 0.5] + EYE_TO_FACE_CENTRE_MM / 1000, atol=1e-9)
+    assert np.allclose(
+        r[["face_cx", "face_cy", "face_cz"]].to_numpy(float), [0, 0, 0.5] + EYE_TO_FACE_CENTRE_MM / 1000, atol=1e-9
+    )
     assert np.allclose(r[["target_cx", "target_cy", "target_cz"]].to_numpy(float), 0.0, atol=1e-9)  # mutual: the camera
 
 
@@ -104,8 +109,12 @@ def test_fk_from_recorded_joint_states(tmp_path, cal):
     from gaze4hri_core.session import Topics
 
     root = tmp_path / "root"
-    write_session(root, "S01", [TrialSpec("arc_P3", seconds=0.6, omit_topics=(Topics.TCP_POSE,), extra={"joints": True})],
-                  tmp=tmp_path)
+    write_session(
+        root,
+        "S01",
+        [TrialSpec("arc_P3", seconds=0.6, omit_topics=(Topics.TCP_POSE,), extra={"joints": True})],
+        tmp=tmp_path,
+    )
     ds = Dataset(root)
     ref = ds.trials()[0]
     gt = ds.trial_ground_truth(ref)

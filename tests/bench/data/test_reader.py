@@ -99,10 +99,22 @@ def test_joint_state_cdr_both_layouts():
 
     ts = get_typestore(Stores.ROS2_KILTED)
     g = ts.types
-    names = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint"]
+    names = [
+        "shoulder_pan_joint",
+        "shoulder_lift_joint",
+        "elbow_joint",
+        "wrist_1_joint",
+        "wrist_2_joint",
+        "wrist_3_joint",
+    ]
     q = np.array([0.1, -1.2, 1.3, -0.4, 1.5, -3.0])
-    m = g["sensor_msgs/msg/JointState"](header=g["std_msgs/msg/Header"](stamp=g["builtin_interfaces/msg/Time"](sec=12, nanosec=345),
-                                        frame_id=""), name=names, position=q, velocity=np.zeros(6), effort=np.zeros(0))
+    m = g["sensor_msgs/msg/JointState"](
+        header=g["std_msgs/msg/Header"](stamp=g["builtin_interfaces/msg/Time"](sec=12, nanosec=345), frame_id=""),
+        name=names,
+        position=q,
+        velocity=np.zeros(6),
+        effort=np.zeros(0),
+    )
     raws = [bytes(ts.serialize_cdr(m, "sensor_msgs/msg/JointState"))]
     try:
         from rclpy.serialization import serialize_message

@@ -22,16 +22,37 @@ def test_run_loop_reads_recorded_sessions(tmp_path):
     from gaze4hri_bench.zoo import store
 
     root = tmp_path / "root"
-    write_session(root, "S01", [TrialSpec("illum100_P5", seconds=0.5, size=(480, 270), drop=(4,), mocap_gap=(0.25, 0.4))],
-                  tmp=tmp_path)
+    write_session(
+        root,
+        "S01",
+        [TrialSpec("illum100_P5", seconds=0.5, size=(480, 270), drop=(4,), mocap_gap=(0.25, 0.4))],
+        tmp=tmp_path,
+    )
     models = tmp_path / "models"
     models.mkdir()
     spec = get_method("tiny_test").spec
     p = build_gradient_onnx(spec, models / spec.weights_file)
-    store.write_record(models, "tiny_test", {"method": "tiny_test", "random_init": True, "onnx": p.name,
-                                             "onnx_sha256": store.sha256_file(p), "note": "tiny gradient test model"})
-    cfg = RunConfig(methods=("head_pose", "tiny_test"), data=root, out=tmp_path / "out", input="both", detector="mediapipe",
-                    models_dir=models, progress=False, command_line="pytest")
+    store.write_record(
+        models,
+        "tiny_test",
+        {
+            "method": "tiny_test",
+            "random_init": True,
+            "onnx": p.name,
+            "onnx_sha256": store.sha256_file(p),
+            "note": "tiny gradient test model",
+        },
+    )
+    cfg = RunConfig(
+        methods=("head_pose", "tiny_test"),
+        data=root,
+        out=tmp_path / "out",
+        input="both",
+        detector="mediapipe",
+        models_dir=models,
+        progress=False,
+        command_line="pytest",
+    )
     paths = {Path(x).name: x for x in run_benchmark(cfg, log=lambda *_: None)}
     assert set(paths) == {"head_pose__none.parquet", "tiny_test__crop.parquet", "tiny_test__rectified.parquet"}
     for name, path in paths.items():

@@ -20,7 +20,14 @@ def sim_root(tmp_path_factory):
     root = tmp / "root"
     # the session starts with S01's eye-head calibration against the simulated subject
     # (its own offset, not the default subject's), so no subject file is written by hand
-    run_sim_session(root, "S01", ["illum100_P5", "arc_P1", "mutual_h_fast"], resolution=(640, 360), trial_seconds=1.0, real_time_factor=50)
+    run_sim_session(
+        root,
+        "S01",
+        ["illum100_P5", "arc_P1", "mutual_h_fast"],
+        resolution=(640, 360),
+        trial_seconds=1.0,
+        real_time_factor=50,
+    )
     return root
 
 
@@ -88,7 +95,9 @@ def test_ear_blinks_in_the_run_loop_match_the_simulator(sim_root, tmp_path):
     assert truth  # the simulated subject blinks within these three seconds
 
     def run(out: Path, **kw):
-        cfg = RunConfig(methods=("straight", "head_pose"), data=sim_root, out=out, detector="mediapipe", progress=False, **kw)
+        cfg = RunConfig(
+            methods=("straight", "head_pose"), data=sim_root, out=out, detector="mediapipe", progress=False, **kw
+        )
         return run_benchmark(cfg, log=lambda *_: None)
 
     a, b = run(tmp_path / "ear")

@@ -68,7 +68,9 @@ def test_same_ground_truth_and_validity(exported, sessions):
         assert (ga["invalid_reason"].to_numpy() == gb["invalid_reason"].to_numpy()).all(), tid
         v = ga["valid"].to_numpy()
         assert v.sum() > 10
-        e = angular_error_deg(ga.loc[v, ["gt_x", "gt_y", "gt_z"]].to_numpy(), gb.loc[v, ["gt_x", "gt_y", "gt_z"]].to_numpy())
+        e = angular_error_deg(
+            ga.loc[v, ["gt_x", "gt_y", "gt_z"]].to_numpy(), gb.loc[v, ["gt_x", "gt_y", "gt_z"]].to_numpy()
+        )
         assert np.max(e) < 0.01, (tid, np.max(e))
         print(tid, "max GT difference deg", float(np.max(e)), "valid", int(v.sum()), "of", len(v))
         for c in ("head_gaze_conflict_deg", "camera_yaw_deg"):
@@ -112,8 +114,18 @@ def test_benchmark_means_agree_across_backends(exported, sessions, tmp_path, tin
     out, _res = exported
     means = {}
     for fmt, data in (("session", sessions), ("study", out)):
-        cfg = RunConfig(methods=("head_pose", "straight", "tiny_test"), data=data, out=tmp_path / fmt, subjects=("S01",), blinks="off",
-                        progress=False, command_line="pytest", data_format=fmt, input="both", models_dir=tiny_models)
+        cfg = RunConfig(
+            methods=("head_pose", "straight", "tiny_test"),
+            data=data,
+            out=tmp_path / fmt,
+            subjects=("S01",),
+            blinks="off",
+            progress=False,
+            command_line="pytest",
+            data_format=fmt,
+            input="both",
+            models_dir=tiny_models,
+        )
         for p in run_benchmark(cfg, log=lambda *_: None):
             df = pd.read_parquet(p)
             m = df[df["valid"]].groupby(["method", "input", "trial"])["error_deg"].mean()

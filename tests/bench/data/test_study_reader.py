@@ -143,8 +143,22 @@ def test_run_cli_goes_on_and_lists_skipped(tmp_path, capsys):
 
     b = _bad_dataset(tmp_path)
     out = tmp_path / "res"
-    rc = main(["run", "--data", str(b), "--format", "study", "--method", "head_pose", "--out", str(out), "--no-progress",
-               "--blinks", "annotations"])
+    rc = main(
+        [
+            "run",
+            "--data",
+            str(b),
+            "--format",
+            "study",
+            "--method",
+            "head_pose",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--blinks",
+            "annotations",
+        ]
+    )
     text = capsys.readouterr()
     assert rc == 0, text.err
     assert text.out.count("skipped ") + text.err.count("skipped ") >= 5
@@ -180,7 +194,9 @@ def test_study_time_sync_option(tmp_path):
     assert stable_start_ns(np.array([0, 50, 100]) * 1_000_000) == 0  # too short: from the first sample, as the study
     d = S.write_trial(tmp_path / "B")
     h = np.load(d / "head_poses.npy")
-    h[:8, 0] = h[8, 0] - 10.0 * np.arange(8, 0, -1) - np.array([90, 60, 40, 30, 20, 13, 5, 2])  # irregular first samples
+    h[:8, 0] = (
+        h[8, 0] - 10.0 * np.arange(8, 0, -1) - np.array([90, 60, 40, 30, 20, 13, 5, 2])
+    )  # irregular first samples
     np.save(d / "head_poses.npy", h)
     ds = Dataset(tmp_path / "B", gt_options=GTOptions(sync="study"))
     gt = ds.trial_ground_truth(ds.trials()[0])

@@ -55,7 +55,9 @@ def _study_subject_meta(path) -> dict:
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
     b = tmp_path_factory.mktemp("release") / "BASE"
-    info = {"subjects": [{"name": "Jane Doe", "gender": "female", "birth_year": 1994, "glasses": True, "height_cm": 171}]}
+    info = {
+        "subjects": [{"name": "Jane Doe", "gender": "female", "birth_year": 1994, "glasses": True, "height_cm": 171}]
+    }
     zeynep = np.ones(12, np.int16)
     zeynep[[2, 3]] = 3
     ahmet = np.ones(12, np.int16)
@@ -133,7 +135,10 @@ def test_rerecording_by_modification_time(release):
 
 def test_unreadable_optional_files_keep_the_trial(release):
     b, odd = release[0], release[3]
-    assert np.load(odd / "ur5_joint_states.npy").size == 0 and np.load(odd / "table_pose.npy", allow_pickle=True).item() is None
+    assert (
+        np.load(odd / "ur5_joint_states.npy").size == 0
+        and np.load(odd / "table_pose.npy", allow_pickle=True).item() is None
+    )
     ds = Dataset(b, trials=["illum025_P5"])
     [ref] = ds.trials()
     gt = ds.trial_ground_truth(ref)
@@ -147,8 +152,23 @@ def test_run_goes_on_past_the_truncated_video(release, tmp_path, capsys):
     from gaze4hri_bench.cli import main
 
     out = tmp_path / "res"
-    rc = main(["run", "--data", str(release[0]), "--format", "study", "--method", "head_pose", "--out", str(out),
-               "--no-progress", "--trials", "illum100_P5", "illum050_P5"])
+    rc = main(
+        [
+            "run",
+            "--data",
+            str(release[0]),
+            "--format",
+            "study",
+            "--method",
+            "head_pose",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--trials",
+            "illum100_P5",
+            "illum050_P5",
+        ]
+    )
     text = capsys.readouterr()
     assert rc == 0, text.err
     assert "illum050_P5" in text.out + text.err and "last frame" in text.out + text.err

@@ -57,7 +57,9 @@ def test_blink_annotations_yaml_and_csv(tmp_path, sessions):
     shutil.copytree(sessions / "S01", root / "S01")
     ann = root / "S01" / "annotations"
     ann.mkdir()
-    (ann / "blinks.yaml").write_text("format: gaze4hri/blinks@1\nsubject: S01\ntrials:\n  arc_P1: [[3, 5], [20, 20]]\n  mutual_h_fast: []\n")
+    (ann / "blinks.yaml").write_text(
+        "format: gaze4hri/blinks@1\nsubject: S01\ntrials:\n  arc_P1: [[3, 5], [20, 20]]\n  mutual_h_fast: []\n"
+    )
     ds = Dataset(root)
     refs = {r.trial: r for r in ds.trials()}
     gt = ds.trial_ground_truth(refs["arc_P1"])
@@ -113,8 +115,9 @@ def test_ear_blink_and_face_reasons():
     assert list(validity.blink_from_ear(e2, threshold=0.33)) == [0, 0, 1, 0, 0]
     with pytest.raises(ValueError):
         validity.blink_from_ear(e2, None, relative=None)
-    gt = pd.DataFrame({"frame": range(4), "valid": [True, False, True, True],
-                       "invalid_reason": ["", "mocap_lost", "", ""]})
+    gt = pd.DataFrame(
+        {"frame": range(4), "valid": [True, False, True, True], "invalid_reason": ["", "mocap_lost", "", ""]}
+    )
     out = validity.apply_face_reasons(gt, blink=[1, 1, 0, 0], no_face=[0, 0, 1, 1])
     assert list(out["invalid_reason"]) == ["blink", "mocap_lost", "no_face", "no_face"]
     assert not out["valid"].any()

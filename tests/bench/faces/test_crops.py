@@ -20,7 +20,10 @@ def test_head_rule_regions():
     head = np.array([100.0, 50.0, 200.0, 170.0])  # w 100, h 120 -> max 120
     assert np.allclose(crops.rule_square(head, "mcgaze_head_square", "head"), [150 - 96, 110 - 96, 150 + 96, 110 + 96])
     s = 0.9 * 120
-    assert np.allclose(crops.rule_square(head, "gat_head_box", "head"), [150 - s / 2, 50 + 0.09 * 120, 150 + s / 2, 50 + 0.09 * 120 + s])
+    assert np.allclose(
+        crops.rule_square(head, "gat_head_box", "head"),
+        [150 - s / 2, 50 + 0.09 * 120, 150 + s / 2, 50 + 0.09 * 120 + s],
+    )
     face = np.array([100.0, 100.0, 200.0, 200.0])
     hb = crops.head_box_from_face(face)
     assert np.allclose(hb, [85, 55, 215, 210])  # 1.3 w wide, +0.45 h above, +0.10 h below

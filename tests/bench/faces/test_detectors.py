@@ -43,7 +43,9 @@ def test_mediapipe_finds_face_with_landmarks(astronaut, mp_detector):
     assert iou(f.box, FACE) > 0.6
     assert f.keypoints.shape == (5, 2) and f.landmarks.shape[0] >= 468
     x1, y1, x2, y2 = f.box
-    assert ((f.keypoints[:, 0] > x1) & (f.keypoints[:, 0] < x2) & (f.keypoints[:, 1] > y1) & (f.keypoints[:, 1] < y2)).all()
+    assert (
+        (f.keypoints[:, 0] > x1) & (f.keypoints[:, 0] < x2) & (f.keypoints[:, 1] > y1) & (f.keypoints[:, 1] < y2)
+    ).all()
     assert f.keypoints[0, 0] < f.keypoints[1, 0]  # image-left eye first
     assert f.keypoints[2, 1] > f.keypoints[0, 1]  # nose below the eyes
     ear = mean_ear(f.landmarks)
@@ -111,11 +113,16 @@ def _constant_yolo_onnx(path, pred):
         helper.make_node("Mul", ["m", "zero"], ["z"]),
         helper.make_node("Add", ["pred", "z"], ["output0"]),
     ]
-    g = helper.make_graph(nodes, "yolo_face_const",
-                          [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 640, 640])],
-                          [helper.make_tensor_value_info("output0", TensorProto.FLOAT, list(pred.shape))],
-                          [numpy_helper.from_array(pred.astype(np.float32), "pred"),
-                           numpy_helper.from_array(np.zeros((), np.float32), "zero")])
+    g = helper.make_graph(
+        nodes,
+        "yolo_face_const",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 640, 640])],
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, list(pred.shape))],
+        [
+            numpy_helper.from_array(pred.astype(np.float32), "pred"),
+            numpy_helper.from_array(np.zeros((), np.float32), "zero"),
+        ],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.save(m, path)

@@ -62,7 +62,9 @@ def test_scale_is_1p6_px_per_mm():
     c, Rh = next(_cases(1))
     W, R = nz.normalization_homography(K, c, Rh, 1600, 1000, 224)
     a, b = c - 0.005 * R[0], c + 0.005 * R[0]
-    assert np.linalg.norm(_project(W, (K @ b)[:2] / b[2]) - _project(W, (K @ a)[:2] / a[2])) == pytest.approx(16.0, rel=2e-3)
+    assert np.linalg.norm(_project(W, (K @ b)[:2] / b[2]) - _project(W, (K @ a)[:2] / a[2])) == pytest.approx(
+        16.0, rel=2e-3
+    )
 
 
 def test_warp_image_and_upright_frontal_face():
@@ -71,7 +73,7 @@ def test_warp_image_and_upright_frontal_face():
     img = np.zeros((1080, 1920, 3), np.uint8)
     c = np.array([0.05, -0.03, 0.6])
     u, v = (K @ c)[:2] / c[2]
-    img[int(round(v)) - 2:int(round(v)) + 3, int(round(u)) - 2:int(round(u)) + 3] = 255
+    img[int(round(v)) - 2 : int(round(v)) + 3, int(round(u)) - 2 : int(round(u)) + 3] = 255
     patch, R = nz.normalize(img, K, c, np.eye(3))
     assert patch.shape == (224, 224, 3)
     ys, xs = np.nonzero(patch[..., 0] > 128)

@@ -78,7 +78,11 @@ def test_import_of_official_container_records_provenance(family, zoo_imported):
     assert rec["checkpoint_sha256"] == sha256_file(imp.checkpoint)
     assert rec["onnx_sha256"] == sha256_file(imp.onnx)
     assert rec["random_init"] is False
-    assert (rec["source"], rec["licence"], rec["train_set"]) == (imp.spec.source_url, imp.spec.licence, imp.spec.train_set)
+    assert (rec["source"], rec["licence"], rec["train_set"]) == (
+        imp.spec.source_url,
+        imp.spec.licence,
+        imp.spec.train_set,
+    )
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rec["imported_utc"])
     assert rec["parity"]["max_abs_diff"] < PARITY_ATOL
     assert rec["opset"] == 17

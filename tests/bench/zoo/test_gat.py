@@ -59,10 +59,17 @@ def _official_from_config() -> list[tuple[str, tuple[int, ...]]]:
                     (b + "mlp.fc1.weight", (4 * c, c)), (b + "mlp.fc1.bias", (4 * c,)),
                     (b + "mlp.fc2.weight", (c, 4 * c)), (b + "mlp.fc2.bias", (c,))]
         if i < 3:
-            out += [(f"{p}layers.{i}.downsample.reduction.weight", (2 * c, 4 * c)),
-                    (f"{p}layers.{i}.downsample.norm.weight", (4 * c,)), (f"{p}layers.{i}.downsample.norm.bias", (4 * c,))]
-    out += [(p + "norm.weight", (768,)), (p + "norm.bias", (768,)),
-            ("decoder.gaze.layers.0.weight", (3, 768)), ("decoder.gaze.layers.0.bias", (3,))]
+            out += [
+                (f"{p}layers.{i}.downsample.reduction.weight", (2 * c, 4 * c)),
+                (f"{p}layers.{i}.downsample.norm.weight", (4 * c,)),
+                (f"{p}layers.{i}.downsample.norm.bias", (4 * c,)),
+            ]
+    out += [
+        (p + "norm.weight", (768,)),
+        (p + "norm.bias", (768,)),
+        ("decoder.gaze.layers.0.weight", (3, 768)),
+        ("decoder.gaze.layers.0.bias", (3,)),
+    ]
     return out
 
 
@@ -188,6 +195,7 @@ def test_bad_input_shape_raises(model):
 
 # --- official checkpoint import -------------------------------------------------------------
 
+
 @pytest.mark.replay
 @pytest.mark.parametrize("prefix", ["", "model."])
 def test_convert_official_checkpoint(model, tmp_path, manifest, prefix):
@@ -195,7 +203,8 @@ def test_convert_official_checkpoint(model, tmp_path, manifest, prefix):
     gat.write_official_checkpoint(model, path, prefix=prefix)
     obj = torch.load(path, map_location="cpu", weights_only=True)
     assert [(k, tuple(v.shape)) for k, v in obj["state_dict"].items()] == [
-        (prefix + n, s) for n, s in gat.official_shapes()]
+        (prefix + n, s) for n, s in gat.official_shapes()
+    ]
     sd, dropped = gat.split_checkpoint(obj)
     assert dropped == [n for n, _ in manifest["dropped"]]
     with torch.device("meta"):
@@ -213,7 +222,10 @@ def test_bad_checkpoints_name_the_keys(model, tmp_path):
     sd = dict(obj["state_dict"])
     sd.pop("decoder.gaze.layers.0.bias")
     sd["encoder.encoder.norm.weight"] = torch.ones(96)
-    with pytest.raises(Gaze4HRIError, match=r"1 missing \(decoder\.gaze\.layers\.0\.bias\).*wrong shape \(encoder\.encoder\.norm\.weight \[96\]"):
+    with pytest.raises(
+        Gaze4HRIError,
+        match=r"1 missing \(decoder\.gaze\.layers\.0\.bias\).*wrong shape \(encoder\.encoder\.norm\.weight \[96\]",
+    ):
         gat.convert_checkpoint({"state_dict": sd})
     sd = dict(obj["state_dict"])
     key = "encoder.encoder.layers.1.blocks.0.attn.relative_position_index"
@@ -226,6 +238,7 @@ def test_bad_checkpoints_name_the_keys(model, tmp_path):
 
 # --- ONNX export and ONNX Runtime parity ----------------------------------------------------
 
+
 @pytest.mark.replay
 @pytest.mark.slow
 # the default suite exports GaT through the zoo (tests/bench/zoo/test_families.py: contract, parity); this direct export: long tier
@@ -237,9 +250,16 @@ def test_onnx_contract_and_runtime_parity(model, tmp_path):
     path = tmp_path / "gat_gaze360.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (torch.randn(1, 8, 3, 224, 224),), str(path), input_names=["clip"],
-                          output_names=["gaze"], opset_version=17, dynamo=False,
-                          dynamic_axes={"clip": {0: "B"}, "gaze": {0: "B"}})
+        torch.onnx.export(
+            model,
+            (torch.randn(1, 8, 3, 224, 224),),
+            str(path),
+            input_names=["clip"],
+            output_names=["gaze"],
+            opset_version=17,
+            dynamo=False,
+            dynamic_axes={"clip": {0: "B"}, "gaze": {0: "B"}},
+        )
     m = onnx.load(str(path))
     dims = lambda vi: tuple(d.dim_param or d.dim_value for d in vi.type.tensor_type.shape.dim)  # noqa: E731
     assert {i.name: dims(i) for i in m.graph.input} == SPEC.onnx_inputs

@@ -79,7 +79,10 @@ def _official_from_config() -> list[tuple[str, tuple[int, ...]]]:
         lin(p + ".attention.attn.out_proj", 256, 256)
         ln(p + ".attention_norm")
         lin(p + ".instance_interactive_conv.dynamic_layer", 2 * 256 * 64, 256)
-        out += [(p + ".instance_interactive_conv.norm_in.weight", (64,)), (p + ".instance_interactive_conv.norm_in.bias", (64,))]
+        out += [
+            (p + ".instance_interactive_conv.norm_in.weight", (64,)),
+            (p + ".instance_interactive_conv.norm_in.bias", (64,)),
+        ]
         ln(p + ".instance_interactive_conv.norm_out")
         lin(p + ".instance_interactive_conv.fc_layer", 256, 256 * 49)
         ln(p + ".instance_interactive_conv.fc_norm")
@@ -136,6 +139,7 @@ def test_state_dict_equals_manifest(model, manifest):
 
 # --- RoIAlign against a literal port of mmcv's CPU kernel --------------------------------------
 
+
 def _mmcv_roi_align_ref(feat: np.ndarray, box, scale: float, out: int = 7, ratio: int = 2) -> np.ndarray:
     """mmcv roi_align_forward_cpu (aligned=True, avg), one box, loops over samples."""
     c, h, w = feat.shape
@@ -160,7 +164,12 @@ def _mmcv_roi_align_ref(feat: np.ndarray, box, scale: float, out: int = 7, ratio
             xh = xl + 1
         ly, lx = y - yl, x - xl
         hy, hx = 1 - ly, 1 - lx
-        return hy * hx * feat[:, yl, xl] + hy * lx * feat[:, yl, xh] + ly * hx * feat[:, yh, xl] + ly * lx * feat[:, yh, xh]
+        return (
+            hy * hx * feat[:, yl, xl]
+            + hy * lx * feat[:, yl, xh]
+            + ly * hx * feat[:, yh, xl]
+            + ly * lx * feat[:, yh, xh]
+        )
 
     for ph in range(out):
         for pw in range(out):
@@ -178,10 +187,21 @@ def _mmcv_roi_align_ref(feat: np.ndarray, box, scale: float, out: int = 7, ratio
 def test_roi_align_matches_mmcv_kernel():
     g = torch.Generator().manual_seed(3)
     feat = torch.randn(2, 3, 13, 17, generator=g, dtype=torch.float64)
-    boxes = torch.tensor([
-        [[4.0, 8.0, 40.0, 30.0], [-10.0, -6.0, 20.0, 12.0], [50.0, 30.0, 80.0, 60.0]],  # inside, over the top-left, past the bottom-right
-        [[0.0, 0.0, 68.0, 52.0], [33.0, 21.0, 33.5, 21.2], [-30.0, -30.0, -2.0, -1.0]],  # whole map, tiny, fully outside
-    ], dtype=torch.float64)
+    boxes = torch.tensor(
+        [
+            [
+                [4.0, 8.0, 40.0, 30.0],
+                [-10.0, -6.0, 20.0, 12.0],
+                [50.0, 30.0, 80.0, 60.0],
+            ],  # inside, over the top-left, past the bottom-right
+            [
+                [0.0, 0.0, 68.0, 52.0],
+                [33.0, 21.0, 33.5, 21.2],
+                [-30.0, -30.0, -2.0, -1.0],
+            ],  # whole map, tiny, fully outside
+        ],
+        dtype=torch.float64,
+    )
     got = roi_align_level(feat, boxes, 0.25).numpy()
     for n in range(2):
         for p in range(3):
@@ -200,7 +220,7 @@ def test_roi_level_rule_and_multilevel_pick():
     b = torch.tensor([[[0.0, 0.0, 60.0, 60.0], [8.0, 8.0, 30.0, 40.0], [0.0, 0.0, 130.0, 130.0]]])
     got = multilevel_roi_align(feats, b, (4, 8, 16, 32))
     for p, lvl in enumerate([0, 0, 1]):
-        ref = roi_align_level(feats[lvl], b[:, p:p + 1], 1.0 / (4, 8, 16, 32)[lvl])[0, 0]
+        ref = roi_align_level(feats[lvl], b[:, p : p + 1], 1.0 / (4, 8, 16, 32)[lvl])[0, 0]
         torch.testing.assert_close(got[p], ref)
 
 
@@ -211,8 +231,9 @@ def test_delta2bbox_matches_mmdet_docstring_example():
     rois = torch.tensor([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0]])
     deltas = torch.tensor([[0.0, 0.0, 0.0, 0.0], [2.0, 2.0, 1.0, 1.0]])
     out = delta2bbox(rois, deltas)
-    torch.testing.assert_close(out, torch.tensor([[0.0, 0.0, 1.0, 1.0], [0.1409, 0.1409, 2.8591, 2.8591]]),
-                               atol=1e-4, rtol=0)
+    torch.testing.assert_close(
+        out, torch.tensor([[0.0, 0.0, 1.0, 1.0], [0.1409, 0.1409, 2.8591, 2.8591]]), atol=1e-4, rtol=0
+    )
     # width/height log-ratio is clamped at |log(16/1000)|, centre shifts are not
     big = delta2bbox(rois[:1], torch.tensor([[0.0, 0.0, 10.0, -10.0]]))
     w = big[0, 2] - big[0, 0]
@@ -228,12 +249,14 @@ def test_proposals_are_scaled_learned_boxes(model):
 
 # --- clip-level properties on small frames (the network is fully convolutional up to RoIAlign)
 
+
 @pytest.fixture(scope="module")
 def small_model(model):
     m = copy.deepcopy(model)
     with torch.no_grad():  # distinct face / eyes / head boxes (cx, cy, w, h)
-        m.rpn_head.init_proposal_bboxes.weight.copy_(torch.tensor(
-            [[0.5, 0.55, 0.6, 0.6], [0.5, 0.45, 0.5, 0.2], [0.5, 0.5, 0.95, 0.95]]))
+        m.rpn_head.init_proposal_bboxes.weight.copy_(
+            torch.tensor([[0.5, 0.55, 0.6, 0.6], [0.5, 0.45, 0.5, 0.2], [0.5, 0.5, 0.95, 0.95]])
+        )
     return m
 
 
@@ -318,6 +341,7 @@ def test_bad_input_shape_raises(model):
 
 # --- official checkpoint import -------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def official_file(model, tmp_path_factory):
     path = tmp_path_factory.mktemp("mcgaze") / "multiclue_gaze_r50_l2cs.pth"
@@ -352,7 +376,9 @@ def test_bad_checkpoints_name_the_keys(official_file):
     sd = dict(obj["state_dict"])
     sd["neck.fpn_convs.0.conv.weight"] = torch.zeros(128, 256, 3, 3)
     sd["roi_head.extra.weight"] = torch.zeros(1)
-    with pytest.raises(Gaze4HRIError, match=r"unexpected \(roi_head\.extra\.weight\).*wrong shape \(neck\.fpn_convs\.0"):
+    with pytest.raises(
+        Gaze4HRIError, match=r"unexpected \(roi_head\.extra\.weight\).*wrong shape \(neck\.fpn_convs\.0"
+    ):
         mcgaze.convert_checkpoint({"state_dict": sd})
     sd = {k: v for k, v in obj["state_dict"].items() if not k.endswith("num_batches_tracked")}
     assert int(mcgaze.convert_checkpoint({"state_dict": sd})["backbone.bn1.num_batches_tracked"]) == 0
@@ -361,6 +387,7 @@ def test_bad_checkpoints_name_the_keys(official_file):
 
 
 # --- ONNX export and ONNX Runtime parity ----------------------------------------------------
+
 
 @pytest.mark.replay
 @pytest.mark.long  # the MCGaze export (tests/bench/zoo/conftest.py HEAVY_EXPORT)
@@ -408,9 +435,17 @@ def test_import_tells_the_two_official_checkpoints_apart(model, official_file, t
     from gaze4hri_bench.zoo.manage import import_checkpoint
 
     obj = torch.load(official_file, map_location="cpu", weights_only=True)
-    assert mcgaze.checkpoint_setting(obj, official_file) == "l2cs" and mcgaze.check_checkpoint(obj, official_file) is None
-    g360 = {"meta": {**obj["meta"], "config": "test_pipeline = [dict(type='CenterCrop', crop_size=(0.68, 0.68)), "
-                                              "dict(type='Resize', img_scale=(224, 224), keep_ratio=True)]"}, "state_dict": obj["state_dict"]}
+    assert (
+        mcgaze.checkpoint_setting(obj, official_file) == "l2cs" and mcgaze.check_checkpoint(obj, official_file) is None
+    )
+    g360 = {
+        "meta": {
+            **obj["meta"],
+            "config": "test_pipeline = [dict(type='CenterCrop', crop_size=(0.68, 0.68)), "
+            "dict(type='Resize', img_scale=(224, 224), keep_ratio=True)]",
+        },
+        "state_dict": obj["state_dict"],
+    }
     bare = tmp_path / "multiclue_gaze_r50_gaze360.pth"
     torch.save({"state_dict": obj["state_dict"]}, str(bare))
     for o, path in ((g360, tmp_path / "renamed.pth"), (torch.load(bare, map_location="cpu", weights_only=True), bare)):

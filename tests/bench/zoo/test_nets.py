@@ -165,9 +165,15 @@ def test_missing_batchnorm_counters_are_filled(layout):
     "edit, pattern",
     [
         (lambda sd: sd.pop("fc_yaw_gaze.weight"), r"1 missing \(fc_yaw_gaze\.weight\)"),
-        (lambda sd: sd.update({"fc_roll_gaze.weight": torch.zeros(90, 2048)}), r"1 unexpected \(fc_roll_gaze\.weight\)"),
+        (
+            lambda sd: sd.update({"fc_roll_gaze.weight": torch.zeros(90, 2048)}),
+            r"1 unexpected \(fc_roll_gaze\.weight\)",
+        ),
         # L2CS MPIIGaze models have 28 bins: same keys, other shapes
-        (lambda sd: sd.update({"fc_yaw_gaze.weight": torch.zeros(28, 2048)}), r"wrong shape \(fc_yaw_gaze\.weight \[28, 2048\] != \[90, 2048\]\)"),
+        (
+            lambda sd: sd.update({"fc_yaw_gaze.weight": torch.zeros(28, 2048)}),
+            r"wrong shape \(fc_yaw_gaze\.weight \[28, 2048\] != \[90, 2048\]\)",
+        ),
     ],
     ids=["missing", "unexpected", "wrong-shape"],
 )

@@ -217,10 +217,13 @@ class YoloV8FacePt(Detector):
 
             torchvision.ops.nms(torch.zeros((1, 4)), torch.zeros(1), 0.5)
         except Exception as e:
-            raise Gaze4HRIError(f"Ultralytics prediction needs torchvision operators, which fail here ({type(e).__name__}: "
-                                f"{str(e).splitlines()[0][:120] if str(e) else ''})", "yolov8_face_pt",
-                                "use --detector yolov8_face_onnx (same weights exported to ONNX), or install a torchvision "
-                                "build that matches your torch") from None
+            raise Gaze4HRIError(
+                f"Ultralytics prediction needs torchvision operators, which fail here ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:120] if str(e) else ''})",
+                "yolov8_face_pt",
+                "use --detector yolov8_face_onnx (same weights exported to ONNX), or install a torchvision "
+                "build that matches your torch",
+            ) from None
         os.environ.setdefault("YOLO_OFFLINE", "1")
         from ultralytics import YOLO
 
@@ -243,12 +246,20 @@ class MediaPipeFaces(Detector):
 
     has_landmarks = True
 
-    def __init__(self, name: str = "mediapipe", min_score: float = 0.5, landmarks: bool = True, model_selection: int = 1,
-                 refine: bool = False):
+    def __init__(
+        self,
+        name: str = "mediapipe",
+        min_score: float = 0.5,
+        landmarks: bool = True,
+        model_selection: int = 1,
+        refine: bool = False,
+    ):
         from .landmarks import FaceMesh, mediapipe_import
 
         mp = mediapipe_import()
-        self._fd = mp.solutions.face_detection.FaceDetection(model_selection=model_selection, min_detection_confidence=min_score)
+        self._fd = mp.solutions.face_detection.FaceDetection(
+            model_selection=model_selection, min_detection_confidence=min_score
+        )
         self._mesh = FaceMesh(refine=refine) if landmarks else None
         self.name = name
         self.has_landmarks = landmarks
@@ -282,14 +293,22 @@ class HaarFaces(Detector):
     """OpenCV frontal-face Haar cascade (Viola-Jones); boxes only. Score: the cascade's
     level weight squashed to (0, 1) (a ranking, not a probability)."""
 
-    def __init__(self, name: str = "opencv_haar", cascade: str = "haarcascade_frontalface_default.xml",
-                 scale_factor: float = 1.1, min_neighbors: int = 5, min_size_frac: float = 0.05):
+    def __init__(
+        self,
+        name: str = "opencv_haar",
+        cascade: str = "haarcascade_frontalface_default.xml",
+        scale_factor: float = 1.1,
+        min_neighbors: int = 5,
+        min_size_frac: float = 0.05,
+    ):
         import cv2
 
         path = Path(cv2.data.haarcascades) / cascade
         self._c = cv2.CascadeClassifier(str(path))
         if self._c.empty():
-            raise Gaze4HRIError("OpenCV Haar cascade not found", str(path), "install opencv-python-headless 4.x (5.x ships no cascades)")
+            raise Gaze4HRIError(
+                "OpenCV Haar cascade not found", str(path), "install opencv-python-headless 4.x (5.x ships no cascades)"
+            )
         self.name, self.sf, self.mn, self.msf = name, scale_factor, min_neighbors, min_size_frac
 
     def detect(self, image: np.ndarray) -> list[FaceDetection]:
@@ -298,7 +317,9 @@ class HaarFaces(Detector):
         img = _check_image(image)
         g = cv2.equalizeHist(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY))
         m = max(int(min(g.shape) * self.msf), 20)
-        rects, _levels, weights = self._c.detectMultiScale3(g, self.sf, self.mn, minSize=(m, m), outputRejectLevels=True)
+        rects, _levels, weights = self._c.detectMultiScale3(
+            g, self.sf, self.mn, minSize=(m, m), outputRejectLevels=True
+        )
         out = []
         for (x, y, w, h), wt in zip(np.asarray(rects).reshape(-1, 4), np.asarray(weights).reshape(-1), strict=True):
             out.append(FaceDetection(np.array([x, y, x + w, y + h], float), float(1.0 / (1.0 + np.exp(-wt))), None))
@@ -318,13 +339,27 @@ def _auto(name: str = "auto", **kw) -> Detector:
 
 DETECTORS = Registry("face detector", where="--detector")
 _M = "gaze4hri_bench.faces.detectors"
-DETECTORS.register("yolov8_face_onnx", f"{_M}:YoloV8FaceOnnx", "detector", "YOLOv8n-face (the study's) via ONNX Runtime",
-                   aliases=("yolo", "yolov8"))
-DETECTORS.register("yolov8_face_pt", f"{_M}:YoloV8FacePt", "detector", "YOLOv8n-face .pt via Ultralytics (needs torchvision ops)")
-DETECTORS.register("mediapipe", f"{_M}:MediaPipeFaces", "detector", "MediaPipe BlazeFace full range + face mesh (offline)",
-                   aliases=("blazeface",))
+DETECTORS.register(
+    "yolov8_face_onnx",
+    f"{_M}:YoloV8FaceOnnx",
+    "detector",
+    "YOLOv8n-face (the study's) via ONNX Runtime",
+    aliases=("yolo", "yolov8"),
+)
+DETECTORS.register(
+    "yolov8_face_pt", f"{_M}:YoloV8FacePt", "detector", "YOLOv8n-face .pt via Ultralytics (needs torchvision ops)"
+)
+DETECTORS.register(
+    "mediapipe",
+    f"{_M}:MediaPipeFaces",
+    "detector",
+    "MediaPipe BlazeFace full range + face mesh (offline)",
+    aliases=("blazeface",),
+)
 DETECTORS.register("opencv_haar", f"{_M}:HaarFaces", "detector", "OpenCV Haar cascade, boxes only", aliases=("haar",))
-DETECTORS.register("auto", f"{_M}:_auto", "detector", "yolov8_face_onnx if its weights are present, else mediapipe (named in .name)")
+DETECTORS.register(
+    "auto", f"{_M}:_auto", "detector", "yolov8_face_onnx if its weights are present, else mediapipe (named in .name)"
+)
 
 
 def detector_names() -> list[str]:
@@ -342,7 +377,9 @@ def available() -> dict[str, tuple[bool, str]]:
     w = find_yolo_weights()
     out["yolov8_face_onnx"] = (w is not None, str(w) if w else f"{YOLO_FACE_FILE} not found")
     wp = find_yolo_weights(None, YOLO_FACE_PT)
-    out["yolov8_face_pt"] = (False, "needs yolov8n-face.pt and working torchvision ops") if wp is None else (True, str(wp))
+    out["yolov8_face_pt"] = (
+        (False, "needs yolov8n-face.pt and working torchvision ops") if wp is None else (True, str(wp))
+    )
     try:
         import importlib.util
 
@@ -352,6 +389,9 @@ def available() -> dict[str, tuple[bool, str]]:
         out["mediapipe"] = (False, "mediapipe not installed")
     import cv2
 
-    out["opencv_haar"] = ((Path(cv2.data.haarcascades) / "haarcascade_frontalface_default.xml").is_file(), "cv2.data cascades")
+    out["opencv_haar"] = (
+        (Path(cv2.data.haarcascades) / "haarcascade_frontalface_default.xml").is_file(),
+        "cv2.data cascades",
+    )
     out["auto"] = (out["yolov8_face_onnx"][0] or out["mediapipe"][0], "yolov8_face_onnx" if w else "mediapipe")
     return out

@@ -32,8 +32,12 @@ def mediapipe_import():
     except ImportError as e:
         from gaze4hri_core.errors import Gaze4HRIError
 
-        raise Gaze4HRIError(f"mediapipe is not importable ({e})", "faces", "pip install --no-deps mediapipe==0.10.21 attrs absl-py "
-                            "(requirements/nodeps.txt); 0.10.21 is the last wheel with the face models") from None
+        raise Gaze4HRIError(
+            f"mediapipe is not importable ({e})",
+            "faces",
+            "pip install --no-deps mediapipe==0.10.21 attrs absl-py "
+            "(requirements/nodeps.txt); 0.10.21 is the last wheel with the face models",
+        ) from None
     return mp
 
 

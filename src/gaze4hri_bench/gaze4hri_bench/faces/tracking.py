@@ -35,7 +35,9 @@ class _Dets:
     @property
     def xywh(self) -> np.ndarray:
         b = self.xyxy
-        return np.stack([(b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2, b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], axis=1)
+        return np.stack(
+            [(b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2, b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], axis=1
+        )
 
     def __len__(self) -> int:
         return len(self.conf)
@@ -52,8 +54,11 @@ def _byte_tracker(frame_rate: int, **overrides):
     except ImportError as e:
         from gaze4hri_core.errors import Gaze4HRIError
 
-        raise Gaze4HRIError(f"Ultralytics BYTETracker is not importable ({e})", "faces.tracking",
-                            "pip install --no-deps ultralytics==8.4.190 and lap (requirements/nodeps.txt)") from None
+        raise Gaze4HRIError(
+            f"Ultralytics BYTETracker is not importable ({e})",
+            "faces.tracking",
+            "pip install --no-deps ultralytics==8.4.190 and lap (requirements/nodeps.txt)",
+        ) from None
     args = SimpleNamespace(**{**BYTETRACK_DEFAULTS, **overrides})
     try:
         return BYTETracker(args, frame_rate=frame_rate)
@@ -87,7 +92,9 @@ class SubjectTracker:
 
     def update(self, detections: list[FaceDetection], image_shape) -> FaceDetection | None:
         dets = list(detections or [])
-        res = _Dets(np.array([d.box for d in dets], np.float32).reshape(-1, 4), np.array([d.score for d in dets], np.float32))
+        res = _Dets(
+            np.array([d.box for d in dets], np.float32).reshape(-1, 4), np.array([d.score for d in dets], np.float32)
+        )
         tracks = self.tracker.update(res)
         active = {}
         for row in np.asarray(tracks).reshape(-1, 8):
@@ -105,8 +112,13 @@ class SubjectTracker:
         self.lost_for = 0
         box, idx = active[self.subject_id]
         src = dets[idx] if 0 <= idx < len(dets) else None
-        return FaceDetection(box, src.score if src else 0.0, src.keypoints if src else None,
-                             src.landmarks if src else None, self.subject_id)
+        return FaceDetection(
+            box,
+            src.score if src else 0.0,
+            src.keypoints if src else None,
+            src.landmarks if src else None,
+            self.subject_id,
+        )
 
     def reset(self) -> None:
         """Forget every track (call between trials)."""
@@ -121,7 +133,9 @@ def track_all(detections_per_frame, frame_rate: int = 30, **bytetrack) -> list[l
     out = []
     for dets in detections_per_frame:
         dets = list(dets or [])
-        res = _Dets(np.array([d.box for d in dets], np.float32).reshape(-1, 4), np.array([d.score for d in dets], np.float32))
+        res = _Dets(
+            np.array([d.box for d in dets], np.float32).reshape(-1, 4), np.array([d.score for d in dets], np.float32)
+        )
         rows = np.asarray(tracker.update(res)).reshape(-1, 8)
         out.append([(r[:4].astype(float), int(r[4]), float(r[5])) for r in rows])
     return out
