@@ -18,11 +18,16 @@ from gaze4hri_bench.pipeline import results
 from gaze4hri_bench.pipeline.run import RunConfig, plan_jobs, run_benchmark
 from gaze4hri_core.errors import Gaze4HRIError
 
+from ._spec_files import RULES, spec_dict, write_spec
 from ._synth import SynthDataset
 
 PLUGIN_MODULE = '''
+from pathlib import Path
+
 import numpy as np
 from gaze4hri_bench.methods.base import GazeMethod
+from gaze4hri_bench.methods.network import OnnxMethod
+from gaze4hri_bench.spec_file import load_spec
 
 
 class LookDown(GazeMethod):
@@ -40,12 +45,26 @@ class LookDown(GazeMethod):
 
 def not_a_method(name, spec=None, profile=None, record=None):
     return object()
+
+
+class Mirrored(OnnxMethod):
+    """A custom decoder: the network's own spec file, its output mirrored left-right."""
+
+    def decode(self, outputs):
+        g = super().decode(outputs)
+        return g * np.array([-1.0, 1.0, 1.0])
+
+
+def mirrored(name, spec=None, profile=None, record=None):
+    spec, _ = load_spec(Path(__file__).with_name("h30net.yaml"))
+    return Mirrored(name, spec, profile, record)
 '''
 
 ENTRY_POINTS = f"""[{PLUGIN_GROUP}]
 h30_look_down = h30plug:LookDown
 h30_missing = h30plug_absent:Nothing
 h30_not_a_method = h30plug:not_a_method
+h30_mirrored = h30plug:mirrored
 straight = h30plug:LookDown
 """
 
@@ -55,6 +74,8 @@ def plugin_dist(tmp_path, monkeypatch):
     """A distribution h30plug 0.1 installed as a dist-info folder on sys.path, its entry
     points registered as at start-up; taken out again afterwards."""
     (tmp_path / "h30plug.py").write_text(PLUGIN_MODULE)
+    d = spec_dict("h30net", "angles_pitch_yaw_rad", "rectified")
+    write_spec(tmp_path, d, "angles_pitch_yaw_rad")
     info = tmp_path / "h30plug-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: h30plug\nVersion: 0.1\n")
@@ -73,7 +94,7 @@ def test_plugins_found_listed_and_a_taken_name_refused(plugin_dist, capsys):
     from gaze4hri_bench.cli import main
 
     _, added = plugin_dist
-    assert sorted(added) == ["h30_look_down", "h30_missing", "h30_not_a_method"]
+    assert sorted(added) == ["h30_look_down", "h30_mirrored", "h30_missing", "h30_not_a_method"]
     assert METHODS.get("straight").kind == "baseline"  # the built-in keeps its name
     assert "straight" in PLUGIN_ERRORS and "'straight' is taken by another method" in PLUGIN_ERRORS["straight"]
     assert main(["methods"]) == 0
@@ -81,6 +102,32 @@ def test_plugins_found_listed_and_a_taken_name_refused(plugin_dist, capsys):
     row = next(line for line in out.splitlines() if line.startswith("h30_look_down"))
     assert row.split()[1] == "plugin" and "built when a run names it" in row
     assert "straight: entry point h30plug:LookDown (h30plug 0.1): name: 'straight' is taken" in out
+    from gaze4hri_bench.pipeline.cli_run import available_methods
+
+    assert not {"h30_look_down", "h30_missing"} & set(available_methods())  # plugins run when named
+
+
+def test_plugin_network_with_a_custom_decoder(plugin_dist, tmp_path):
+    """An OnnxMethod subclass with its own spec: planned with its spec, record and model
+    file (ONNX check included), decoded by its own rule, spec hash in the provenance."""
+    from gaze4hri_bench.methods.network import OnnxMethod
+    from gaze4hri_bench.spec_file import spec_hash
+
+    folder, _ = plugin_dist
+    cfg = RunConfig(methods=("h30_mirrored",), data=Path("/synthetic"), out=tmp_path / "out", progress=False,
+                    blinks="off", input="rectified", command_line="pytest plugin")
+    (job,) = plan_jobs(cfg)
+    assert job.spec.name == "h30net" and job.record.output == "pitchyaw_rad"
+    assert job.model.path == (folder / "h30net.onnx").resolve()
+    (p,) = run_benchmark(cfg, log=lambda *_: None, dataset=SynthDataset(), jobs=[job])
+    df = results.pq.read_table(p).to_pandas()
+    assert p.name == "h30_mirrored__rectified.parquet" and df["pred_x"].notna().all()
+    # the network's Frame A output, mirrored, then taken to the camera frame by R_norm^T: check one frame
+    want = RULES["angles_pitch_yaw_rad"][2] * [-1, 1, 1]
+    assert not np.allclose(want, RULES["angles_pitch_yaw_rad"][2])
+    assert isinstance(job.method, OnnxMethod) and type(job.method).__name__ == "Mirrored"
+    np.testing.assert_allclose(job.method.decode([np.array([[0.2, -0.3]], np.float32)])[0], want, atol=1e-6)
+    assert results.read_metadata(p)["spec_sha256"] == spec_hash(job.spec)
 
 
 def test_plugin_method_runs_like_any_method(plugin_dist, tmp_path):

@@ -121,6 +121,9 @@ def test_methods_add_then_run_by_name(tmp_path, unregister):
     assert _cli("methods", "add", src, "--models-dir", models, "--force")[0] == 0
     unregister.append("mynet")
     rc, out, err = _cli("methods", "--models-dir", models)
+    from gaze4hri_bench.pipeline.cli_run import available_methods
+
+    assert "mynet" in available_methods(models)  # a plain `run` takes it, as any method with weights
     assert rc == 0 and any(line.split()[:4] == ["mynet", "onnx", "crop", "verified"] for line in out.splitlines())
     paths = run_benchmark(RunConfig(methods=("my",), data=Path("/synthetic"), out=tmp_path / "out",
                                     models_dir=models, progress=False, blinks="off", input="rectified"),

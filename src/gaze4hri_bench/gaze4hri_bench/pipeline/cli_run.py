@@ -29,14 +29,17 @@ Missing weights? `gaze4hri-bench methods` shows each method's status and how to 
 
 
 def available_methods(models_dir=None) -> list[str]:
-    """Baselines plus every network whose ONNX file is present."""
+    """Baselines plus every network whose ONNX file is present (spec files added with
+    `methods add` too); plugins run when named."""
     from ..methods import METHODS, method_spec
+    from .cli_methods import register_models_dir
     from .runtime import MissingWeightsError, resolve_model
 
+    register_models_dir(models_dir)
     names = []
     for e in METHODS.entries():
         if e.kind != "onnx":
-            names.append(e.name)
+            names += [e.name] if e.kind == "baseline" else []
             continue
         try:
             resolve_model(method_spec(e.name), models_dir, check_hash=False)
