@@ -116,10 +116,12 @@ def to_md(results: list[dict], cmd: str) -> str:
     lines = [
         "# Data-side throughput (decode, detect, pre-process)",
         "",
-        f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `benchmarks/bench_data_throughput.py` (`{cmd}`).",
+        f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by "
+        f"`benchmarks/bench_data_throughput.py` (`{cmd}`).",
         "",
-        f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
-        f"OpenCV {cv2.__version__}, ONNX Runtime {onnxruntime.__version__}; cores shared with other jobs, so times vary.",
+        f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, "
+        f"numpy {np.__version__}, OpenCV {cv2.__version__}, ONNX Runtime {onnxruntime.__version__}; "
+        "cores shared with other jobs, so times vary.",
         "- Data: one trial written by the test fixture's rosbags writer (MCAP, uncompressed, rgb8, 30 fps) showing the "
         "astronaut photograph (skimage) as the face; decode = read + CDR deserialize + RGB view, one frame at a time.",
         "- Per-frame figures: median over 30 frames (detection: after one warm-up call); fps = frames / total time.",

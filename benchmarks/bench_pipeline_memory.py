@@ -95,8 +95,9 @@ def main() -> int:
         for path in paths:
             t = read_metadata(path)["timing"]
             print(
-                f"{path.name}: {t['frames']} frames, {t['fps']} fps (decode {t['decode_s']} s, face pass {t['detect_s']} s, "
-                f"pre-process {t['preprocess_s']} s, infer {t['infer_s']} s), per-trial peak RSS {t['peak_rss_mb']} MB; "
+                f"{path.name}: {t['frames']} frames, {t['fps']} fps (decode {t['decode_s']} s, "
+                f"face pass {t['detect_s']} s, pre-process {t['preprocess_s']} s, infer {t['infer_s']} s), "
+                f"per-trial peak RSS {t['peak_rss_mb']} MB; "
                 f"reasons {t.get('reasons')}"
             )
         print(

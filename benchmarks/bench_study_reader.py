@@ -120,20 +120,25 @@ def to_md(rows: list[dict], cmd: str, size: str) -> str:
     lines = [
         "# Study-layout reader vs MCAP reader (issue 12)",
         "",
-        f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `benchmarks/bench_study_reader.py` (`{cmd}`).",
+        f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by "
+        f"`benchmarks/bench_study_reader.py` (`{cmd}`).",
         "",
-        f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, numpy {np.__version__}, "
-        f"OpenCV {cv2.__version__} (video decode); cores shared with other jobs, so times vary "
+        f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, "
+        f"numpy {np.__version__}, OpenCV {cv2.__version__} (video decode); "
+        "cores shared with other jobs, so times vary "
         f"(load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}).",
-        f"- Data: one simulated trial at {size}, 30 fps, written as an MCAP session by the test fixture's rosbags writer, "
+        f"- Data: one simulated trial at {size}, 30 fps, "
+        "written as an MCAP session by the test fixture's rosbags writer, "
         "then exported with `gaze4hri-bench export --format study` (mp4v rgb_video.mp4 + FFV1 rgb_video.mkv). "
         "Each row reads every frame (decode to RGB) and computes the trial's ground truth, in a fresh process. "
-        f"The synthetic frames are mostly flat grey, which mp4v compresses unusually well; the last row re-encodes the "
-        f"same frames with Gaussian sensor noise (sigma {NOISE_SIGMA:g} grey levels) as a closer stand-in for camera video.",
+        "The synthetic frames are mostly flat grey, which mp4v compresses unusually well; "
+        f"the last row re-encodes the same frames with Gaussian sensor noise (sigma {NOISE_SIGMA:g} grey levels) "
+        "as a closer stand-in for camera video.",
         "- fps = frames / (decode + ground truth); peak RSS = the child process's VmHWM (Python, numpy, pandas, "
         "OpenCV and rosbags imported included).",
         "",
-        "| reader | trial | frames | files (MB) | decode fps | ground truth (s) | decode + GT fps | RSS after imports (MB) | peak RSS (MB) |",
+        "| reader | trial | frames | files (MB) | decode fps | ground truth (s) | decode + GT fps "
+        "| RSS after imports (MB) | peak RSS (MB) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:

@@ -137,7 +137,12 @@ def gat_official_crop(img: np.ndarray, box, path: str = "uint8") -> np.ndarray:
     right, bottom = left + width, top + height
     if left < 0 or top < 0 or right > W or bottom > H:  # crop_image, _geometry.py:1355-1363
         t = t[..., max(top, 0):bottom, max(left, 0):right]
-        pad = [max(min(right, 0) - left, 0), max(right - max(W, left), 0), max(min(bottom, 0) - top, 0), max(bottom - max(H, top), 0)]
+        pad = [
+            max(min(right, 0) - left, 0),
+            max(right - max(W, left), 0),
+            max(min(bottom, 0) - top, 0),
+            max(bottom - max(H, top), 0),
+        ]
         t = F.pad(t, pad, mode="constant", value=0)
     else:
         t = t[..., top:bottom, left:right]
@@ -309,7 +314,8 @@ def network(img: np.ndarray, n_clips: int, seeds: int) -> None:
     for (kernel, path), v in res.items():
         v = np.concatenate(v)
         print(
-            f"  GaT ours ({kernel}) vs official ({path}): max {v.max():.4f} deg, mean {v.mean():.4f}  ({len(v)} outputs)"
+            f"  GaT ours ({kernel}) vs official ({path}): max {v.max():.4f} deg, "
+            f"mean {v.mean():.4f}  ({len(v)} outputs)"
         )
     print(f"  (GaT: {time.perf_counter() - t0:.0f} s)")
     # MCGaze: (1, 7, 3, ph, pw) + frame_hw

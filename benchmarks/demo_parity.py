@@ -4,7 +4,8 @@ A refactor that must not change behaviour is checked by running the benchmark an
 statistics of two checkouts on the same recorded sessions and comparing what they wrote:
 
     git worktree add /tmp/before <rev>          # the checkout before the change
-    PYTHONPATH=/tmp/before/src/gaze4hri_core:/tmp/before/src/gaze4hri_sim:/tmp/before/src/gaze4hri_acq:/tmp/before/src/gaze4hri_bench .venv/bin/gaze4hri-bench demo --out /tmp/demo_before
+    B=/tmp/before/src; P=$B/gaze4hri_core:$B/gaze4hri_sim:$B/gaze4hri_acq:$B/gaze4hri_bench   # not exported
+    PYTHONPATH=$P .venv/bin/gaze4hri-bench demo --out /tmp/demo_before
     mkdir -p /tmp/demo_after && cp -r /tmp/demo_before/sessions /tmp/demo_after/
     .venv/bin/gaze4hri-bench demo --out /tmp/demo_after   # keeps the sessions, reruns run + stats
     .venv/bin/python benchmarks/demo_parity.py /tmp/demo_before /tmp/demo_after

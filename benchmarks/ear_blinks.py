@@ -87,11 +87,13 @@ def main() -> int:
         b = df["ratio"] < r
         mark = " (default)" if r == validity.EAR_RELATIVE else ""
         print(
-            f"| EAR < {r:g} x median{mark} | {int((b & blink).sum())} | {int((~b & blink).sum())} | {int((b & open_).sum())} |"
+            f"| EAR < {r:g} x median{mark} | {int((b & blink).sum())} | {int((~b & blink).sum())} "
+            f"| {int((b & open_).sum())} |"
         )
     b = df["ear"] < validity.EAR_THRESHOLD
     print(
-        f"| EAR < {validity.EAR_THRESHOLD:g} (absolute) | {int((b & blink).sum())} | {int((~b & blink).sum())} | {int((b & open_).sum())} |"
+        f"| EAR < {validity.EAR_THRESHOLD:g} (absolute) | {int((b & blink).sum())} | {int((~b & blink).sum())} "
+        f"| {int((b & open_).sum())} |"
     )
     return 0
 

@@ -166,28 +166,37 @@ def render(rows: list[dict], notes: dict, args, env: dict) -> str:
         "# Live gaze node: latency and sustained rate on CPU",
         "",
         f"Measured {env['date']} by `benchmarks/live_gaze.py` ({' '.join(env['argv'])}).",
-        f"Machine: {env['cpu']}, {env['cores']} logical cores, no GPU; ONNX Runtime {env['ort']} on {args.device}; Python {env['python']}.",
-        f"Load average: {env['load_before']} before, {env['load_after']} after (shared machine: figures are upper bounds for latency).",
-        f"Input: a simulated fixed-camera trial (`{TRIAL}`, face photograph renderer) streamed at its recorded 30 fps into the node "
+        f"Machine: {env['cpu']}, {env['cores']} logical cores, no GPU; ONNX Runtime {env['ort']} on {args.device}; "
+        f"Python {env['python']}.",
+        f"Load average: {env['load_before']} before, {env['load_after']} after "
+        "(shared machine: figures are upper bounds for latency).",
+        f"Input: a simulated fixed-camera trial (`{TRIAL}`, face photograph renderer) "
+        "streamed at its recorded 30 fps into the node "
         "through the in-process bus; the node drops frames it cannot keep up with (never blocks the camera).",
-        "Latency = image callback -> gaze published (decode, face detection and tracking, head pose from motion capture with "
+        "Latency = image callback -> gaze published (decode, face detection and tracking, "
+        "head pose from motion capture with "
         "the wait for the bracketing poses, pre-processing, ONNX Runtime at batch 1, decoding, publishing).",
         "",
-        "Stages (medians per processed frame): pose wait = waiting for the head-band and robot poses stamped after the frame "
-        "(interpolation needs both brackets; limit `pose_wait_s`); head pose = the wait plus the one-row ground truth; estimate = face, pre-processing, inference, decoding.",
+        "Stages (medians per processed frame): pose wait = waiting for the head-band and robot poses "
+        "stamped after the frame (interpolation needs both brackets; limit `pose_wait_s`); "
+        "head pose = the wait plus the one-row ground truth; estimate = face, pre-processing, inference, decoding.",
         "",
-        "| resolution | method | weights | frames in | processed | dropped | sustained rate (Hz) | latency median (ms) | p95 (ms) | pose wait (ms) | head pose (ms) | estimate (ms) | head pose source |",
+        "| resolution | method | weights | frames in | processed | dropped | sustained rate (Hz) "
+        "| latency median (ms) | p95 (ms) | pose wait (ms) | head pose (ms) | estimate (ms) | head pose source |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         if "error" in r:
             out.append(
-                f"| {r['res']} | `{r['method']}` | {notes.get(r['method'], '')} | - | - | - | - | - | - | - | - | - | error: {r['error']} |"
+                f"| {r['res']} | `{r['method']}` | {notes.get(r['method'], '')} "
+                f"| - | - | - | - | - | - | - | - | - | error: {r['error']} |"
             )
             continue
         out.append(
-            f"| {r['res']} | `{r['method']}` | {notes.get(r['method'], '')} | {r['frames_in']} | {r['processed']} | {r['dropped']} | "
-            f"{r['rate_hz']:.1f} | {r['lat_median_ms']:.1f} | {r['lat_p95_ms']:.1f} | {r['wait_ms']:.1f} | {r['head_ms']:.1f} | {r['estimate_ms']:.1f} | {r['head']} |"
+            f"| {r['res']} | `{r['method']}` | {notes.get(r['method'], '')} "
+            f"| {r['frames_in']} | {r['processed']} | {r['dropped']} | "
+            f"{r['rate_hz']:.1f} | {r['lat_median_ms']:.1f} | {r['lat_p95_ms']:.1f} | {r['wait_ms']:.1f} "
+            f"| {r['head_ms']:.1f} | {r['estimate_ms']:.1f} | {r['head']} |"
         )
     out += [
         "",

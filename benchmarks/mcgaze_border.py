@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         pad448 = np.stack([pad_tensor(x, 448) for x in normed])
         before = np.stack([to_tensor(crop_square(img, r, 448), spec) for r in regions])
         print(
-            f"\n{label}: share of the square cut: {', '.join(f'{c:.0%}' for c in cut)}; official padded size {ph} x {pw}"
+            f"\n{label}: share of the square cut: {', '.join(f'{c:.0%}' for c in cut)}; "
+            f"official padded size {ph} x {pw}"
         )
         res = {"before (black square, boxes by 448)": [], "padded to 448, boxes by image": [], "ours (pipeline)": []}
         t_hw = torch.from_numpy(hw)[None]
@@ -91,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         for key, v in res.items():
             v = np.concatenate(v)
             print(
-                f"  {key} vs official: median {np.median(v):.3f} deg, max {v.max():.3f}  ({args.seeds} random networks x 7 frames)"
+                f"  {key} vs official: median {np.median(v):.3f} deg, max {v.max():.3f}  "
+                f"({args.seeds} random networks x 7 frames)"
             )
     return 0
 

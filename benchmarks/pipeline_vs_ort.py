@@ -327,7 +327,8 @@ def main() -> int:
             )
         head = (
             f"{cpu_name()}, {os.cpu_count()} cores; onnxruntime {onnxruntime.__version__} (CPU); {args.input} input, "
-            f"batch {args.batch}; pipeline: {plan[0]} stream(s) x {plan[1] or 'default (one per core)'} intra-op thread(s); "
+            f"batch {args.batch}; pipeline: {plan[0]} stream(s) x {plan[1] or 'default (one per core)'} "
+            "intra-op thread(s); "
             f"ORT alone: the faster of one caller with {args.threads or 'default (one per core)'} threads"
             + (f" and {plan[0]} callers x {plan[1]} thread(s) (the pipeline's plan)" if plan[0] > 1 else "")
             + f"; blinks {args.blinks}, subject {args.subject} of {data}"
@@ -340,7 +341,8 @@ def main() -> int:
         for r in rows:
             md.append(
                 f"| {r['method']} | {r['frames']} | {r['pipeline']:.1f} | {r['ort']:.1f} | {r['ratio']:.2f} "
-                f"({', '.join(f'{x:.2f}' for x in r['ratios'])}) | {r['cpu_ratio']:.2f} | {', '.join(map(str, r['load']))} | "
+                f"({', '.join(f'{x:.2f}' for x in r['ratios'])}) | {r['cpu_ratio']:.2f} "
+                f"| {', '.join(map(str, r['load']))} | "
                 + ", ".join(f"{k[:-2]} {v}" for k, v in r["stages"].items())
                 + " |"
             )

@@ -123,7 +123,8 @@ def main() -> int:
     md = [
         head,
         "",
-        "| engine | wall s | frames/s (per job) | units | unit work s (sum) | overhead per unit s | round trip median ms | extra vs local per unit s | equal to local | load avg before | load avg after |",
+        "| engine | wall s | frames/s (per job) | units | unit work s (sum) | overhead per unit s "
+        "| round trip median ms | extra vs local per unit s | equal to local | load avg before | load avg after |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for r in rows:

@@ -170,7 +170,8 @@ def main() -> int:
         parts.append(f"disk-full cases handled {s['disk_full_handled']}/{s['disk_full_cases']}")
     if "fuzz" in want and (f := _optional("reliability_fuzz", n=a.fuzz)) is not None:
         parts.append(
-            f"fuzzed moves {f['cases']} (joint {f['joint']}, Cartesian {f['cartesian']}, non-finite {f['non_finite']}): "
+            f"fuzzed moves {f['cases']} (joint {f['joint']}, Cartesian {f['cartesian']}, "
+            f"non-finite {f['non_finite']}): "
             f"{f['unsafe_accepted']} unsafe accepted, {f['exceptions']} exceptions"
         )
     if "natnet" in want and (n := _optional("reliability_natnet")) is not None:
@@ -189,7 +190,8 @@ def main() -> int:
         doc = REPO / "docs" / "perf" / "reliability.md"
         doc.write_text(
             "# Reliability (issue 20)\n\nMeasured by `.venv/bin/python benchmarks/reliability.py` "
-            f"({time.monotonic() - t0:.0f} s; {os.cpu_count()} cores, {cpu_name()}; load average {load}):\n\n```\n{line}\n```\n\n"
+            f"({time.monotonic() - t0:.0f} s; {os.cpu_count()} cores, {cpu_name()}; load average {load}):"
+            f"\n\n```\n{line}\n```\n\n"
             + "\n".join(details)
             + "\n",
             encoding="utf-8",

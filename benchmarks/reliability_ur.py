@@ -111,8 +111,10 @@ def _line(r: dict) -> str:
     trial = (
         f"{r['trial']} approach {g('trial_approach_s', float('nan')):.1f} s + {g('trial_motion', 'motion')} "
         f"{g('trial_motion_s', float('nan')):.1f} s (previewed {g('trial_previewed_s', float('nan')):.1f} s, end error "
-        f"{g('trial_end_error_m', float('nan')) * 1e3:.1f} mm, off path {g('trial_max_off_path_m', float('nan')) * 1e3:.2f} mm, "
-        f"peak {g('trial_peak_speed', float('nan')):.3f} m/s) {'completed' if r['completed'] else 'NOT completed: ' + str(g('trial_error', '?'))}"
+        f"{g('trial_end_error_m', float('nan')) * 1e3:.1f} mm, "
+        f"off path {g('trial_max_off_path_m', float('nan')) * 1e3:.2f} mm, "
+        f"peak {g('trial_peak_speed', float('nan')):.3f} m/s) "
+        f"{'completed' if r['completed'] else 'NOT completed: ' + str(g('trial_error', '?'))}"
     )
     loss = (
         f"head band lost -> {g('loss_fault')} stop {g('loss_stop_s', float('nan')):.2f} s after the last pose (limit "
@@ -121,13 +123,15 @@ def _line(r: dict) -> str:
         else f"loss stop FAILED ({g('loss_error') or g('loss_fault')})"
     )
     pst = (
-        f"protective stop -> fault in {g('pstop_fault_s', float('nan')):.2f} s, in /diagnostics in {g('pstop_diag_s', float('nan')):.1f} s"
+        f"protective stop -> fault in {g('pstop_fault_s', float('nan')):.2f} s, "
+        f"in /diagnostics in {g('pstop_diag_s', float('nan')):.1f} s"
         if r["protective_stop"]
         else f"protective stop FAILED ({g('pstop_error') or g('pstop_fault')})"
     )
     if r["attempts_stopped_by_stalls"]:
         trial += (
-            f" (after {len(r['attempts_stopped_by_stalls'])} attempt(s) stopped, as they must be, by a head-stream stall of "
+            f" (after {len(r['attempts_stopped_by_stalls'])} attempt(s) stopped, as they must be, "
+            "by a head-stream stall of "
             + ", ".join(f"{g * 1e3:.0f} ms" for g in r["attempts_stopped_by_stalls"])
             + " on this loaded machine)"
         )

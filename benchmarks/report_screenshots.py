@@ -42,7 +42,8 @@ SHOTS = {
 # drop every block before the element with the given id (so a section opens the page)
 CUT = (
     "<script>window.addEventListener('DOMContentLoaded',()=>{const t=document.getElementById('%s');if(!t)return;"
-    "let n=document.body.firstElementChild;while(n&&n!==t&&!n.contains(t)){const x=n.nextElementSibling;n.remove();n=x;}});</script>"
+    "let n=document.body.firstElementChild;while(n&&n!==t&&!n.contains(t))"
+    "{const x=n.nextElementSibling;n.remove();n=x;}});</script>"
 )
 
 
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         print(
-            "report_screenshots: chromium not found: install it (apt-get install -y chromium; scripts/bootstrap.sh does)",
+            "report_screenshots: chromium not found: "
+            "install it (apt-get install -y chromium; scripts/bootstrap.sh does)",
             file=sys.stderr,
         )
         return 1

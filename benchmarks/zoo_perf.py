@@ -74,7 +74,8 @@ def render(rows: list[dict], args, env: dict) -> str:
         "",
         f"Measured {env['date']} by `benchmarks/zoo_perf.py` ({' '.join(env['argv'])}).",
         f"Machine: {env['cpu']}, {env['cores']} logical cores; ONNX Runtime {env['ort']} CPUExecutionProvider "
-        f"({'default' if not args.threads else args.threads} intra-op threads), torch {env['torch']}, Python {env['python']}.",
+        f"({'default' if not args.threads else args.threads} intra-op threads), torch {env['torch']}, "
+        f"Python {env['python']}.",
         f"Load average during the run: {env['load_before']} before, {env['load_after']} after "
         "(shared machine: other jobs ran at the same time, so the figures are upper bounds).",
         "Random weights (identical graph to an imported checkpoint); inputs are random tensors of the spec's shape.",
@@ -99,7 +100,8 @@ def render(rows: list[dict], args, env: dict) -> str:
         "Median wall time of `session.run` (n runs after warm-up). Per frame = per sample for single-image methods; "
         "for clip methods one run predicts every frame of the clip.",
         "",
-        "| Method | batch 1: latency (ms) | batch 1: frames/s | large batch | large batch: ms per run | large batch: frames/s |",
+        "| Method | batch 1: latency (ms) | batch 1: frames/s | large batch "
+        "| large batch: ms per run | large batch: frames/s |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:

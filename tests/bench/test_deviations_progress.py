@@ -70,6 +70,7 @@ def test_ctrl_c_says_how_to_resume(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert rc == 130
     assert (
-        f"re-run the same command to resume; the finished per-setting runs under {Path(tmp_path / 'o' / 'runs')} are kept"
+        "re-run the same command to resume; "
+        f"the finished per-setting runs under {Path(tmp_path / 'o' / 'runs')} are kept"
         in err
     )

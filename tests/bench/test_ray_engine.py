@@ -192,7 +192,8 @@ def test_engine_ray_without_ray_installed_is_one_line(tmp_path):
     code = (
         "import sys; sys.modules['ray'] = None\n"
         "from gaze4hri_bench.cli import main\n"
-        f"sys.exit(main(['run', '--engine', 'ray', '-m', 'straight', '--data', {str(tmp_path)!r}, '--out', {str(tmp_path / 'o')!r}]))\n"
+        "sys.exit(main(['run', '--engine', 'ray', '-m', 'straight', "
+        f"'--data', {str(tmp_path)!r}, '--out', {str(tmp_path / 'o')!r}]))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr

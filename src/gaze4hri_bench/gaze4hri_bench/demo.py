@@ -307,6 +307,7 @@ def main(args: argparse.Namespace) -> int:
         why = f" ({'; '.join(a['reasons'])})" if a.get("reasons") else ""
         log(f"  {name:18s} {a['status']:8s} N={a['n']}{why}")
     log(
-        f"done in {time.perf_counter() - t_all:.0f} s: results in {out / 'results'}; report: {s['report_md']} and {s['report_html']}"
+        f"done in {time.perf_counter() - t_all:.0f} s: results in {out / 'results'}; "
+        f"report: {s['report_md']} and {s['report_html']}"
     )
     return 0

@@ -199,7 +199,9 @@ def test_rtde_robot_moves_and_the_watchdog_stops_it(controller, default_calibrat
         # a loaded machine delays the watchdog thread (169 ms seen at load 8 on 2 cores); the
         # latency itself is measured by benchmarks/reliability_ur.py, not bounded tightly here
         print(f"watchdog: stopL {lag / 1e6:.0f} ms after the last head pose (loss timeout {timeout_ns / 1e6:.0f} ms)")
-        assert timeout_ns <= lag <= timeout_ns + 3e9 / robot.rate_hz + 400e6, f"stopL {lag / 1e6:.0f} ms after the last head pose"
+        assert timeout_ns <= lag <= timeout_ns + 3e9 / robot.rate_hz + 400e6, (
+            f"stopL {lag / 1e6:.0f} ms after the last head pose"
+        )
         wait_for(lambda: np.linalg.norm(robot.state().tcp_speed[:3]) < 1e-6, 5, "the arm to stand")
         assert np.linalg.norm(robot.state().T_base_tool0.t - far.t) > 0.02
         # a protective stop: reported in the state, and the next move is refused

@@ -145,7 +145,9 @@ def test_committed_models_folder_holds_no_weights(repo_root):
     assert isinstance(doc, dict)
     import subprocess
 
-    tracked = subprocess.run(["git", "ls-files", "models"], cwd=repo_root, capture_output=True, text=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "models"], cwd=repo_root, capture_output=True, text=True
+    ).stdout.split()
     assert tracked and not [t for t in tracked if t.endswith((".onnx", ".pt", ".pth", ".pkl", ".ckpt", ".data"))]
 
 

@@ -241,7 +241,8 @@ def test_bad_checkpoints_name_the_keys(model, tmp_path):
 
 @pytest.mark.replay
 @pytest.mark.slow
-# the default suite exports GaT through the zoo (tests/bench/zoo/test_families.py: contract, parity); this direct export: long tier
+# the default suite exports GaT through the zoo (tests/bench/zoo/test_families.py: contract, parity);
+# this direct export: long tier
 @pytest.mark.long
 def test_onnx_contract_and_runtime_parity(model, tmp_path):
     import onnx

@@ -192,7 +192,9 @@ class YoloV8FaceOnnx(Detector):
         try:
             self.session = ort.InferenceSession(str(path), so, providers=providers or ["CPUExecutionProvider"])
         except Exception as e:
-            raise Gaze4HRIError(f"cannot load YOLOv8-face ONNX ({type(e).__name__})", str(path), "re-export the model (opset >= 12)") from None
+            raise Gaze4HRIError(
+                f"cannot load YOLOv8-face ONNX ({type(e).__name__})", str(path), "re-export the model (opset >= 12)"
+            ) from None
         self.input = self.session.get_inputs()[0].name
         self.name, self.path, self.conf, self.iou, self.size = name, path, conf, iou, size
 

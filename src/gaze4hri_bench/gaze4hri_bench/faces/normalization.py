@@ -154,7 +154,9 @@ def normalize_head(R_head_cam, R_norm) -> np.ndarray:
 # -- generic 3D face model: gaze4hri_core.face_model (re-exported) --------------------------
 
 
-def head_pose_from_landmarks(landmarks_2d, intrinsics, model_mm=FACE_MODEL_MM) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def head_pose_from_landmarks(
+    landmarks_2d, intrinsics, model_mm=FACE_MODEL_MM
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Head pose from six 2D landmarks (FACE_MODEL_MESH_IDS order, pixels) by solvePnP
     against the generic face model (what a deployed robot without motion capture has;
     methods.md step 1). Returns (R_head_cam, t_head_cam (m), face_center_cam (m))."""
