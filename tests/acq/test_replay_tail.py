@@ -4,6 +4,7 @@ message of every topic; before, the process ended before its last samples left
 (6 of 1,307 /robot/tcp_pose, 21 of 4,442 /tf, 5 of 1,304 /joint_states missing)."""
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -22,6 +23,9 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
 
+from .conftest import SHORT_TRIALS  # noqa: E402
+from .test_launch import ws  # noqa: E402, F401 - the colcon-built workspace (launch tier)
+
 pytestmark = [pytest.mark.replay, pytest.mark.node]
 
 CLI = [sys.executable, "-m", "gaze4hri_acq.cli"]
@@ -35,6 +39,12 @@ def _cls(ty):
 
     pkg, _, name = ty.split("/")
     return getattr(importlib.import_module(f"{pkg}.msg"), name)
+
+
+def _digest(raw) -> bytes:
+    """A message's identity: its CDR body without the encapsulation header and trailing padding
+    (DDS may re-pad a payload to 4 bytes and note the padding in the header's options)."""
+    return hashlib.blake2b(bytes(raw)[4:].rstrip(b"\0"), digest_size=16).digest()
 
 
 def recorded_counts(session: Path, trials: list[str]) -> tuple[Counter, dict[str, str]]:
@@ -57,20 +67,22 @@ class Listener:
         rclpy.init(context=self.ctx, args=[])
         self.node = rclpy.create_node("tail_listener", context=self.ctx)
         self.got: Counter = Counter()
+        self.digests: dict[str, set[bytes]] = {t: set() for t in types}
         self._lock = threading.Lock()
         for topic, ty in types.items():
             durable = DurabilityPolicy.TRANSIENT_LOCAL if topic == "/tf_static" else DurabilityPolicy.VOLATILE
             qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE,
                              durability=durable)
-            self.node.create_subscription(_cls(ty), topic, lambda _b, t=topic: self._count(t), qos, raw=True)
+            self.node.create_subscription(_cls(ty), topic, lambda b, t=topic: self._count(t, b), qos, raw=True)
         self.ex = SingleThreadedExecutor(context=self.ctx)
         self.ex.add_node(self.node)
         self.th = threading.Thread(target=self.ex.spin, daemon=True)
         self.th.start()
 
-    def _count(self, topic: str) -> None:
+    def _count(self, topic: str, raw: bytes) -> None:
         with self._lock:
             self.got[topic] += 1
+            self.digests[topic].add(_digest(raw))
 
     def settle(self, want: Counter, patience_s: float = TAKE_PATIENCE_S) -> Counter:
         """The counts once they equal ``want`` or have not changed for ``patience_s``."""
@@ -99,19 +111,81 @@ def shared_graph(monkeypatch):
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
-def test_cli_replay_delivers_every_message_of_every_topic(short_session, shared_graph):
-    trials = ["illum010_P1", "mutual_v_fast"]
-    want, types = recorded_counts(short_session, trials)
+def _listen_to_replay(types: dict[str, str], want: Counter, run) -> Counter:
+    """The listener's counts after ``run()`` (the replay, to its end) has returned."""
     listener = Listener(types)
     try:
-        time.sleep(1.0)  # discovery of the listener's subscriptions is on the replay's side (it waits for none)
-        p = subprocess.run([*CLI, "replay", str(short_session), "--rate", "1", "--quiet",
-                            *[a for t in trials for a in ("--trial", t)],
-                            "--ros-args", "-p", "wait_for_subscribers:=true"],
-                           capture_output=True, text=True, timeout=180, env=shared_graph)
-        assert p.returncode == 0, p.stderr
-        got = listener.settle(want)
+        p = run()
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        return listener.settle(want)
     finally:
         listener.close()
+
+
+def _assert_same(got: Counter, want: Counter) -> None:
     missing = {t: f"{got[t]} of {n}" for t, n in want.items() if got[t] != n}
     assert not missing, f"subscriber counts differ from the bags: {missing}"
+
+
+@pytest.mark.launch
+def test_launched_replay_delivers_every_message_of_every_topic(short_session, ws, monkeypatch):  # noqa: F811
+    """replay.launch.py wait_for_subscribers:=true: the launched replay process, same counts."""
+    for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE"):
+        monkeypatch.setenv(k, ws.env[k])  # the listener on the launch's own graph
+    want, types = recorded_counts(short_session, SHORT_TRIALS)
+    got = _listen_to_replay(types, want, lambda: ws.launch("replay.launch.py", session=str(short_session), rate="1",
+                                                           wait_for_subscribers="true", timeout=240))
+    _assert_same(got, want)
+
+
+def test_cli_replay_delivers_every_message_of_every_topic(short_session, shared_graph):
+    """``gaze4hri-acq replay ... --ros-args -p wait_for_subscribers:=true`` in a process of its own."""
+    trials = ["illum010_P1", "mutual_v_fast"]
+    want, types = recorded_counts(short_session, trials)
+    got = _listen_to_replay(types, want, lambda: subprocess.run(
+        [*CLI, "replay", str(short_session), "--rate", "1", "--quiet", *[a for t in trials for a in ("--trial", t)],
+         "--ros-args", "-p", "wait_for_subscribers:=true"], capture_output=True, text=True, timeout=180,
+        env=shared_graph))
+    _assert_same(got, want)
+
+
+def _writer_depth(topic: str) -> int:
+    """The history depth of replay's publisher of ``topic`` (replay._Playback._publisher's QoS)."""
+    from gaze4hri_acq.nodes.common import QOS_LATCHED, QOS_RELIABLE
+    from gaze4hri_acq.recorder.tf import TF, TF_STATIC, tf_qos, tf_static_qos
+
+    qos = (tf_static_qos() if topic == TF_STATIC else tf_qos() if topic == TF
+           else QOS_LATCHED if topic.endswith("camera_info") else QOS_RELIABLE)
+    return qos.depth
+
+
+def test_cli_replay_at_speed_delivers_the_last_samples_of_every_topic(short_session, shared_graph):
+    """At 20x the subscriber falls behind (keep-last publishers then replace samples it has not
+    acknowledged yet: the middle is not promised), but the last ``depth`` samples of every
+    topic stay in the publisher until acknowledged: the process must not end before. Before
+    the fix, the end of the stream was lost (38 of the last 38 /robot/tcp_pose at 5x)."""
+    trials = ["illum010_P1", "mutual_v_fast"]
+    want, types = recorded_counts(short_session, trials)
+    tails: dict[str, list[bytes]] = {t: [] for t in types}
+    for tid in trials:
+        with Reader(bag_dir(short_session, tid)) as r:
+            for c, _t, raw in r.messages():
+                tails[c.topic].append(_digest(raw))
+    listener = Listener(types)
+    try:
+        p = subprocess.run([*CLI, "replay", str(short_session), "--rate", "20", "--quiet",
+                            *[a for t in trials for a in ("--trial", t)], "--ros-args", "-p",
+                            "wait_for_subscribers:=true"], capture_output=True, text=True, timeout=180, env=shared_graph)
+        assert p.returncode == 0, p.stderr[-2000:]
+        listener.settle(want, patience_s=5.0)
+        with listener._lock:
+            got = {t: set(d) for t, d in listener.digests.items()}
+    finally:
+        listener.close()
+    lost = {}
+    for topic, seq in tails.items():
+        last = seq[-_writer_depth(topic):]
+        n = sum(d not in got[topic] for d in last)
+        if n:
+            lost[topic] = f"{n} of the last {len(last)}"
+    assert not lost, f"the end of the replay did not reach the subscriber: {lost}"

@@ -60,6 +60,9 @@ REPLAY_ARGUMENTS = [
     {"name": "clock", "default": "true",
      "description": "publish /clock from the bag's time, so that use_sim_time nodes follow the replay",
      "choices": ["true", "false"]},
+    {"name": "wait_for_subscribers", "default": "false",
+     "description": "hold each bag's first message until every topic of the bag has a subscriber",
+     "choices": ["true", "false"]},
 ]
 
 
@@ -191,6 +194,7 @@ def replay_actions(context) -> list:
     from launch_ros.actions import Node
 
     # the replay node's ROS parameter ``clock`` (gaze4hri_acq.replay: /clock from the bag's time)
-    params = [param_file({"replay": {"clock": a["clock"] == "true"}}, "replay")]
+    params = [param_file({"replay": {"clock": a["clock"] == "true",
+                                     "wait_for_subscribers": a["wait_for_subscribers"] == "true"}}, "replay")]
     node = Node(package=PACKAGE, executable=EXECUTABLE, arguments=cmd, parameters=params, output="screen")
     return [node, exit_handler(node, "the replay")]

@@ -40,6 +40,11 @@ STALL_S = 2.0
 #: how far the tool must move to count as progress (m): above the encoders' and the simulated
 #: arm's noise at rest (um), well below the distance of one 125 Hz sample at 1 cm/s (80 um x 12)
 STALL_TOLERANCE_M = 0.001
+#: how long a move's acknowledgement may take: the robot node answers once it has previewed
+#: the whole motion with the safety monitor (every 20 ms sample through the inverse kinematics:
+#: 11 s for mutual_h_slow's 36 s raster at a load of 8 on 2 cores), so this bounds only a node
+#: that stopped answering (15 s was reached under ros2 launch, issue 31)
+MOVE_ACK_PATIENCE_S = 120.0
 
 
 class MotionRun(NamedTuple):
@@ -56,7 +61,7 @@ def move(cfg, client: DeviceClient, motion, check, wait: bool = True) -> MotionR
     client.motion_done.pop(motion.name, None)
     client.motion_start.pop(motion.name, None)
     sent_ns = client.device_ns  # the start, until the robot node's motion_start stamp arrives (never earlier)
-    ack = client.request("robot", "move", move=move_to_json(motion), timeout_s=15.0)
+    ack = client.request("robot", "move", move=move_to_json(motion), timeout_s=MOVE_ACK_PATIENCE_S)
     run = MotionRun(motion.name, sent_ns, float(ack["duration_s"]))
     if wait:
         wait_motion(cfg, client, run, check)
