@@ -107,6 +107,7 @@ def test_plugins_found_listed_and_a_taken_name_refused(plugin_dist, capsys):
     assert not {"h30_look_down", "h30_missing"} & set(available_methods())  # plugins run when named
 
 
+@pytest.mark.replay
 def test_plugin_network_with_a_custom_decoder(plugin_dist, tmp_path):
     """An OnnxMethod subclass with its own spec: planned with its spec, record and model
     file (ONNX check included), decoded by its own rule, spec hash in the provenance."""
@@ -130,6 +131,7 @@ def test_plugin_network_with_a_custom_decoder(plugin_dist, tmp_path):
     assert results.read_metadata(p)["spec_sha256"] == spec_hash(job.spec)
 
 
+@pytest.mark.replay
 def test_plugin_method_runs_like_any_method(plugin_dist, tmp_path):
     cfg = RunConfig(methods=("h30_look_down", "straight"), data=Path("/synthetic"), out=tmp_path / "out",
                     progress=False, blinks="off", detector="stub", command_line="pytest plugin")

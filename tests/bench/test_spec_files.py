@@ -65,34 +65,67 @@ def test_scale_one_gives_the_tensor_of_pixel_unit_mean_and_std(tmp_path):
     np.testing.assert_allclose(to_tensor(patch, spec), want.transpose(2, 0, 1), atol=1e-4)
 
 
-def test_a_spec_like_a_builtin_gives_the_builtins_rows(tmp_path, tiny_models, unregister):
-    """One format: the built-in L2CS spec file copied under another name, with the same
-    network, gives the same rows as the built-in (crop input, stub-free face boxes)."""
+@pytest.fixture
+def stub_faces(monkeypatch):
+    """A face detector that finds one box drifting with the frame count (crops differ)."""
+    from gaze4hri_bench.faces.detectors import FaceDetection
+    from gaze4hri_bench.pipeline import face_pass
+
+    class Stub:
+        name, has_landmarks, calls = "stub", False, 0
+
+        def detect(self, image):
+            self.calls += 1
+            k = self.calls % 5
+            return [FaceDetection(np.array([20.0 + k, 12.0, 70.0 + k, 62.0]), 0.9)]
+
+        def close(self):
+            pass
+
+    def detector(self):
+        if self._det is None:
+            self._det = Stub()
+        return self._det
+
+    monkeypatch.setattr(face_pass.FaceModels, "detector", detector)
+
+
+@pytest.mark.slow
+@pytest.mark.replay
+@pytest.mark.parametrize("builtin", ["puregaze_eth", "puregaze_gaze360", "gazetr_eth", "gazetr_gaze360",
+                                     "l2cs_gaze360", "mcgaze_gaze360", "gat_gaze360"])
+def test_a_builtins_spec_file_as_a_users_gives_its_rows(tmp_path, tiny_models, unregister, stub_faces, builtin):
+    """One format: a built-in's shipped spec file, copied under another name beside the
+    same network and run as a user's spec file, gives the built-in's rows bit for bit
+    (both inputs: crops, rectified patches, clips)."""
     import shutil
 
     from gaze4hri_bench.specs import SPEC_DIR
 
-    data = yaml.safe_load((SPEC_DIR / "gazetr_eth.yaml").read_text())
-    data.update(name="my_gazetr", aliases=[], weights_file="my_gazetr.onnx")
+    mine = f"my_{builtin}"
+    data = yaml.safe_load((SPEC_DIR / f"{builtin}.yaml").read_text())
+    data.update(name=mine, aliases=[], weights_file=f"{mine}.onnx")
     folder = tmp_path / "mine"
     folder.mkdir()
-    shutil.copyfile(tiny_models / "gazetr_eth.onnx", folder / "my_gazetr.onnx")
-    (folder / "my_gazetr.yaml").write_text(yaml.safe_dump(data))
-    unregister.append("my_gazetr")
-    cfg = dict(data=Path("/synthetic"), models_dir=tiny_models, progress=False, blinks="off", input="rectified",
-               command_line="pytest")
-    (a,) = run_benchmark(RunConfig(methods=("gazetr_eth",), out=tmp_path / "a", **cfg), log=lambda *_: None,
-                         dataset=SynthDataset())
-    (b,) = run_benchmark(RunConfig(methods=(str(folder / "my_gazetr.yaml"),), out=tmp_path / "b", **cfg),
-                         log=lambda *_: None, dataset=SynthDataset())
-    ra, rb = (results.pq.read_table(p).to_pandas() for p in (a, b))
-    cols = ["pred_x", "pred_y", "pred_z", "error_deg"]
-    assert ra[cols].equals(rb[cols]) and ra["pred_x"].notna().any()
-    ma, mb = results.read_metadata(a), results.read_metadata(b)
-    assert ma["spec_sha256"] != mb["spec_sha256"]  # the name differs, so the spec does
-    assert mb["spec_sha256"] == spec_hash(load_spec(folder / "my_gazetr.yaml")[0])
-    assert mb["spec_file"] == str(folder / "my_gazetr.yaml") and ma["spec_file"] is None
-    assert mb["weights_sha256"] == ma["weights_sha256"] == mb["weights"]["onnx_sha256"]
+    shutil.copyfile(tiny_models / f"{builtin}.onnx", folder / f"{mine}.onnx")
+    (folder / f"{mine}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))  # tensor order is meaningful
+    unregister.append(mine)
+    cfg = dict(data=Path("/synthetic"), models_dir=tiny_models, progress=False, blinks="off", input="both",
+               detector="stub", command_line="pytest")
+    a = run_benchmark(RunConfig(methods=(builtin,), out=tmp_path / "a", **cfg), log=lambda *_: None,
+                      dataset=SynthDataset())
+    b = run_benchmark(RunConfig(methods=(str(folder / f"{mine}.yaml"),), out=tmp_path / "b", **cfg),
+                      log=lambda *_: None, dataset=SynthDataset())
+    assert [p.name.replace(builtin, mine) for p in a] == [p.name for p in b] and len(a) == 2
+    cols = ["pred_x", "pred_y", "pred_z", "error_deg", "valid", "invalid_reason"]
+    for pa, pb in zip(a, b, strict=True):
+        ra, rb = (results.pq.read_table(p).to_pandas() for p in (pa, pb))
+        assert ra[cols].equals(rb[cols]) and ra["pred_x"].notna().sum() > 10
+        ma, mb = results.read_metadata(pa), results.read_metadata(pb)
+        assert ma["spec_sha256"] != mb["spec_sha256"]  # the name differs, so the spec does
+        assert mb["spec_sha256"] == spec_hash(load_spec(folder / f"{mine}.yaml")[0])
+        assert mb["spec_file"] == str(folder / f"{mine}.yaml") and ma["spec_file"] is None
+        assert mb["weights_sha256"] == ma["weights_sha256"] == mb["weights"]["onnx_sha256"]
 
 
 def _cli(*argv) -> tuple[int, str, str]:
@@ -108,6 +141,7 @@ def _cli(*argv) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.replay
 def test_methods_add_then_run_by_name(tmp_path, unregister):
     d = spec_dict("mynet", "bins_pitch_yaw", "crop")
     d["aliases"] = ["my"]
@@ -202,6 +236,8 @@ def test_bins_range_and_not_yaml_and_no_file(tmp_path):
 GRAPH_MISMATCH = [  # the spec as written vs the graph's own signature
     ("names", {"outputs": {"yaw_pitch": ["B", 2]}}, "onnx.outputs", "names ['gaze'], the graph has ['yaw_pitch']"),
     ("rank", {"outputs": {"gaze": ["B", 1, 2]}}, "onnx.outputs.gaze", "rank 3, the graph's is 2"),
+    ("order", {"outputs": {"head2": ["B", 60], "head1": ["B", 60]}}, "onnx.outputs",
+     "names ['head1', 'head2'], the graph has ['head2', 'head1']"),
     ("fixed batch", {"inputs": {"face": [1, 3, 32, 32]}}, "onnx.inputs.face",
      "axis 0 is dynamic (B) here, fixed to 1 in the graph"),
 ]
@@ -209,7 +245,8 @@ GRAPH_MISMATCH = [  # the spec as written vs the graph's own signature
 
 @pytest.mark.parametrize("what,graph,field,words", GRAPH_MISMATCH, ids=[g[0] for g in GRAPH_MISMATCH])
 def test_spec_checked_against_the_onnx_graph(tmp_path, what, graph, field, words):
-    good = spec_dict("mynet")
+    rule = "bins_pitch_yaw" if what == "order" else "angles_pitch_yaw_rad"
+    good = spec_dict("mynet", rule)
     if what == "rank":  # the graph as the spec says; the spec then claims another rank
         src = write_spec(tmp_path, good, "angles_pitch_yaw_rad")
         spec, _ = load_spec(src)
@@ -218,9 +255,9 @@ def test_spec_checked_against_the_onnx_graph(tmp_path, what, graph, field, words
             check_onnx(spec, spec.weights_file, str(src))
         line = e.value.line()
     else:
-        g = spec_dict("mynet")
+        g = spec_dict("mynet", rule)
         g["onnx"].update(graph)
-        src = write_spec(tmp_path, good, "angles_pitch_yaw_rad", onnx_dict=g)
+        src = write_spec(tmp_path, good, rule, onnx_dict=g)
         rc, out, line = _cli("methods", "add", src, "--models-dir", tmp_path / "models")
         assert rc == 2 and line.count("\n") == 1
     assert f"{src}: {field}: " in line and words in line, line

@@ -360,9 +360,9 @@ def check_onnx(spec, path: str | Path, where: str | None = None) -> None:
              "outputs": {v.name: _dims(v) for v in g.output}}
     for kind, declared in (("inputs", spec.onnx_inputs), ("outputs", spec.onnx_outputs)):
         have = graph[kind]
-        if set(have) != set(declared):
-            raise SpecError(where, f"onnx.{kind}", f"names {sorted(declared)}, the graph has {sorted(have)}",
-                            f"use the graph's {kind[:-1]} names")
+        if list(have) != list(declared):  # in order: the decoder reads the outputs in the spec's order
+            raise SpecError(where, f"onnx.{kind}", f"names {list(declared)}, the graph has {list(have)}",
+                            f"use the graph's {kind[:-1]} names, in its order")
         for name, shape in declared.items():
             _check_shape(where, f"onnx.{kind}.{name}", list(shape), have[name])
 
