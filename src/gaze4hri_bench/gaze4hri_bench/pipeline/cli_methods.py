@@ -14,15 +14,18 @@ __all__ = ["add_arguments", "main", "status_rows", "add_method", "register_model
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", choices=("list", "add"), default="list",
+    p.add_argument("action", nargs="?", choices=("list", "add", "check"), default="list",
                    help="list (default): every method and its status; add: copy a spec file and its ONNX "
-                        "file into the models folder")
-    p.add_argument("spec", nargs="?", metavar="SPEC.yaml", help="add: the method's spec file")
+                        "file into the models folder; check: its output convention against --data")
+    p.add_argument("spec", nargs="?", metavar="SPEC.yaml", help="add, check: the method's spec file (check: or name)")
     p.add_argument("--models-dir", default=None, metavar="DIR",
                    help="folder of <method>.onnx + manifest.yaml (default: $GAZE4HRI_MODELS, else models/)")
     p.add_argument("--force", action="store_true", help="add: replace a method of the same name added before")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--all", action="store_true", help="include hidden test methods")
+    from .convention_check import add_check_arguments
+
+    add_check_arguments(p)
 
 
 def register_models_dir(models_dir=None) -> dict[str, str]:
@@ -130,6 +133,10 @@ def status_rows(models_dir=None, include_hidden: bool = False) -> list[dict]:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.action == "check":
+        from .convention_check import check_main
+
+        return check_main(args)
     if args.action == "add":
         if not args.spec:
             from gaze4hri_core.errors import Gaze4HRIError

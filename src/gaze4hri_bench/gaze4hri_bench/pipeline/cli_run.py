@@ -191,6 +191,10 @@ def main(args: argparse.Namespace) -> int:
 
     for line in plan_lines(jobs, cfg, defaulted=not args.methods):
         print(line, flush=True)
+    from .convention_check import run_warnings  # a spec file's output convention, on the first trial
+
+    for line in run_warnings(jobs, cfg):
+        print(line, file=sys.stderr, flush=True)
     skipped: list = []
     paths = run_benchmark(cfg, jobs=jobs, skipped=skipped)
     print_command(command_line(["gaze4hri-bench", "analyze", args.out, "--out", args.out / "report"]),

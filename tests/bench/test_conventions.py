@@ -1,0 +1,105 @@
+"""The convention check (gaze4hri_bench.conventions): synthetic network outputs whose true
+convention is known, decoded under a declared rule; the check must name the true
+convention as the best reading, by a clear margin, and say so when the declared one is wrong."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gaze4hri_bench.conventions import COLOUR_SWAP, readings, score
+from gaze4hri_core.gaze import convert_frame, pitchyaw_to_vector, vector_to_pitchyaw
+from scipy.spatial.transform import Rotation
+
+N = 300
+
+
+def _truth(seed: int = 0):
+    """Camera-frame truth, per-frame maps network -> camera, and the truth in the network frame."""
+    rng = np.random.default_rng(seed)
+    pitch, yaw = rng.uniform(-0.5, 0.5, N), rng.uniform(-0.7, 0.7, N)
+    g_net = pitchyaw_to_vector(pitch, yaw, "A")
+    to_cam = Rotation.from_rotvec(rng.normal(0, 0.15, (N, 3))).as_matrix()
+    gt = np.einsum("nij,nj->ni", to_cam, g_net)
+    noise = rng.normal(0, np.radians(2.0), (N, 2))  # a trained network's scatter
+    return pitch + noise[:, 0], yaw + noise[:, 1], to_cam, gt
+
+
+def _best(res):
+    return res.rows[0][0]
+
+
+def test_declared_convention_wins_by_a_margin():
+    p, y, to_cam, gt = _truth()
+    res = score(readings("pitchyaw_rad", [np.stack([p, y], -1)]), to_cam, gt)
+    assert _best(res) == "declared" and not res.alternative_better
+    assert res.declared_median < 4.0 and res.margin_deg > 10.0
+    assert "declared convention fits best" in res.verdict()
+
+
+# (what the network really emits, the rule a wrong spec declares, the reading that must win)
+CASES = [
+    (lambda p, y: [np.stack([y, p], -1)], "pitchyaw_rad", "pitch/yaw swapped"),
+    (lambda p, y: [np.stack([p, y], -1)], "yawpitch_rad", "pitch/yaw swapped"),
+    (lambda p, y: [np.stack([-p, y], -1)], "pitchyaw_rad", "pitch sign flipped"),
+    (lambda p, y: [np.stack([p, -y], -1)], "pitchyaw_rad", "yaw sign flipped"),
+    (lambda p, y: [np.stack([-p, -y], -1)], "pitchyaw_rad", "Frame B axes read as Frame A (both signs flipped)"),
+    (lambda p, y: [np.degrees(np.stack([p, y], -1))], "pitchyaw_rad", "degrees read as radians"),
+    (lambda p, y: [np.stack([p, y], -1)], "pitchyaw_deg", "radians read as degrees"),
+    (lambda p, y: [convert_frame(pitchyaw_to_vector(p, y, "A"), "A", "B")], "vector_a", "Frame B instead of A"),
+    (lambda p, y: [pitchyaw_to_vector(p, y, "A")], "vector_b", "Frame A instead of B"),
+    (lambda p, y: [-pitchyaw_to_vector(p, y, "A")], "vector_a", "vector reversed (face <- target)"),
+]
+
+
+@pytest.mark.parametrize("emit, declared, true_name", CASES, ids=[c[2] + " / " + c[1] for c in CASES])
+def test_each_wrong_declaration_is_named(emit, declared, true_name):
+    p, y, to_cam, gt = _truth(1)
+    res = score(readings(declared, emit(p, y)), to_cam, gt)
+    assert _best(res) == true_name, res.rows
+    assert res.alternative_better and res.best_alternative[0] == true_name
+    assert res.best_alternative[1] < 4.0 and res.declared_median > 10.0
+    assert "WARNING" in res.verdict() and true_name in res.verdict()
+
+
+def _bins(angle_deg, count=90, lo=-180.0, width=4.0):
+    """Logits whose softmax expectation over the bins is ``angle_deg`` (a sharp Gaussian)."""
+    centres = lo + width * np.arange(count)
+    return -0.5 * ((centres[None, :] - np.asarray(angle_deg)[:, None]) / 2.0) ** 2
+
+
+def test_l2cs_bins_with_swapped_heads_is_named():
+    p, y, to_cam, gt = _truth(2)
+    # L2CS declares the first head yaw; a network whose first head is pitch
+    outs = [_bins(np.degrees(p)), _bins(np.degrees(y))]
+    res = score(readings("l2cs_bins", outs), to_cam, gt)
+    assert res.best_alternative[0] == "pitch/yaw swapped" and res.alternative_better
+    right = score(readings("l2cs_bins", outs[::-1]), to_cam, gt)
+    assert _best(right) == "declared" and not right.alternative_better
+
+
+def test_colour_order_reading_uses_the_second_pass():
+    p, y, to_cam, gt = _truth(3)
+    good = [np.stack([p, y], -1)]
+    junk = [np.zeros((N, 2))]  # what the network says when fed the declared colour order: nothing useful
+    res = score(readings("pitchyaw_rad", junk, good, "bgr"), to_cam, gt)
+    assert res.best_alternative[0] == COLOUR_SWAP and res.alternative_better
+    assert "input.colour: rgb" in res.verdict()
+    ok = score(readings("pitchyaw_rad", good, junk, "bgr"), to_cam, gt)
+    assert _best(ok) == "declared"
+
+
+def test_declared_reading_is_the_pipelines_decoding():
+    from gaze4hri_bench.decoders import decode
+
+    p, y, _, _ = _truth(4)
+    outs = [np.stack([y, p], -1)]
+    first = readings("yawpitch_rad", outs)[0]
+    np.testing.assert_allclose(first.vectors, decode("yawpitch_rad", outs))
+    np.testing.assert_allclose(vector_to_pitchyaw(first.vectors), np.stack([p, y], -1), atol=1e-12)
+
+
+def test_no_clear_winner_on_noise():
+    rng = np.random.default_rng(5)
+    p, y, to_cam, gt = _truth(5)
+    outs = [rng.uniform(-1, 1, (N, 2))]  # a random network: every reading is as bad
+    res = score(readings("pitchyaw_rad", outs), to_cam, gt)
+    assert not res.alternative_better
