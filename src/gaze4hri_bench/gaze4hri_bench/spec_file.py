@@ -345,8 +345,9 @@ def _dims(value_info) -> list[int | str | None]:
 
 
 def check_onnx(spec, path: str | Path, where: str | None = None) -> None:
-    """The ONNX graph at ``path`` has the spec's input and output names, ranks and fixed
-    sizes, and a dynamic axis wherever the spec names one (B, H, W). One line otherwise."""
+    """The ONNX graph at ``path`` has the spec's inputs (names in order) and its outputs
+    first (as pipeline.runtime's session check), with their ranks and fixed sizes, and a
+    dynamic axis wherever the spec names one (B, H, W). One line otherwise."""
     import onnx
 
     where = where or spec.name
@@ -360,7 +361,8 @@ def check_onnx(spec, path: str | Path, where: str | None = None) -> None:
              "outputs": {v.name: _dims(v) for v in g.output}}
     for kind, declared in (("inputs", spec.onnx_inputs), ("outputs", spec.onnx_outputs)):
         have = graph[kind]
-        if list(have) != list(declared):  # in order: the decoder reads the outputs in the spec's order
+        # in order: the decoder reads the outputs in the spec's order; a graph may give more outputs after them
+        if list(have)[: len(declared) if kind == "outputs" else None] != list(declared):
             raise SpecError(where, f"onnx.{kind}", f"names {list(declared)}, the graph has {list(have)}",
                             f"use the graph's {kind[:-1]} names, in its order")
         for name, shape in declared.items():
