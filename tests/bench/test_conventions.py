@@ -103,3 +103,29 @@ def test_no_clear_winner_on_noise():
     outs = [rng.uniform(-1, 1, (N, 2))]  # a random network: every reading is as bad
     res = score(readings("pitchyaw_rad", outs), to_cam, gt)
     assert not res.alternative_better
+
+
+def test_own_model_example_exports_a_network_its_spec_accepts(tmp_path):
+    """The tiny version of benchmarks/own_model: the untrained network exported to ONNX,
+    its spec file (and each deliberately wrong variant) loads and matches the graph, and
+    ONNX Runtime's outputs decode under the spec's rule."""
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("torch")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "own_model"))
+    try:
+        import own_model as om
+    finally:
+        sys.path.pop(0)
+    from gaze4hri_bench.pipeline.runtime import Runner
+    from gaze4hri_bench.spec_file import check_onnx, load_spec
+
+    om.export(om.build_net(seed=0).eval(), tmp_path / "ownnet.onnx")
+    for kw in ({}, {"order": "yaw_pitch"}, {"unit": "deg"}, {"colour": "bgr"}):
+        spec, _ = load_spec(om.write_spec(tmp_path / "ownnet.yaml", om.spec_dict(**kw)))
+        check_onnx(spec, spec.weights_file)
+    x = np.random.default_rng(0).normal(0, 1, (5, 3, om.SIZE, om.SIZE)).astype(np.float32)
+    outs = Runner(spec.weights_file, spec, "cpu", batch=4, log=lambda _m: None).run(x)
+    reads = readings(spec.output, outs)
+    assert outs[0].shape == (5, 2) and all(np.isfinite(r.vectors).all() for r in reads)

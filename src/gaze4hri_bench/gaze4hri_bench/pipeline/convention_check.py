@@ -188,5 +188,5 @@ def run_warnings(jobs, cfg) -> list[str]:
         line = first_trial_warning(j.spec.name, cfg.data, refs[0].subject, refs[0].trial, cfg.models_dir,
                                    cfg.profile, detector=cfg.detector)
         if line:
-            out.append(f"WARNING (first trial {refs[0].subject}/{refs[0].trial}) {line}")
+            out.append(f"WARNING (first trial {refs[0].subject}/{refs[0].trial}): " + line.replace("WARNING: ", "", 1))
     return out
