@@ -71,8 +71,11 @@ def simulate(out: Path, subjects: int, seconds: float, log=print) -> Path:
         if (root / s / "session.yaml").is_file():
             cmd.append("--resume")
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        log(f"simulated {s}: {len(TRIALS)} trials in {time.perf_counter() - t0:.0f} s")
+        rc = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode
+        if rc not in (0, 1):  # 1: some trial failed (listed in session.yaml); the others are kept
+            raise SystemExit(f"own_model: simulating {s} failed (exit {rc}): run `{' '.join(cmd)}` to see why")
+        log(f"simulated {s}: {len(TRIALS)} trials in {time.perf_counter() - t0:.0f} s"
+            + (" (some trial failed: left out)" if rc else ""))
     return root
 
 
@@ -178,14 +181,22 @@ def export(net, path: Path) -> Path:
     return path
 
 
-def bench(sessions: Path, held_out: list[str], specs: list[Path], out: Path) -> dict[str, float]:
-    """``gaze4hri-bench run`` on the held-out subjects; median error of valid frames per method."""
+def bench(sessions: Path, held_out: list[str], specs: list[Path], out: Path, zoo: list[str] = (),
+          models: Path | None = None) -> dict[str, float]:
+    """``gaze4hri-bench run`` on the held-out subjects; median error of valid frames per
+    method. ``zoo``: built-in networks exported with random weights into ``models`` first."""
     import pandas as pd
 
     exe = str(Path(sys.executable).with_name("gaze4hri-bench"))
     cmd = [exe, "run", "--data", str(sessions), "--out", str(out), "--subjects", *held_out, "--method", "head_pose"]
     for s in specs:
         cmd += ["--method", str(s)]
+    for m in zoo:
+        if not (models / f"{m}.onnx").is_file():
+            subprocess.run([exe, "models", "export", m, "--random-init", "--models-dir", str(models)], check=True)
+        cmd += ["--method", m]
+    if zoo:
+        cmd += ["--models-dir", str(models)]
     subprocess.run(cmd + ["--device", "cpu", "--no-progress"], check=True)
     meds = {}
     for f in sorted(out.glob("*.parquet")):
@@ -222,6 +233,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=1.0, help="seconds per simulated trial (default 1)")
     ap.add_argument("--epochs", type=int, default=30, help="training epochs (default 30)")
     ap.add_argument("--frames", type=int, default=200, help="frames the convention check samples (default 200)")
+    ap.add_argument("--zoo", nargs="*", default=[], metavar="METHOD",
+                    help="built-in networks to run with random weights beside it, e.g. puregaze_eth (slow on CPU)")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -237,7 +250,7 @@ def main(argv=None) -> int:
     rnd.mkdir(exist_ok=True)
     export(build_net(seed=1).eval(), rnd / f"{NAME}.onnx")
     rspec = write_spec(rnd / "ownnet_random.yaml", {**spec_dict("ownnet_random"), "weights_file": f"{NAME}.onnx"})
-    meds = bench(sessions, held, [spec, rspec], a.out / "results")
+    meds = bench(sessions, held, [spec, rspec], a.out / "results", a.zoo, a.out / "models")
     rows = conventions(sessions, held, a.out, a.frames)
     (a.out / "summary.json").write_text(json.dumps({"medians": meds, "conventions": rows}, indent=2))
     print("\nmedian angular error on held-out subjects " + ", ".join(held) + ":")
