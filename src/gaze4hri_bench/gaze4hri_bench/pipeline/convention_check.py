@@ -173,10 +173,14 @@ def run_warnings(jobs, cfg) -> list[str]:
     (the built-ins' conventions are tested against their official code): its first
     trial's errors under each convention, before the run spends time on the rest."""
     from ..data.reader import Dataset
-    from ..specs import SPECS
+    from ..methods import get_entry
+    from ..methods.plugins import spec_source
 
-    nets = [j for j in jobs if j.spec is not None and j.method.kind == "onnx" and j.spec.name not in SPECS
-            and j.spec.clip_len == 1 and cfg.data_format in ("auto", "session")]
+    def brought(j) -> bool:  # a spec file's network, or a plugin's (not a built-in, not the tests' tiny_test)
+        return spec_source(j.method.name) is not None or get_entry(j.method.name).kind == "plugin"
+
+    nets = [j for j in jobs if j.spec is not None and j.method.kind == "onnx" and j.spec.clip_len == 1
+            and brought(j) and cfg.data_format in ("auto", "session")]
     if not nets or not Path(cfg.data).is_dir():
         return []
     refs = Dataset(cfg.data, subjects=list(cfg.subjects) if cfg.subjects else None,
