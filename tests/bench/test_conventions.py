@@ -132,6 +132,7 @@ def test_own_model_example_exports_a_network_its_spec_accepts(tmp_path):
 
 
 @pytest.mark.long
+@pytest.mark.timeout(2400)  # simulation, patches, 30 epochs on CPU, three runs and four checks: minutes
 def test_own_model_example_end_to_end(tmp_path):
     """benchmarks/own_model in full (minutes): the trained network on held-out simulated
     subjects comes near head_pose and far below its random-weight twin; the convention
