@@ -1,4 +1,4 @@
-"""``gaze4hri-acq``: session, trials, calibrate, replay, and node (what the launch files run).
+"""``gaze4hri-acq``: session, doctor, trials, calibrate, replay, and node (what the launch files run).
 
 Bad input ends in one line ``error: ...`` and a non-zero exit, never a traceback.
 Exit codes (:data:`EXIT_CODES`): 0 every requested trial done, 1 some trial failed or
@@ -86,6 +86,7 @@ keys in the live view: Enter confirms a prompt, s stops the robot (/robot/stop),
 _MAIN_EPILOG = """\
 examples:
   gaze4hri-acq trials                                                  # the 63 trials of the protocol
+  gaze4hri-acq doctor --backend real --robot-ip 192.168.1.102 --motive-ip 10.0.0.2   # check the lab first
   gaze4hri-acq session --subject S01 --backend sim --out-dir sessions  # simulated lab, all trials
   gaze4hri-acq session --subject S01 --backend sim --interactive --trials conflict_left_H2  # rehearse prompts
   gaze4hri-acq calibrate eye-head --subject S01 --backend sim --out /tmp/cal
@@ -101,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_MAIN_EPILOG)
     p.add_argument("--version", action="version", version=f"gaze4hri-acq {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
-    for add in (_add_session, _add_trials, _add_calibrate, _add_replay, _add_node):
+    for add in (_add_session, _add_doctor, _add_trials, _add_calibrate, _add_replay, _add_node):
         add(sub)
     return p
 
@@ -121,6 +122,12 @@ def _add_session(sub) -> None:
             kw.pop("default")
             kw["required"] = True
         s.add_argument(o["flag"], **kw)
+
+
+def _add_doctor(sub) -> None:
+    from .doctor.cli import add_doctor
+
+    add_doctor(sub, _HelpFormatter)
 
 
 def _add_trials(sub) -> None:
@@ -275,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if ns.command == "trials":
             return print_trials(ns.experiments, ns.trial_seconds, ns.json)
+        if ns.command == "doctor":
+            from .doctor.cli import doctor_main
+
+            return doctor_main(ns)
         if ns.command == "session":
             base, cfg = _redo_base(argv), _session_args(ns)
             sdir = run_session_args(cfg, base)

@@ -39,6 +39,10 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
                        intra_process=not a.external_devices, **({"nodes": nodes} if nodes else {}))
     # bad input fails here, before any node starts; the only check (run_session takes its result)
     inputs = check_inputs(a)
+    if not (a.skip_checks or a.external_devices):  # the doctor's checks (under ros2 launch the devices are taken)
+        from .doctor import startup_checks
+
+        startup_checks(a)  # a fail: the table on stdout, one line, nothing started
     since = _dt.datetime.now(_dt.timezone.utc)  # trials the manifest marks interrupted after this: this run's
     stop = {"reason": None}
 

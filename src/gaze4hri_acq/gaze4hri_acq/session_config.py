@@ -158,7 +158,8 @@ class SessionConfig(BaseModel):
                                description="free disk space needed: estimated session size times this",
                                json_schema_extra=_TUNING)
     motion_timeout_s: float = Field(
-        60.0, gt=0, description="fail a trial whose robot motion does not finish within this (s)",
+        60.0, gt=0, description="fail a trial whose robot sends no state for this long during a motion (wall s; "
+                                "motions are timed by their previewed duration in device time)",
         json_schema_extra=_TUNING)
     # command-line process concerns and test hooks (not launch arguments)
     yes: bool = Field(False, description="do not wait for Enter at the prompts (the sim backend's default unless "
@@ -167,6 +168,10 @@ class SessionConfig(BaseModel):
         False, description="sim backend: wait for Enter at every prompt as in the lab (rehearse a session)",
         json_schema_extra=_cli(cli_only=True))
     quiet: bool = Field(False, description="no live status view", json_schema_extra=_cli(cli_only=True))
+    # the doctor's checks (gaze4hri_acq.doctor) run before every session; a fail refuses it
+    skip_checks: bool = Field(
+        False, description="start without the start-up checks (those of gaze4hri-acq doctor): rehearsals only",
+        json_schema_extra=_cli(cli_only=True))
     # the Foxglove live view (live_view.py): camera image, 3D scene, session state; the CLI
     # and session.launch.py (the operator's machine) turn it on (OPERATOR_LIVE_VIEW), the
     # Python API leaves it off

@@ -108,7 +108,7 @@ def run_doctor(cfg, targets: DoctorTargets | None = None, subject: bool = False)
 def startup_checks(cfg, out=print, targets: DoctorTargets | None = None) -> list[Check]:
     """The session's start-up: the doctor's checks; on a fail the table is printed (``out``)
     and the session refused in one line naming each failing check."""
-    checks = run_doctor(cfg, targets)
+    checks = run_doctor(cfg, targets, subject=True)  # the session always has its subject: doctor --subject
     bad = failures(checks)
     if bad:
         out(render_table(checks))
