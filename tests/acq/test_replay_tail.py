@@ -150,18 +150,15 @@ def test_cli_replay_delivers_every_message_of_every_topic(short_session, shared_
 
 
 def _writer_depth(topic: str) -> int:
-    """The history depth of replay's publisher of ``topic`` (replay._Playback._publisher's QoS)."""
-    from gaze4hri_acq.nodes.common import QOS_LATCHED, QOS_RELIABLE
-    from gaze4hri_acq.recorder.tf import TF, TF_STATIC, tf_qos, tf_static_qos
+    """The history depth of replay's publisher of ``topic``."""
+    from gaze4hri_acq.replay import publisher_qos
 
-    qos = (tf_static_qos() if topic == TF_STATIC else tf_qos() if topic == TF
-           else QOS_LATCHED if topic.endswith("camera_info") else QOS_RELIABLE)
-    return qos.depth
+    return publisher_qos(topic).depth
 
 
 def test_cli_replay_at_speed_delivers_the_last_samples_of_every_topic(short_session, shared_graph):
     """At 20x the subscriber falls behind (keep-last publishers then replace samples it has not
-    acknowledged yet: the middle is not promised), but the last ``depth`` samples of every
+    acknowledged yet: beyond their depth the middle is not promised), but the last ``depth`` samples of every
     topic stay in the publisher until acknowledged: the process must not end before. Before
     the fix, the end of the stream was lost (38 of the last 38 /robot/tcp_pose at 5x)."""
     trials = ["illum010_P1", "mutual_v_fast"]

@@ -48,7 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gaze4hri_core.errors import SessionError
-from gaze4hri_core.session import bag_dir, load_manifest
+from gaze4hri_core.session import Topics, bag_dir, load_manifest
 
 from .nodes.common import QOS_LATCHED, QOS_RELIABLE
 from .recorder.bag_files import require_intact
@@ -64,6 +64,13 @@ CLOCK_HZ = 40.0  # rosbag2's default for ``ros2 bag play --clock`` (ros2bag/verb
 #: ms on loopback); this bounds only the wait for one that stopped reading, which keeps the
 #: process from ending (a note names the topics it left unacknowledged).
 DRAIN_PATIENCE_S = 10.0
+#: history of the replay's publishers of pose, state and diagnostic streams (samples): a keep-last
+#: publisher replaces a sample its subscriber has not acknowledged yet once this many newer ones
+#: are out, so the depth is how long a subscriber may fall behind without a loss. The recording
+#: publishers' 100 is 0.23 s of /tf (430 messages/s at rate 1), which a loaded machine's
+#: subscriber exceeded (issue 31: 7 of 6,079 /tf lost under launch); 2,000 hold ~4.5 s of /tf
+#: (a few hundred kB). Images keep their 100 (6 MB each at 1920x1080).
+REPLAY_DEPTH = 2000
 
 
 def _msg_class(type_name: str):
@@ -331,7 +338,23 @@ class _Playback:
                       "or 'sudo apt-get install ros-<distro>-tf2-msgs'", file=sys.stderr)
             self._pubs[conn.topic] = False
             return False
-        qos = (tf_static_qos() if conn.topic == TF_STATIC else tf_qos() if conn.topic == TF
-               else QOS_LATCHED if conn.topic.endswith("camera_info") else QOS_RELIABLE)
-        p = self._pubs[conn.topic] = self._node.create_publisher(_msg_class(conn.msgtype), conn.topic, qos)
+        p = self._pubs[conn.topic] = self._node.create_publisher(_msg_class(conn.msgtype), conn.topic,
+                                                                 publisher_qos(conn.topic))
         return p
+
+
+def publisher_qos(topic: str):
+    """The QoS of replay's publisher of ``topic``: its recording publishers' (tf2's for /tf and
+    /tf_static, latched camera_info), with a history of at least ``REPLAY_DEPTH`` for the
+    streams other than images and the latched ones (depth is the writer's own: no effect on
+    matching). Latched camera_info keeps 100 (one message a second or so; the 1 of its recording
+    publisher lost one under load when the next came before the subscriber had acknowledged it;
+    a late joiner asking for transient local gets at most its own depth of them)."""
+    import copy
+
+    if topic == TF_STATIC:
+        return tf_static_qos()  # once per trial: what a late joiner needs is the latest one
+    qos = copy.copy(QOS_LATCHED if topic.endswith("camera_info") else tf_qos() if topic == TF else QOS_RELIABLE)
+    qos.depth = (max(qos.depth, QOS_RELIABLE.depth) if topic.endswith("camera_info")
+                 else qos.depth if topic == Topics.IMAGE else max(qos.depth, REPLAY_DEPTH))
+    return qos
