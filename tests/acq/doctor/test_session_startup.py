@@ -20,6 +20,7 @@ def _run(*args, timeout=120):
 
 
 @pytest.mark.node
+@pytest.mark.slow  # two session processes: about 20 s on 2 loaded cores
 def test_a_failing_check_refuses_the_session_and_skip_checks_passes_it(tmp_path, default_calibration_dir):
     cal = tmp_path / "cal"
     shutil.copytree(default_calibration_dir, cal)
