@@ -14,6 +14,7 @@ pytest.importorskip("rclpy")
 pytest.importorskip("rtde_control")
 from gaze4hri_acq.testing.ur_node_bed import RobotNodeBed, run_trial, tcp, wait_for  # noqa: E402
 from gaze4hri_core.errors import Gaze4HRIError  # noqa: E402
+from gaze4hri_core.transforms import SE3  # noqa: E402
 from gaze4hri_sim.arm import HOME_Q  # noqa: E402
 
 HOME = [f"{x:.6f}" for x in HOME_Q]
@@ -92,3 +93,55 @@ def test_real_robot_node_runs_whole_trials_with_blended_arcs():
             assert r["max_off_path_m"] <= r["blend_m"] + 1e-3, r
             assert r["samples"] > 10 and r["peak_speed"] <= r["commanded_speed"] + 1e-3, r
             assert r["motion_s"] < 2 * r["previewed_s"] + 2.0, r
+
+
+@pytest.mark.replay
+def test_real_robot_node_refuses_eyes_closer_than_the_limit_before_the_eye_head_offset(tmp_path):
+    """Issue 31, item 2: started without the subject's eye-head offset (a session before
+    its eye-head run), the node measures the 0.35 m limit to the nearest point within the
+    band-to-eye bound of the head band: a move ending with the eyes 0.30 m in front of the
+    camera (the band itself about 0.4 m away, which the band-only rule accepted) is refused,
+    and after the orchestrator's offset by the exact eye point; a trial's start pose at
+    0.5 m passes. Which rule is in force is in the robot's /diagnostics and the operator view."""
+    from gaze4hri_acq.operator_view import OperatorView
+    from gaze4hri_core.safety import EYE_SOURCE_BOUND, EYE_SOURCE_SUBJECT, SafetyLimits
+    from gaze4hri_core.trajectories import Move
+    from rich.console import Console
+
+    def robot_row(bed) -> str:
+        view = OperatorView(bed.client, tmp_path, console=Console(file=io.StringIO(), width=120), keys=None)
+        view._collect()
+        return view.state["robot"]
+
+    with RobotNodeBed("--q", *HOME, mocap_loss_timeout_s=0.5, subject="") as bed:
+        cal = bed.cal
+        assert bed.robot.monitor.eye_in_head is None
+        wait_for(lambda: bed.client.diag.get("gaze4hri/robot", {}).get("eye_source") == EYE_SOURCE_BOUND, 10,
+                 "the robot's diagnostics to name the nominal bound")
+        assert robot_row(bed).endswith(f"head distance by {EYE_SOURCE_BOUND}")
+        plan = bed.plan("illum100_P5")
+        bed.client.request("robot", "clear_stop")
+        bed.move(plan.approach)  # the trial's start pose, camera 0.5 m from the eyes: accepted under the bound
+        front = plan.approach.waypoints_base[-1]
+        eye = bed.client.head[1].apply(cal.T_head_eye.t)
+        band = bed.client.head[1].t
+        cam = cal.T_world_base.apply(front.apply(cal.T_tool0_camera.t))
+        toward = (eye - cam) / np.linalg.norm(eye - cam)
+        lean = SE3(front.R, front.t + cal.T_world_base.R.T @ toward * 0.20)  # tool0 0.2 m along the optical axis
+        cam_end = cal.T_world_base.apply(lean.apply(cal.T_tool0_camera.t))
+        assert abs(np.linalg.norm(eye - cam_end) - 0.30) < 2e-3
+        assert np.linalg.norm(band - cam_end) > SafetyLimits().min_camera_head_m  # the band alone passed (issue 31)
+        move = Move("lean_in", (lean,), 0.1, 0.5)
+        at = tcp(bed.emu_state())
+        # refused at the first sample of the path within the limit of some eye point within the bound
+        with pytest.raises(Gaze4HRIError, match=r"refused: camera 0\.3[0-5]\d m from the head \(head band 0\.4\d+ m away"
+                                                r".*no eye-head offset yet\), below the minimum 0\.350 m"):
+            bed.move(move)
+        # the orchestrator's eye-head offset: the exact eye point, refused again
+        bed.client.request("robot", "eye_head", eye_in_head=[float(x) for x in cal.T_head_eye.t])
+        with pytest.raises(Gaze4HRIError, match=r"refused: camera 0\.3[0-5]\d m from the head, below the minimum"):
+            bed.move(move)
+        assert np.linalg.norm(tcp(bed.emu_state()) - at) < 1e-4 and bed.robot._motion is None  # nothing moved
+        wait_for(lambda: bed.client.diag.get("gaze4hri/robot", {}).get("eye_source") == EYE_SOURCE_SUBJECT, 10,
+                 "the robot's diagnostics to name the subject's calibration")
+        assert robot_row(bed).endswith(f"head distance by {EYE_SOURCE_SUBJECT}")

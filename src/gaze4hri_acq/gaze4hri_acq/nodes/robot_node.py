@@ -324,7 +324,8 @@ class RobotNode(DeviceNode):
         except (TypeError, ValueError) as e:
             raise Gaze4HRIError(f"robot: bad eye-head offset {eye!r} ({e})", self.address(),
                                 "send three finite numbers (m)") from None
-        return {"eye_in_head": None if self.monitor.eye_in_head is None else self.monitor.eye_in_head.tolist()}
+        return {"eye_in_head": None if self.monitor.eye_in_head is None else self.monitor.eye_in_head.tolist(),
+                "eye_source": self.monitor.eye_source}
 
     def handle_stop(self, req: dict) -> dict:
         reason = str(req.get("reason", "operator request"))
@@ -358,5 +359,8 @@ class RobotNode(DeviceNode):
 
     def diag_values(self) -> dict:
         st = self.state
+        # which eye point the head-distance limit is measured from (issue 31): the nominal
+        # band-to-eye bound until the subject's eye-head offset arrives, then the subject's calibration
         return {"samples": self.samples, "moving": bool(st.moving) if st else False,
-                "protective_stop": bool(st.protective_stop) if st else False, "safety": self.safety_reason or "ok"}
+                "protective_stop": bool(st.protective_stop) if st else False, "safety": self.safety_reason or "ok",
+                "eye_source": self.monitor.eye_source if self.monitor is not None else "-"}

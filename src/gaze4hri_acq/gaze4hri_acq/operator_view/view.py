@@ -306,6 +306,7 @@ class OperatorView:
         rb = d.get("gaze4hri/robot", {})
         pstop = rb.get("protective_stop") == "True"
         s["robot"] = (f"{'moving' if rb.get('moving') == 'True' else 'still'}{', PROTECTIVE STOP' if pstop else ''}"
+                      + (f", head distance by {rb['eye_source']}" if rb.get("eye_source", "-") != "-" else "")
                       if rb else "no diagnostics")
         s["robot_alarm"] = pstop
         s["safety"] = rb.get("safety", "?") if rb else "?"

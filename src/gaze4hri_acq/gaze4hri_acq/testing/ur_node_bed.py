@@ -89,9 +89,12 @@ class RobotNodeBed:
     """Emulator + robot node (backend=real) + orchestrator client + head stream.
 
     ``mocap_loss_timeout_s``: the node's parameter (0.1 s in the study's config); the
-    default-tier test gives a loaded machine's thread scheduling more room."""
+    default-tier test gives a loaded machine's thread scheduling more room. ``subject``:
+    the node's subject ("" starts it without an eye-head offset, as a session before its
+    eye-head run)."""
 
-    def __init__(self, *emu_args: str, mocap_loss_timeout_s: float = 0.1, trajectory: TrajectorySettings | None = None):
+    def __init__(self, *emu_args: str, mocap_loss_timeout_s: float = 0.1, trajectory: TrajectorySettings | None = None,
+                 subject: str = "default"):
         from rclpy.lifecycle import TransitionCallbackReturn
 
         from gaze4hri_acq.orchestrator.client import DeviceClient
@@ -102,7 +105,7 @@ class RobotNodeBed:
         self.emu = self.stack = self.head = None
         try:
             self.emu = Controller(*emu_args)
-            params = {"robot_ip": self.emu.host, "subject": "default", "connect_timeout_s": 10.0,
+            params = {"robot_ip": self.emu.host, "subject": subject, "connect_timeout_s": 10.0,
                       "mocap_loss_timeout_s": float(mocap_loss_timeout_s)}
             self.stack = Stack(StackConfig(backend="real", nodes=("robot",), params={"robot": params}))
             self.client = DeviceClient("orchestrator", bus=self.stack.bus, context=self.stack.context)
