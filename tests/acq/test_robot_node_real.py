@@ -37,7 +37,8 @@ def test_real_robot_node_runs_a_trial_stops_on_loss_and_shows_a_protective_stop(
         assert np.linalg.norm(tcp(bed.emu_state()) - start) < 1e-3
         # the scan's first pass runs at its commanded speed along its side (the raster's first corner)
         bed.move(line, wait=False)
-        st = wait_for(lambda: s if (s := bed.robot.state) is not None and np.linalg.norm(s.T_base_tool0.t - start) > 0.05 else None,
+        st = wait_for(lambda: s if (s := bed.robot.state) is not None
+                      and np.linalg.norm(s.T_base_tool0.t - start) > 0.05 else None,
                       10, "the line scan to get under way")
         first = line.waypoints_base[0].t
         u = (first - start) / np.linalg.norm(first - start)
@@ -55,7 +56,8 @@ def test_real_robot_node_runs_a_trial_stops_on_loss_and_shows_a_protective_stop(
         assert line.name not in bed.client.motion_done
         # tracked again: back towards the start pose, and a protective stop on the way
         bed.head.resume()
-        wait_for(lambda: bed.client.head is not None and time.time_ns() - bed.client.head[0] < 50e6, 10, "the head band")
+        wait_for(lambda: bed.client.head is not None and time.time_ns() - bed.client.head[0] < 50e6, 10,
+                 "the head band")
         bed.client.request("robot", "clear_stop")
         n = len(bed.client.faults)
         bed.move(plan.approach, wait=False)
@@ -65,7 +67,8 @@ def test_real_robot_node_runs_a_trial_stops_on_loss_and_shows_a_protective_stop(
         assert f["code"] == "protective_stop", f
         assert bed.wait_still()["safety_status_bits"] & 4
         # what the operator view shows: the robot row from /diagnostics, in red
-        wait_for(lambda: bed.client.diag.get("gaze4hri/robot", {}).get("protective_stop") == "True", 10, "the robot's diagnostics")
+        wait_for(lambda: bed.client.diag.get("gaze4hri/robot", {}).get("protective_stop") == "True", 10,
+                 "the robot's diagnostics")
         view = OperatorView(bed.client, tmp_path, console=Console(file=io.StringIO(), width=120), keys=None)
         view._collect()
         assert "PROTECTIVE STOP" in view.state["robot"] and view.state["robot_alarm"]
@@ -134,8 +137,9 @@ def test_real_robot_node_refuses_eyes_closer_than_the_limit_before_the_eye_head_
         move = Move("lean_in", (lean,), 0.1, 0.5)
         at = tcp(bed.emu_state())
         # refused at the first sample of the path within the limit of some eye point within the bound
-        with pytest.raises(Gaze4HRIError, match=r"refused: camera 0\.3[0-5]\d m from the head \(head band 0\.4\d+ m away"
-                                                r".*no eye-head offset yet\), below the minimum 0\.350 m"):
+        with pytest.raises(Gaze4HRIError, match=r"refused: camera 0\.3[0-5]\d m from the head "
+                                                r"\(head band 0\.4\d+ m away.*no eye-head offset yet\), "
+                                                r"below the minimum 0\.350 m"):
             bed.move(move)
         # the orchestrator's eye-head offset: the exact eye point, refused again
         bed.client.request("robot", "eye_head", eye_in_head=[float(x) for x in cal.T_head_eye.t])
