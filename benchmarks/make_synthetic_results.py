@@ -37,21 +37,70 @@ LEVEL_MEANS = {
     "gat_gaze360": (17.93, 16.74, 15.82, 16.35),
 }
 S9 = {
-    "puregaze_eth": (15.41, 9.42), "gazetr_eth": (21.80, 11.46), "puregaze_gaze360": (15.53, 14.42),
-    "gazetr_gaze360": (19.17, 13.73), "l2cs_gaze360": (17.58, 17.08), "mcgaze_gaze360": (17.71, 57.98), "gat_gaze360": (15.69, 24.51),
+    "puregaze_eth": (15.41, 9.42),
+    "gazetr_eth": (21.80, 11.46),
+    "puregaze_gaze360": (15.53, 14.42),
+    "gazetr_gaze360": (19.17, 13.73),
+    "l2cs_gaze360": (17.58, 17.08),
+    "mcgaze_gaze360": (17.71, 57.98),
+    "gat_gaze360": (15.69, 24.51),
 }
-BEST = {"puregaze_eth": "rectified", "gazetr_eth": "rectified", "puregaze_gaze360": "rectified", "gazetr_gaze360": "rectified",
-        "l2cs_gaze360": "crop", "mcgaze_gaze360": "crop", "gat_gaze360": "crop"}
-CONFLICT_SLOPE = {"puregaze_eth": 0.05, "gazetr_eth": 0.12, "puregaze_gaze360": 0.2, "gazetr_gaze360": 0.15,
-                  "l2cs_gaze360": 0.25, "mcgaze_gaze360": 0.1, "gat_gaze360": 0.18}
-MUTUAL_BASE = {"puregaze_eth": 5.3, "gazetr_eth": 7.0, "puregaze_gaze360": 9.0, "gazetr_gaze360": 9.5,
-               "l2cs_gaze360": 11.0, "mcgaze_gaze360": 10.0, "gat_gaze360": 8.5}
-VIEWPOINT_OFFSET = {"puregaze_eth": 0.5, "gazetr_eth": 2.5, "puregaze_gaze360": -0.3, "gazetr_gaze360": 3.0,
-                    "l2cs_gaze360": 4.0, "mcgaze_gaze360": 1.0, "gat_gaze360": 2.0}
-P_GAZE = {"P1": (-24.90, -32.35), "P2": (-29.48, 0.01), "P3": (-26.11, 32.24), "P4": (-31.82, -42.05), "P5": (-40.69, 0.81),
-          "P6": (-32.61, 42.99), "P7": (-40.25, -58.69), "P8": (-60.29, 4.26), "P9": (-39.33, 59.39)}
+BEST = {
+    "puregaze_eth": "rectified",
+    "gazetr_eth": "rectified",
+    "puregaze_gaze360": "rectified",
+    "gazetr_gaze360": "rectified",
+    "l2cs_gaze360": "crop",
+    "mcgaze_gaze360": "crop",
+    "gat_gaze360": "crop",
+}
+CONFLICT_SLOPE = {
+    "puregaze_eth": 0.05,
+    "gazetr_eth": 0.12,
+    "puregaze_gaze360": 0.2,
+    "gazetr_gaze360": 0.15,
+    "l2cs_gaze360": 0.25,
+    "mcgaze_gaze360": 0.1,
+    "gat_gaze360": 0.18,
+}
+MUTUAL_BASE = {
+    "puregaze_eth": 5.3,
+    "gazetr_eth": 7.0,
+    "puregaze_gaze360": 9.0,
+    "gazetr_gaze360": 9.5,
+    "l2cs_gaze360": 11.0,
+    "mcgaze_gaze360": 10.0,
+    "gat_gaze360": 8.5,
+}
+VIEWPOINT_OFFSET = {
+    "puregaze_eth": 0.5,
+    "gazetr_eth": 2.5,
+    "puregaze_gaze360": -0.3,
+    "gazetr_gaze360": 3.0,
+    "l2cs_gaze360": 4.0,
+    "mcgaze_gaze360": 1.0,
+    "gat_gaze360": 2.0,
+}
+P_GAZE = {
+    "P1": (-24.90, -32.35),
+    "P2": (-29.48, 0.01),
+    "P3": (-26.11, 32.24),
+    "P4": (-31.82, -42.05),
+    "P5": (-40.69, 0.81),
+    "P6": (-32.61, 42.99),
+    "P7": (-40.25, -58.69),
+    "P8": (-60.29, 4.26),
+    "P9": (-39.33, 59.39),
+}
 ROW_OFFSET = {"P7": 4.0, "P8": 5.0, "P9": 4.0, "P4": 0.5, "P5": 0.0, "P6": 0.8, "P1": -2.0, "P2": -2.5, "P3": -1.5}
-H_GAZE = {"H1": (-35.0, 30.0), "H2": (-35.0, 0.0), "H3": (-35.0, -30.0), "H4": (-50.0, 30.0), "H5": (-50.0, 0.0), "H6": (-50.0, -30.0)}
+H_GAZE = {
+    "H1": (-35.0, 30.0),
+    "H2": (-35.0, 0.0),
+    "H3": (-35.0, -30.0),
+    "H4": (-50.0, 30.0),
+    "H5": (-50.0, 0.0),
+    "H6": (-50.0, -30.0),
+}
 LEVEL_INDEX = {"10": 0, "25": 1, "50": 2, "100": 3}
 STUDY_FRAMES = 620_933
 
@@ -71,7 +120,12 @@ def layout(n_subjects: int, frames: float | None, rng: np.random.Generator, stud
     subjects = [f"S{i + 1:02d}" for i in range(n_subjects)]
     vids = [(s, t) for s in subjects for t in tr]
     if study_drops and n_subjects >= 4:  # the study's recording errors: one subject's exp 3, another's exp 4.2
-        vids = [(s, t) for s, t in vids if not (s == subjects[-1] and t.experiment == "conflict") and not (s == subjects[-2] and t.experiment == "mutual")]
+        vids = [
+            (s, t)
+            for s, t in vids
+            if not (s == subjects[-1] and t.experiment == "conflict")
+            and not (s == subjects[-2] and t.experiment == "mutual")
+        ]
     nv = len(vids)
     if frames is None:
         per = rng.integers(STUDY_FRAMES // nv - 20, STUDY_FRAMES // nv + 21, nv)
@@ -120,16 +174,39 @@ def layout(n_subjects: int, frames: float | None, rng: np.random.Generator, stud
     # camera in the world (m): 0.5 m in front of eyes at (0, 0, 1.2), world x forward, y left,
     # z up; on the arc at cam_yaw; mutual gaze: one line scan, +-0.25 m (h) or +-0.10 m (v)
     line = np.where(mutual, 1.0 - 2.0 * frac, 0.0)
-    cam = np.column_stack([0.5 * np.cos(np.radians(cam_yaw)), 0.5 * np.sin(np.radians(cam_yaw)) + np.where(is_h, 0.25 * line, 0.0),
-                           1.2 + np.where(is_h, 0.0, 0.10 * line)])
+    cam = np.column_stack(
+        [
+            0.5 * np.cos(np.radians(cam_yaw)),
+            0.5 * np.sin(np.radians(cam_yaw)) + np.where(is_h, 0.25 * line, 0.0),
+            1.2 + np.where(is_h, 0.0, 0.10 * line),
+        ]
+    )
     return {
-        "vid": vid, "n_videos": nv, "total": total, "subj": subj, "sub_idx": sub_idx, "exp": exp, "cond": cond, "targ": targ, "tid": tid,
-        "frame": frame, "pitch": pitch, "yaw": yaw, "gt": gt, "conflict": conflict, "valid": valid, "reason": reason, "cam_yaw": cam_yaw,
+        "vid": vid,
+        "n_videos": nv,
+        "total": total,
+        "subj": subj,
+        "sub_idx": sub_idx,
+        "exp": exp,
+        "cond": cond,
+        "targ": targ,
+        "tid": tid,
+        "frame": frame,
+        "pitch": pitch,
+        "yaw": yaw,
+        "gt": gt,
+        "conflict": conflict,
+        "valid": valid,
+        "reason": reason,
+        "cam_yaw": cam_yaw,
         "cam": cam,
         "n_subjects": n_subjects,
         # subject metadata as in the dataset's subject_info.json; balanced and crossed here so that
         # small sets can still test both attributes (the study: 24 of 52 with glasses, 13 women)
-        "subject_info": {s: {"glasses": bool(i % 2), "gender": "female" if (i // 2) % 2 == 0 else "male"} for i, s in enumerate(subjects)},
+        "subject_info": {
+            s: {"glasses": bool(i % 2), "gender": "female" if (i // 2) % 2 == 0 else "male"}
+            for i, s in enumerate(subjects)
+        },
     }
 
 
@@ -182,7 +259,9 @@ def _strings(values: np.ndarray, idx: np.ndarray | None = None) -> pa.Array:
     cats, codes = np.unique(values, return_inverse=True)
     if idx is not None:
         codes = codes[idx]
-    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(cats.astype(str))).cast(pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(cats.astype(str))).cast(
+        pa.string()
+    )
 
 
 def write_file(L: dict, method: str, inp: str, path: Path, rng: np.random.Generator, timing: bool = True) -> int:
@@ -192,34 +271,75 @@ def write_file(L: dict, method: str, inp: str, path: Path, rng: np.random.Genera
     n, vid = L["total"], L["vid"]
     t_ns = 1_700_000_000_000_000_000 + vid.astype(np.int64) * 60_000_000_000 + L["frame"].astype(np.int64) * 33_333_333
     cols = {
-        "subject": _strings(L["subj"], vid), "experiment": _strings(L["exp"], vid), "condition": _strings(L["cond"], vid),
-        "target": _strings(L["targ"], vid), "trial": _strings(L["tid"], vid), "frame": pa.array(L["frame"].astype(np.int64)),
-        "t_ns": pa.array(t_ns), "method": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([method])).cast(pa.string()),
+        "subject": _strings(L["subj"], vid),
+        "experiment": _strings(L["exp"], vid),
+        "condition": _strings(L["cond"], vid),
+        "target": _strings(L["targ"], vid),
+        "trial": _strings(L["tid"], vid),
+        "frame": pa.array(L["frame"].astype(np.int64)),
+        "t_ns": pa.array(t_ns),
+        "method": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([method])).cast(pa.string()),
         "input": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([inp])).cast(pa.string()),
-        "valid": pa.array(valid), "invalid_reason": _strings(L["reason"]),
-        "gt_x": pa.array(L["gt"][:, 0]), "gt_y": pa.array(L["gt"][:, 1]), "gt_z": pa.array(L["gt"][:, 2]),
-        "gt_pitch_deg": pa.array(L["pitch"]), "gt_yaw_deg": pa.array(L["yaw"]),
-        "pred_x": pa.array(pred[:, 0]), "pred_y": pa.array(pred[:, 1]), "pred_z": pa.array(pred[:, 2]),
-        "error_deg": pa.array(np.where(valid, err, np.nan)), "head_gaze_conflict_deg": pa.array(L["conflict"]),
+        "valid": pa.array(valid),
+        "invalid_reason": _strings(L["reason"]),
+        "gt_x": pa.array(L["gt"][:, 0]),
+        "gt_y": pa.array(L["gt"][:, 1]),
+        "gt_z": pa.array(L["gt"][:, 2]),
+        "gt_pitch_deg": pa.array(L["pitch"]),
+        "gt_yaw_deg": pa.array(L["yaw"]),
+        "pred_x": pa.array(pred[:, 0]),
+        "pred_y": pa.array(pred[:, 1]),
+        "pred_z": pa.array(pred[:, 2]),
+        "error_deg": pa.array(np.where(valid, err, np.nan)),
+        "head_gaze_conflict_deg": pa.array(L["conflict"]),
         "camera_yaw_deg": pa.array(L["cam_yaw"]),
-        "cam_world_x": pa.array(L["cam"][:, 0]), "cam_world_y": pa.array(L["cam"][:, 1]), "cam_world_z": pa.array(L["cam"][:, 2]),
+        "cam_world_x": pa.array(L["cam"][:, 0]),
+        "cam_world_y": pa.array(L["cam"][:, 1]),
+        "cam_world_z": pa.array(L["cam"][:, 2]),
     }
     assert list(cols) == list(COLUMNS)
-    meta = {"schema": SCHEMA_VERSION, "method": method, "input": inp, "software": {"generator": "benchmarks/make_synthetic_results.py"}, "git": None}
+    meta = {
+        "schema": SCHEMA_VERSION,
+        "method": method,
+        "input": inp,
+        "software": {"generator": "benchmarks/make_synthetic_results.py"},
+        "git": None,
+    }
     if L.get("subject_info"):
         meta["subjects"] = L["subject_info"]
     if timing:
-        ms = {"puregaze": 1.93, "gazetr": 1.84, "l2cs": 1.92, "mcgaze": 51.09, "gat": 14.8}.get(method.split("_")[0], 5.0)
+        ms = {"puregaze": 1.93, "gazetr": 1.84, "l2cs": 1.92, "mcgaze": 51.09, "gat": 14.8}.get(
+            method.split("_")[0], 5.0
+        )
         infer = n * ms / 1000
-        meta["timing"] = {"frames": n, "decode_s": n * 0.004, "detect_s": n * 0.006, "preprocess_s": n * 0.001, "infer_s": infer,
-                          "infer_ms_per_frame": ms, "fps": 1000.0 / ms, "peak_rss_mb": 2100.0, "peak_vram_mb": None, "device": "cpu", "batch": 32}
+        meta["timing"] = {
+            "frames": n,
+            "decode_s": n * 0.004,
+            "detect_s": n * 0.006,
+            "preprocess_s": n * 0.001,
+            "infer_s": infer,
+            "infer_ms_per_frame": ms,
+            "fps": 1000.0 / ms,
+            "peak_rss_mb": 2100.0,
+            "peak_vram_mb": None,
+            "device": "cpu",
+            "batch": 32,
+        }
     table = pa.table(cols).replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
     pq.write_table(table, path, compression="zstd", row_group_size=256_000)
     return n
 
 
-def make_results(out: Path, subjects: int = 52, frames: float | None = None, methods: list[str] | None = None,
-                 inputs: tuple[str, ...] = ("crop", "rectified"), seed: int = 0, timing: bool = True, study_drops: bool = True) -> list[Path]:
+def make_results(
+    out: Path,
+    subjects: int = 52,
+    frames: float | None = None,
+    methods: list[str] | None = None,
+    inputs: tuple[str, ...] = ("crop", "rectified"),
+    seed: int = 0,
+    timing: bool = True,
+    study_drops: bool = True,
+) -> list[Path]:
     """Write one Parquet per (method, input) under ``out``; returns the paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -235,10 +355,14 @@ def make_results(out: Path, subjects: int = 52, frames: float | None = None, met
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out", type=Path, required=True, help="output folder (one Parquet per method and input)")
     ap.add_argument("--subjects", type=int, default=52)
-    ap.add_argument("--frames", type=float, default=None, help="frames per video (default: the study's 620,933 frames in total)")
+    ap.add_argument(
+        "--frames", type=float, default=None, help="frames per video (default: the study's 620,933 frames in total)"
+    )
     ap.add_argument("--methods", nargs="*", default=None, help=f"default: {' '.join(LEVEL_MEANS)}")
     ap.add_argument("--inputs", nargs="*", default=["crop", "rectified"])
     ap.add_argument("--seed", type=int, default=0)

@@ -63,16 +63,28 @@ def run_once(data: Path, out: Path, profile: str = "reference") -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=Path("/tmp/gaze4hri_stats_bench/results"), help="synthetic results folder (generated if absent)")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=Path("/tmp/gaze4hri_stats_bench/results"),
+        help="synthetic results folder (generated if absent)",
+    )
     ap.add_argument("--out", type=Path, default=Path("/tmp/gaze4hri_stats_bench/report"))
     ap.add_argument("--runs", type=int, default=1, help="runs per profile")
-    ap.add_argument("--profiles", nargs="+", default=["reference", "study"], help="analysis profiles to run (default: reference study)")
+    ap.add_argument(
+        "--profiles",
+        nargs="+",
+        default=["reference", "study"],
+        help="analysis profiles to run (default: reference study)",
+    )
     ap.add_argument("--md", type=Path, default=REPO / "docs" / "perf" / "stats.md")
     a = ap.parse_args(argv)
     gen = None
     if not any(a.data.glob("*.parquet")):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, str(REPO / "benchmarks" / "make_synthetic_results.py"), "--out", str(a.data)], check=True)
+        subprocess.run(
+            [sys.executable, str(REPO / "benchmarks" / "make_synthetic_results.py"), "--out", str(a.data)], check=True
+        )
         gen = time.perf_counter() - t0
     nfiles, rows = _rows(a.data)
     load_before = os.getloadavg()[0]
@@ -87,37 +99,58 @@ def main(argv: list[str] | None = None) -> int:
     import pandas
     import pyarrow
 
+    cli_args = argv if argv is not None else sys.argv[1:]
     lines = [
         "# Statistics benchmark (`gaze4hri-bench analyze`)",
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `benchmarks/stats_bench.py` "
-        f"(`{shlex.join([Path(sys.executable).name, 'benchmarks/stats_bench.py', *(argv if argv is not None else sys.argv[1:])])}`).",
+        f"(`{shlex.join([Path(sys.executable).name, 'benchmarks/stats_bench.py', *cli_args])}`).",
         "",
-        f"- Data: synthetic results of `benchmarks/make_synthetic_results.py` (study size: 52 subjects, 3,258 videos, 620,933 frames per "
+        "- Data: synthetic results of `benchmarks/make_synthetic_results.py` "
+        "(study size: 52 subjects, 3,258 videos, 620,933 frames per "
         f"method and input, 7 methods x crop/rectified): {nfiles} Parquet files, {rows:,} rows"
-        + (f"; generated in {gen:.1f} s." if gen else "; generated beforehand with `python benchmarks/make_synthetic_results.py --out DIR` "
-           "(0.8 GB of Parquet)."),
-        f"- Command: `{best['cmd'].replace(sys.executable, 'python')}` and the same per profile ({', '.join(a.profiles)}) (all analyses, {best['tables']} CSV tables plus their Markdown and LaTeX, "
+        + (
+            f"; generated in {gen:.1f} s."
+            if gen
+            else "; generated beforehand with `python benchmarks/make_synthetic_results.py --out DIR` "
+            "(0.8 GB of Parquet)."
+        ),
+        f"- Command: `{best['cmd'].replace(sys.executable, 'python')}` and the same per profile "
+        f"({', '.join(a.profiles)}) (all analyses, {best['tables']} CSV tables plus their Markdown and LaTeX, "
         f"{best['figures']} figure files, report.md and report.html).",
-        f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, numpy {numpy.__version__}, "
-        f"pandas {pandas.__version__}, pyarrow {pyarrow.__version__}; the cores are shared with other jobs, so times vary "
+        f"- Machine: {os.cpu_count()} CPU cores ({cpu_name()}), Python {platform.python_version()}, "
+        f"numpy {numpy.__version__}, "
+        f"pandas {pandas.__version__}, pyarrow {pyarrow.__version__}; "
+        "the cores are shared with other jobs, so times vary "
         f"(1-minute load average {load_before:.1f} before, {load_after:.1f} after the runs).",
         "",
         "| run | profile | wall time (s) | of which analysis (s) | peak RSS (MB) |",
         "|---:|---|---:|---:|---:|",
-        *[f"| {i + 1} | {r['profile']} | {r['wall_s']:.1f} | {r['analysis_s']:.1f} | {r['peak_rss_mb']:.0f} |" for i, r in enumerate(runs)],
+        *[
+            f"| {i + 1} | {r['profile']} | {r['wall_s']:.1f} | {r['analysis_s']:.1f} | {r['peak_rss_mb']:.0f} |"
+            for i, r in enumerate(runs)
+        ],
         "",
-        f"Target: every profile under {TARGET_S:.0f} s and under {TARGET_MB / 1024:.0f} GB peak: **{'met' if ok else 'NOT met'}** "
+        f"Target: every profile under {TARGET_S:.0f} s and under {TARGET_MB / 1024:.0f} GB peak: "
+        f"**{'met' if ok else 'NOT met'}** "
         f"(best per profile: {per_profile}; both profiles together "
-        f"{sum(r['wall_s'] for r in best_by.values()):.1f} s; peak {peak:.0f} MB). Wall time includes the interpreter start and imports; "
-        "\"analysis\" is the time inside `analyze()` (summary.json `seconds`). Peak RSS is the child's maximum resident set (os.wait4 rusage).",
+        f"{sum(r['wall_s'] for r in best_by.values()):.1f} s; peak {peak:.0f} MB). "
+        "Wall time includes the interpreter start and imports; "
+        '"analysis" is the time inside `analyze()` (summary.json `seconds`). '
+        "Peak RSS is the child's maximum resident set (os.wait4 rusage).",
         "",
-        "Why it is fast and small: only the 9-12 columns the analyses need are read; each file is reduced to video means with "
-        "Arrow's hash aggregation as soon as it is read (memory does not grow with the frame count beyond one file); only the "
-        "valid frames of the 4 mutual-gaze videos per subject stay at frame level (eccentricity regression, solved per subject "
+        "Why it is fast and small: only the 9-12 columns the analyses need are read; "
+        "each file is reduced to video means with "
+        "Arrow's hash aggregation as soon as it is read "
+        "(memory does not grow with the frame count beyond one file); only the "
+        "valid frames of the 4 mutual-gaze videos per subject stay at frame level "
+        "(eccentricity regression, solved per subject "
         "from grouped sums); SHA-256 of the inputs is computed in a background thread while they are read.",
         "",
-        *[f"Statuses ({p}): " + ", ".join(f"{k} {v}" for k, v in r["statuses"].items()) + "." for p, r in best_by.items()],
+        *[
+            f"Statuses ({p}): " + ", ".join(f"{k} {v}" for k, v in r["statuses"].items()) + "."
+            for p, r in best_by.items()
+        ],
         "",
     ]
     a.md.parent.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,9 @@ def _args(out, **kw):
 
 def _events(bag):
     with Reader(bag) as r:
-        return [json.loads(deserialize_message(raw, String).data) for c, _t, raw in r.messages() if c.topic == Topics.EVENTS]
+        return [
+            json.loads(deserialize_message(raw, String).data) for c, _t, raw in r.messages() if c.topic == Topics.EVENTS
+        ]
 
 
 def test_mocap_dropout_fails_the_moving_trial_and_the_session_continues(tmp_path):
@@ -42,7 +44,9 @@ def test_mocap_dropout_fails_the_moving_trial_and_the_session_continues(tmp_path
     ev = _events(bag_dir(sdir, "mutual_v_fast"))  # the bag up to the stop is intact
     # the node's check or the simulated controller's (the same one monitor) stopped the arm
     # first: either way a fault naming the loss with its code, as the real backend reports it
-    assert any(e["event"] == "fault" and "head band lost" in e.get("reason", "") and e.get("code") == "mocap_loss" for e in ev), ev
+    assert any(
+        e["event"] == "fault" and "head band lost" in e.get("reason", "") and e.get("code") == "mocap_loss" for e in ev
+    ), ev
     # redo the failed trial: a fresh bag, the old one kept aside
     sdir = run_session_args(_args(tmp_path, redo=("mutual_v_fast",)))
     m = load_manifest(sdir)

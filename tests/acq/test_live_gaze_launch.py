@@ -44,7 +44,11 @@ def test_node_host_autostarts_the_gaze_node(tmp_path):
     from gaze4hri_acq.runner import Stack, StackConfig
 
     mod = _load()
-    params = {**mod.overrides({d["name"]: d["default"] for d in mod.ARGUMENTS}), "method": "straight", "head_pose": "landmarks"}
+    params = {
+        **mod.overrides({d["name"]: d["default"] for d in mod.ARGUMENTS}),
+        "method": "straight",
+        "head_pose": "landmarks",
+    }
     with Stack(StackConfig(backend="real", nodes=("gaze",), params={"gaze": params})) as st:
         node = st.nodes["gaze"]
         deadline = time.monotonic() + 60  # MediaPipe's models load in seconds, in tens of them on a loaded machine

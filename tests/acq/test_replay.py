@@ -31,7 +31,9 @@ def test_replay_republishes_bytes_with_original_timing(short_session):
     node = rclpy.create_node("listener", context=ctx)
     got = []
     for topic in (Topics.IMAGE, Topics.TCP_POSE):
-        node.create_subscription(_cls(MSG_TYPES[topic]), topic, lambda b, t=topic: got.append((t, time.monotonic(), bytes(b))), 500, raw=True)
+        node.create_subscription(
+            _cls(MSG_TYPES[topic]), topic, lambda b, t=topic: got.append((t, time.monotonic(), bytes(b))), 500, raw=True
+        )
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(node)
     import threading
@@ -53,7 +55,9 @@ def test_replay_republishes_bytes_with_original_timing(short_session):
         duration = r.duration / 1e9
         from gaze4hri_acq.replay import _installed
 
-        count = sum(c.msgcount for c in r.connections if _installed(c.msgtype))  # /tf without tf2_msgs: kept in the bag only
+        count = sum(
+            c.msgcount for c in r.connections if _installed(c.msgtype)
+        )  # /tf without tf2_msgs: kept in the bag only
     assert n == count
     imgs = [b for t, _w, b in got if t == Topics.IMAGE]
     assert imgs == recorded  # unchanged bytes, in order

@@ -35,10 +35,16 @@ def _bag_log_times(session) -> list[int]:
 def test_use_sim_time_listener_follows_the_replayed_bag_time(short_session):
     ctx = Context()
     rclpy.init(context=ctx, args=[])
-    node = rclpy.create_node("sim_time_listener", context=ctx, parameter_overrides=[Parameter("use_sim_time", value=True)])
+    node = rclpy.create_node(
+        "sim_time_listener", context=ctx, parameter_overrides=[Parameter("use_sim_time", value=True)]
+    )
     heard: list[int] = []
-    node.create_subscription(Clock, CLOCK_TOPIC, lambda m: heard.append(m.clock.sec * 1_000_000_000 + m.clock.nanosec),
-                             QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT))
+    node.create_subscription(
+        Clock,
+        CLOCK_TOPIC,
+        lambda m: heard.append(m.clock.sec * 1_000_000_000 + m.clock.nanosec),
+        QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT),
+    )
     ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(node)
     th = threading.Thread(target=ex.spin, daemon=True)
@@ -52,7 +58,11 @@ def test_use_sim_time_listener_follows_the_replayed_bag_time(short_session):
         n = replay_session(short_session, trials=[TRIAL], rate=RATE, quiet=True, context=ctx, on_trial=ready)
         times = _bag_log_times(short_session)
         # the last /clock (the last message's log time) reaches the listener's clock
-        wait_for(lambda: node.get_clock().now().nanoseconds >= times[-1] - int(0.05e9), 5.0, "the listener's clock at the bag's end")
+        wait_for(
+            lambda: node.get_clock().now().nanoseconds >= times[-1] - int(0.05e9),
+            5.0,
+            "the listener's clock at the bag's end",
+        )
         now = node.get_clock().now().nanoseconds
     finally:
         ex.shutdown(timeout_sec=1.0)
@@ -67,8 +77,14 @@ def test_use_sim_time_listener_follows_the_replayed_bag_time(short_session):
     assert node.get_clock().ros_time_is_active
 
 
-@pytest.mark.parametrize("argv,clock_on", [(["replay"], True), (["replay", "--ros-args", "-p", "clock:=false"], False),
-                                           (["replay", "--ros-args", "-p", "clock:=true"], True)])
+@pytest.mark.parametrize(
+    "argv,clock_on",
+    [
+        (["replay"], True),
+        (["replay", "--ros-args", "-p", "clock:=false"], False),
+        (["replay", "--ros-args", "-p", "clock:=true"], True),
+    ],
+)
 def test_clock_parameter_from_the_process_ros_args(short_session, monkeypatch, argv, clock_on):
     """With its own context (the CLI under ``ros2 launch``), the replay node reads ``clock`` from
     the process' --ros-args, as replay.launch.py's clock argument passes it."""

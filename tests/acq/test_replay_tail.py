@@ -172,7 +172,8 @@ def test_cli_replay_at_speed_delivers_the_last_samples_of_every_topic(short_sess
     try:
         p = subprocess.run([*CLI, "replay", str(short_session), "--rate", "20", "--quiet",
                             *[a for t in trials for a in ("--trial", t)], "--ros-args", "-p",
-                            "wait_for_subscribers:=true"], capture_output=True, text=True, timeout=180, env=shared_graph)
+                            "wait_for_subscribers:=true"],
+                           capture_output=True, text=True, timeout=180, env=shared_graph)
         assert p.returncode == 0, p.stderr[-2000:]
         listener.settle(want, patience_s=5.0)
         with listener._lock:
@@ -181,7 +182,7 @@ def test_cli_replay_at_speed_delivers_the_last_samples_of_every_topic(short_sess
         listener.close()
     lost = {}
     for topic, seq in tails.items():
-        last = seq[-_writer_depth(topic):]
+        last = seq[-_writer_depth(topic) :]
         n = sum(d not in got[topic] for d in last)
         if n:
             lost[topic] = f"{n} of the last {len(last)}"

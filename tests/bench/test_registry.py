@@ -25,7 +25,9 @@ def test_spec_aliases_resolve(alias, target):
     assert get_method(alias.upper()).name == target
 
 
-@pytest.mark.parametrize("bad,suggest", [("l2sc", "l2cs_gaze360"), ("puregaze_eht", "puregaze_eth"), ("straigt", "straight")])
+@pytest.mark.parametrize(
+    "bad,suggest", [("l2sc", "l2cs_gaze360"), ("puregaze_eht", "puregaze_eth"), ("straigt", "straight")]
+)
 def test_unknown_name_did_you_mean(bad, suggest):
     with pytest.raises(Gaze4HRIError) as ei:
         get_method(bad)

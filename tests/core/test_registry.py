@@ -21,7 +21,9 @@ def test_names_aliases_hidden_and_the_one_line_error():
         r.get("gren")
     line = str(e.value)
     assert isinstance(e.value, Gaze4HRIError) and isinstance(e.value, KeyError)
-    assert line == "unknown colour 'gren' (--colour): did you mean green or red? known: red, green (see docs/colours.md)"
+    assert (
+        line == "unknown colour 'gren' (--colour): did you mean green or red? known: red, green (see docs/colours.md)"
+    )
     with pytest.raises(ValueError, match="already registered"):
         r.add("rouge", 4)
     assert r.remove("rouge") == 1 and "red" not in r and "rouge" not in r
@@ -41,5 +43,7 @@ def test_case_sensitive_table_answers_the_right_case_and_the_caller_place():
     assert r.get("illum010_P1") == 1 and "illum010_p1" not in r and r.find("ARC_P1") is None
     with pytest.raises(UnknownName) as e:
         r.get("ILLUM010_P1", where="--redo")
-    assert str(e.value) == "unknown trial id 'ILLUM010_P1' (--redo): did you mean illum010_P1? known: illum010_P1, arc_P1"
+    assert (
+        str(e.value) == "unknown trial id 'ILLUM010_P1' (--redo): did you mean illum010_P1? known: illum010_P1, arc_P1"
+    )
     assert r.unknown("x").line() == "unknown trial id 'x' (--trials): known: illum010_P1, arc_P1"

@@ -58,7 +58,8 @@ class DeviceClient(Node):
         self.events: deque[dict] = deque(maxlen=1000)
         self.faults: list[dict] = []
         self.motion_done: dict[str, int] = {}
-        self.motion_start: dict[str, int] = {}  # motion name -> its start (device time, ns), as the robot node stamps it
+        # motion name -> its start (device time, ns), as the robot node stamps it
+        self.motion_start: dict[str, int] = {}
         self.tcp_xyz: tuple[float, float, float] | None = None  # the tool's latest position in base (m)
         self.head: tuple[int, SE3] | None = None
         self.device_ns = 0  # latest robot state stamp: the session's clock (host or simulation)
@@ -124,8 +125,11 @@ class DeviceClient(Node):
 
     def _on_diag(self, m: DiagnosticArray) -> None:
         for s in m.status:
-            self.diag[s.name] = {"level": s.level[0] if isinstance(s.level, (bytes, bytearray)) else int(s.level),
-                                 "message": s.message, **{kv.key: kv.value for kv in s.values}}
+            self.diag[s.name] = {
+                "level": s.level[0] if isinstance(s.level, (bytes, bytearray)) else int(s.level),
+                "message": s.message,
+                **{kv.key: kv.value for kv in s.values},
+            }
 
     # -------------------------------------------------------------- control
     def request(self, to: str, cmd: str, timeout_s: float = 30.0, **fields) -> dict:
@@ -139,8 +143,12 @@ class DeviceClient(Node):
             while seq not in self._acks:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise DeviceError(to, f"node /{to}", f"no acknowledgement of '{cmd}' within {timeout_s:.0f} s",
-                                      "check that the node is running (ros2 node list) and active")
+                    raise DeviceError(
+                        to,
+                        f"node /{to}",
+                        f"no acknowledgement of '{cmd}' within {timeout_s:.0f} s",
+                        "check that the node is running (ros2 node list) and active",
+                    )
                 self._cv.wait(min(left, 0.2))
             ack = self._acks.pop(seq)
         if not ack.get("ok", False):
@@ -154,8 +162,10 @@ class DeviceClient(Node):
     def _lifecycle_clients(self, node: str):
         c = self._lc_clients.get(node)
         if c is None:
-            c = (self.create_client(ChangeState, f"/{node}/change_state"),
-                 self.create_client(GetState, f"/{node}/get_state"))
+            c = (
+                self.create_client(ChangeState, f"/{node}/change_state"),
+                self.create_client(GetState, f"/{node}/get_state"),
+            )
             self._lc_clients[node] = c
         return c
 
@@ -187,10 +197,16 @@ class DeviceClient(Node):
         change, _ = self._lifecycle_clients(node)
         state = self.lifecycle_state(node, min(timeout_s, DISCOVERY_PATIENCE_S))
         if state is None:
-            raise DeviceError(node, address, "node not running (no lifecycle service)",
-                              f"start it (ros2 launch gaze4hri_acq session.launch.py) or check /{node}")
-        for tid, label, want in ((Transition.TRANSITION_CONFIGURE, "configure", "inactive"),
-                                 (Transition.TRANSITION_ACTIVATE, "activate", "active")):
+            raise DeviceError(
+                node,
+                address,
+                "node not running (no lifecycle service)",
+                f"start it (ros2 launch gaze4hri_acq session.launch.py) or check /{node}",
+            )
+        for tid, label, want in (
+            (Transition.TRANSITION_CONFIGURE, "configure", "inactive"),
+            (Transition.TRANSITION_ACTIVATE, "activate", "active"),
+        ):
             if state == want or (state == "active" and want == "inactive"):
                 continue
             r = self._call(change, ChangeState.Request(transition=Transition(id=tid)), timeout_s)
@@ -200,10 +216,12 @@ class DeviceClient(Node):
                 if why:  # the driver's own line names the device, its address and the fix
                     raise Gaze4HRIError(f"{node} node: {why}")
                 what = "no answer" if r is None else f"state {state}"
-                raise DeviceError(node, address,
-                                  f"{label} failed ({what} after {timeout_s:.0f} s)" if r is None
-                                  else f"{label} failed ({what})",
-                                  "check the device, its address and cables, then retry")
+                raise DeviceError(
+                    node,
+                    address,
+                    f"{label} failed ({what} after {timeout_s:.0f} s)" if r is None else f"{label} failed ({what})",
+                    "check the device, its address and cables, then retry",
+                )
 
     def shut_down(self, node: str, timeout_s: float = 5.0) -> None:
         change, _ = self._lifecycle_clients(node)
@@ -236,4 +254,3 @@ class DeviceClient(Node):
             with self._cv:
                 self._cv.wait(0.05)
         return True
-
