@@ -12,9 +12,11 @@ statistics of two checkouts on the same recorded sessions and comparing what the
 
 Results: every Parquet file under results/ is read with pandas and compared column by
 column (values, dtypes, order); the file-level provenance is compared key by key, where
-keys that record the run itself (timings, host, start time, command line, code version) are
-listed but not counted. Report: every table file (.md, .tex, .csv) under report/ must be
-byte-identical. Exit 0 when all agree, 1 otherwise (each difference one line).
+keys that record the run itself (timings, memory, host, start time, command line, code version)
+are listed but not counted. Report: every table file (.md, .tex, .csv) under report/tables/
+must be byte-identical, except the compute-cost tables (efficiency, table_s10), whose measured
+columns (seconds, frames/s, memory) are left out and the rest compared as CSV. Exit 0 when
+all agree, 1 otherwise (each difference one line).
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ RUN_KEYS = (
     "python",
     "created",
     "wall",
+    "rss",
+    "vram",
 )
+#: the report's compute-cost tables: their measured columns change from run to run
+COST_TABLES = ("efficiency", "table_s10")
 TABLE_SUFFIXES = (".md", ".tex", ".csv")
 
 
@@ -49,7 +55,23 @@ def _files(root: Path, sub: str, suffixes: tuple[str, ...]) -> dict[str, Path]:
 
 def _run_key(key: str) -> bool:
     k = key.lower()
-    return any(r in k for r in RUN_KEYS)
+    return any(r in k for r in RUN_KEYS) or k.endswith("_s")
+
+
+def _measured(column: str) -> bool:
+    c = column.lower()
+    return _run_key(c) or any(m in c for m in ("fps", "ms/frame", "ms_per_frame", "(mb)"))
+
+
+def compare_cost_table(a: Path, b: Path) -> list[str]:
+    """A compute-cost table's CSV without its measured columns (times, rates, memory)."""
+    import pandas as pd
+
+    fa, fb = pd.read_csv(a), pd.read_csv(b)
+    keep = [c for c in fa.columns if not _measured(c)]
+    if list(fa.columns) != list(fb.columns) or not fa[keep].equals(fb[keep]):
+        return [f"report/tables/{a.name}: differs outside its measured columns"]
+    return []
 
 
 def _flatten(d, prefix=""):
@@ -103,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     diffs: list[str] = []
     run_only: list[str] = []
     ra, rb = _files(a.before, "results", (".parquet",)), _files(a.after, "results", (".parquet",))
-    ta, tb = _files(a.before, "report", TABLE_SUFFIXES), _files(a.after, "report", TABLE_SUFFIXES)
+    ta, tb = _files(a.before, "report/tables", TABLE_SUFFIXES), _files(a.after, "report/tables", TABLE_SUFFIXES)
     for name in sorted(set(ra) ^ set(rb)):
         diffs.append(f"results/{name}: only in {'before' if name in ra else 'after'}")
     for name in sorted(set(ra) & set(rb)):
@@ -113,9 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     for name in sorted(set(ta) ^ set(tb)):
         diffs.append(f"report/{name}: only in {'before' if name in ta else 'after'}")
     same_tables = 0
+    cost = 0
     for name in sorted(set(ta) & set(tb)):
-        if ta[name].read_bytes() != tb[name].read_bytes():
-            diffs.append(f"report/{name}: differs")
+        if Path(name).stem in COST_TABLES:
+            if Path(name).suffix == ".csv":
+                d = compare_cost_table(ta[name], tb[name])
+                diffs += d
+                cost += not d
+        elif ta[name].read_bytes() != tb[name].read_bytes():
+            diffs.append(f"report/tables/{name}: differs")
         else:
             same_tables += 1
     for line in run_only:
@@ -127,9 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         import pyarrow.parquet as pq
 
         n_rows = sum(pq.read_metadata(ra[k]).num_rows for k in ra)
+    n_cost = sum(Path(n).stem in COST_TABLES for n in set(ta) | set(tb))
     print(
-        f"results: {len(set(ra) & set(rb))} Parquet files ({n_rows} rows before); report: {same_tables} of "
-        f"{len(set(ta) | set(tb))} table files identical; {len(diffs)} difference(s)"
+        f"results: {len(set(ra) & set(rb))} Parquet files ({n_rows} rows before), every column equal; report: "
+        f"{same_tables} of {len(set(ta) | set(tb)) - n_cost} table files byte-identical, {cost} compute-cost "
+        f"table(s) equal outside their measured columns; {len(diffs)} difference(s)"
     )
     return 0 if not diffs else 1
 
