@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         n_rows = sum(pq.read_metadata(ra[k]).num_rows for k in ra)
     n_cost = sum(Path(n).stem in COST_TABLES for n in set(ta) | set(tb))
     print(
-        f"results: {len(set(ra) & set(rb))} Parquet files ({n_rows} rows before), {'see DIFF lines' if diffs else 'every column equal'}; report: "
+        f"results: {len(set(ra) & set(rb))} Parquet files ({n_rows} rows before), "
+        f"{'see DIFF lines' if diffs else 'every column equal'}; report: "
         f"{same_tables} of {len(set(ta) | set(tb)) - n_cost} table files byte-identical, {cost} compute-cost "
         f"table(s) equal outside their measured columns; {len(diffs)} difference(s)"
     )
