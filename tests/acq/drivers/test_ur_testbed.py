@@ -47,11 +47,27 @@ def _path(rx, offsets, v, a):
     return pose, g, path
 
 
+def _bounded(call, *args, timeout: float = 30.0):
+    """One blocking ur_rtde call that waits on the controller's answer, run in a helper thread:
+    if the emulator's answer is lost (seen once under a load average of 15 on 2 cores), ur_rtde
+    waits in C++ forever, where pytest-timeout's signal cannot reach it, and the whole suite would
+    hang; here the test fails in one line instead (and is rerun once, see the markers)."""
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(call(*args)), daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        pytest.fail(f"ur_rtde {getattr(call, '__name__', call)} did not return within {timeout:.0f} s "
+                     "(the emulator's answer was lost)")
+    return out[0] if out else None
+
+
 def _speed(rx) -> float:
     return float(np.linalg.norm(rx.getActualTCPSpeed()[:3]))
 
 
 @pytest.mark.replay
+@pytest.mark.flaky(reruns=1)
 def test_real_ur_rtde_runs_a_path_and_stopl_stops_it(controller):
     emu = controller()
     rx = rtde_receive.RTDEReceiveInterface(emu.host, 125.0)
@@ -63,7 +79,7 @@ def test_real_ur_rtde_runs_a_path_and_stopl_stops_it(controller):
         assert db.programState() == "PLAYING rtde_control" and ctl.isProgramRunning()
         # movePath with two movel entries, asynchronous: executed by the emulator's command loop
         start, goal, path = _path(rx, [0.03, 0.06], 0.1, 0.5)
-        assert ctl.movePath(path, True)
+        assert _bounded(ctl.movePath, path, True)
         speeds, progress = [], set()
         wait_for(lambda: ctl.getAsyncOperationProgress() >= 0, 5, "the path to start")
         while (p := ctl.getAsyncOperationProgress()) >= 0:  # one read per loop: the path may end between two
@@ -80,9 +96,9 @@ def test_real_ur_rtde_runs_a_path_and_stopl_stops_it(controller):
         path = rtde_control.Path()
         path.addEntry(rtde_control.PathEntry(rtde_control.PathEntry.MoveL, rtde_control.PathEntry.PositionTcpPose,
                                              goal + [0.1, 0.5, 0.0]))
-        assert ctl.movePath(path, True)
+        assert _bounded(ctl.movePath, path, True)
         wait_for(lambda: _speed(rx) > 0.05, 5, "the arm to move")
-        ctl.stopL(2.0, False)
+        _bounded(ctl.stopL, 2.0, False)
         wait_for(lambda: _speed(rx) < 1e-6, 5, "the arm to stop")
         here = np.array(rx.getActualTCPPose()[:3])
         assert np.linalg.norm(here - start[:3]) > 0.002 and np.linalg.norm(here - goal[:3]) > 0.05
