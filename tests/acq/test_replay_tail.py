@@ -128,6 +128,7 @@ def _assert_same(got: Counter, want: Counter) -> None:
 
 
 @pytest.mark.launch
+@pytest.mark.long  # a colcon build and a launched replay; the CLI tests below guard the same drain in the default tier
 def test_launched_replay_delivers_every_message_of_every_topic(short_session, ws, monkeypatch):  # noqa: F811
     """replay.launch.py wait_for_subscribers:=true: the launched replay process, same counts."""
     for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE"):

@@ -90,7 +90,7 @@ def stub_faces(monkeypatch):
     monkeypatch.setattr(face_pass.FaceModels, "detector", detector)
 
 
-@pytest.mark.slow
+@pytest.mark.long  # 7 built-in runs; the field-by-field spec test (test_method_specs.py) stays in the default tier
 @pytest.mark.replay
 @pytest.mark.parametrize("builtin", ["puregaze_eth", "puregaze_gaze360", "gazetr_eth", "gazetr_gaze360",
                                      "l2cs_gaze360", "mcgaze_gaze360", "gat_gaze360"])
