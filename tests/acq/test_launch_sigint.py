@@ -52,7 +52,10 @@ _TWO_CHILDREN = textwrap.dedent("""
 """)
 
 
-# rerun once: on a fresh clone under load the pid case once outlived its 30 s wait (1 of 4 runs; cause not found yet)
+# long tier until its flake is understood: on fresh clones the pid case outlived its 30 s wait (the default suite
+# alone, and the Jazzy tier under load); likely launch deferring a process's shutdown to an OnProcessStart that
+# already passed (launch/actions/execute_local.py _shutdown_process), not confirmed (issue 31, item 6)
+@pytest.mark.long
 @pytest.mark.flaky(reruns=1)
 @pytest.mark.parametrize("to", ["launch pid", "process group"])
 def test_forward_sigint_reaches_every_process_of_the_launch(to, tmp_path):
