@@ -246,8 +246,8 @@ def subject_groups(
     return a
 
 
-TIMING_FIELDS = (
-    "frames",
+#: the timing record's measured numbers, in the table's column order
+MEASURED_FIELDS = (
     "decode_s",
     "detect_s",
     "preprocess_s",
@@ -256,9 +256,8 @@ TIMING_FIELDS = (
     "fps",
     "peak_rss_mb",
     "peak_vram_mb",
-    "device",
-    "batch",
 )
+TIMING_FIELDS = ("frames", *MEASURED_FIELDS, "device", "batch")
 
 
 def efficiency(metadata: list[dict]) -> Analysis:
@@ -292,34 +291,8 @@ def efficiency(metadata: list[dict]) -> Analysis:
     if not rows:
         return a.skip("no results file carries a timing record (Parquet metadata 'gaze4hri' -> 'timing')")
     out = pd.DataFrame(rows)
-    out = out[
-        [
-            "method",
-            "input",
-            "device",
-            "batch",
-            "frames",
-            "decode_s",
-            "detect_s",
-            "preprocess_s",
-            "infer_s",
-            "infer_ms_per_frame",
-            "fps",
-            "peak_rss_mb",
-            "peak_vram_mb",
-            "file",
-        ]
-    ]
-    for c in (
-        "decode_s",
-        "detect_s",
-        "preprocess_s",
-        "infer_s",
-        "infer_ms_per_frame",
-        "fps",
-        "peak_rss_mb",
-        "peak_vram_mb",
-    ):
+    out = out[["method", "input", "device", "batch", "frames", *MEASURED_FIELDS, "file"]]
+    for c in MEASURED_FIELDS:
         out[c] = pd.to_numeric(out[c], errors="coerce")
     order = {m: i for i, m in enumerate(method_order(out["method"]))}
     out = out.sort_values(["method", "input"], key=lambda s: s.map(order) if s.name == "method" else s).reset_index(
