@@ -32,3 +32,24 @@ def test_command_line_refuses_an_unknown_name_in_one_line(args, line, capsys):
         main(["--host", "127.0.0.1", *args, "--lifetime", "0"])
     assert e.value.code == 2
     assert capsys.readouterr().err.strip() == line
+
+
+_RTDE_SCRIPT = "def rtde_control():\n  # int register offset\n  reg_offset_int = 0\n  signal_ready()\n  rtde_cmd()\nend\n"
+
+
+def test_a_stop_command_left_in_the_register_does_not_end_the_next_control_script():
+    """movePath: stopScript (255), its clear and the re-uploaded script travel on two sockets;
+    the script may start before the clear arrives. The new script waits for the clear."""
+    from gaze4hri_sim.ur_codes import RUNTIME_PLAYING
+
+    c = URController("127.0.0.1")
+    c.in_int[0] = 255  # stopScript's command, its clear not yet applied
+    c.load_program(_RTDE_SCRIPT)
+    c.tick(0.008)
+    assert c.runtime == RUNTIME_PLAYING and c.program["kind"] == "rtde"
+    c.in_int[0] = 0  # the clear
+    c.tick(0.008)
+    assert c.out_int[0] == 1  # ready for ur_rtde's next command
+    c.in_int[0] = 255  # a stop sent to this script is obeyed
+    c.tick(0.008)
+    assert c.runtime != RUNTIME_PLAYING

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 
 def generate_launch_description():
+    from gaze4hri_acq.launch_signals import forward_sigint
     from gaze4hri_acq.launching import CALIBRATE_ARGUMENTS, calibrate_actions, declare
     from launch.actions import OpaqueFunction
 
     from launch import LaunchDescription
 
-    return LaunchDescription([*declare(CALIBRATE_ARGUMENTS), OpaqueFunction(function=calibrate_actions)])
+    return LaunchDescription([*declare(CALIBRATE_ARGUMENTS), *forward_sigint(),
+                              OpaqueFunction(function=calibrate_actions)])

@@ -46,6 +46,7 @@ def overrides(args: dict) -> dict:
 
 def generate_launch_description():
     from ament_index_python.packages import get_package_share_directory
+    from gaze4hri_acq.launch_signals import forward_sigint
     from gaze4hri_acq.launching import declare, exit_handler, performed
     from launch.actions import OpaqueFunction
     from launch_ros.actions import Node
@@ -62,4 +63,4 @@ def generate_launch_description():
         # log): the launch ends with it and fails (issue 21: it idled silently)
         return [node, exit_handler(node, "the live gaze node")]
 
-    return LaunchDescription([*declare(ARGUMENTS), OpaqueFunction(function=launch_setup)])
+    return LaunchDescription([*declare(ARGUMENTS), *forward_sigint(), OpaqueFunction(function=launch_setup)])

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 
 def generate_launch_description():
+    from gaze4hri_acq.launch_signals import forward_sigint
     from gaze4hri_acq.launching import REPLAY_ARGUMENTS, declare, replay_actions
     from launch.actions import OpaqueFunction
 
     from launch import LaunchDescription
 
-    return LaunchDescription([*declare(REPLAY_ARGUMENTS), OpaqueFunction(function=replay_actions)])
+    return LaunchDescription([*declare(REPLAY_ARGUMENTS), *forward_sigint(), OpaqueFunction(function=replay_actions)])

@@ -49,7 +49,14 @@ class Programs:
             if "rtde_cmd" in text and "signal_ready" in text:
                 m = _OFFSET.search(text)
                 self.off = int(m.group(1)) if m else 0
-                self.program = {"kind": "rtde", "path": parse_moves(text), "executing": False, "busy": None}
+                # A real controller takes far longer to start a program than to apply an RTDE input
+                # package, so ur_rtde's clear after stopScript (movePath re-uploads the script) always
+                # lands first; this emulator's script and RTDE sockets have no such order. A command
+                # still in the register when the program starts was meant for the program before:
+                # it counts as executing until cleared (else a stale 255 ends the new program and
+                # movePath waits for it forever, as seen under load).
+                self.program = {"kind": "rtde", "path": parse_moves(text), "executing": self._reg_int(0) != 0,
+                                "busy": None}
                 self._async(-1)  # reset_async_progress()
                 self.out_int[self.off + 0] = 1  # signal_ready()
             else:

@@ -254,6 +254,12 @@ class RobotNode(DeviceNode):
                 reason = getattr(st, "stop_reason", None)
                 goal = self._motion["goal"]
                 off = float(np.linalg.norm(st.T_base_tool0.t - goal.t))
+                # a stop with no reason of its own is judged 50 ms after it is first seen: the
+                # control and receive interfaces are two RTDE streams, and the motion can end on one
+                # a package before the other shows the protective stop that ended it
+                early = not reason and off > 0.005
+                if early and st.stamp_ns - self._motion.setdefault("still_ns", st.stamp_ns) < 50_000_000:
+                    return True
                 if reason or off > 0.005:
                     # the driver or the controller stopped the arm by itself (its own safety
                     # monitor, protective stop, link loss): a fault, not the end of the motion,
