@@ -139,6 +139,17 @@ def test_calibrate_eye_head_in_the_simulated_lab(tmp_path):
 
 
 @pytest.mark.node
+def test_calibrate_registration_in_the_simulated_lab(tmp_path):
+    """The world-base registration in the simulated lab: the arm's marker seen at every point
+    (it aged out of the samples' wait at 20x real time), the new registration saved."""
+    p = run("calibrate", "registration", "--backend", "sim", "--out", str(tmp_path / "cal"))
+    assert p.returncode == 0, p.stderr[-1000:]
+    from gaze4hri_core.calibration import load_calibration
+
+    assert "registration: RMS" in p.stdout and load_calibration(tmp_path / "cal").T_world_base is not None
+
+
+@pytest.mark.node
 @pytest.mark.slow
 def test_real_disk_full_on_a_small_tmpfs(tmp_path):
     """A real ENOSPC: the session starts on a 40 MB tmpfs, another writer fills it

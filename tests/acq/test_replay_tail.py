@@ -140,12 +140,13 @@ def test_launched_replay_delivers_every_message_of_every_topic(short_session, ws
 
 
 def test_cli_replay_delivers_every_message_of_every_topic(short_session, shared_graph):
-    """``gaze4hri-acq replay ... --ros-args -p wait_for_subscribers:=true`` in a process of its own."""
+    """``gaze4hri-acq replay ... --wait-for-subscribers`` in a process of its own (the test
+    below sets the same through the node's parameter)."""
     trials = ["illum010_P1", "mutual_v_fast"]
     want, types = recorded_counts(short_session, trials)
     got = _listen_to_replay(types, want, lambda: subprocess.run(
         [*CLI, "replay", str(short_session), "--rate", "1", "--quiet", *[a for t in trials for a in ("--trial", t)],
-         "--ros-args", "-p", "wait_for_subscribers:=true"], capture_output=True, text=True, timeout=180,
+         "--wait-for-subscribers"], capture_output=True, text=True, timeout=180,
         env=shared_graph))
     _assert_same(got, want)
 

@@ -82,7 +82,11 @@ def collect(mocap, bodies: tuple[str, ...], n: int, timeout_s: float, since_ns: 
 
 
 # --------------------------------------------------------------------------- registration
-def registration_points(center: SE3, n: int = 8, extent_m=(0.10, 0.15, 0.08)) -> list[SE3]:
+#: half-extents (m) of the registration's box of tool0 points in Base
+REGISTRATION_EXTENT_M = (0.10, 0.15, 0.08)
+
+
+def registration_points(center: SE3, n: int = 8, extent_m=REGISTRATION_EXTENT_M) -> list[SE3]:
     """``n`` tool0 poses (same orientation) spread over a box about ``center`` (Base):
     the box corners first, then its centre and face centres, so any n >= 4 spans 3D."""
     ex = np.asarray(extent_m, float)

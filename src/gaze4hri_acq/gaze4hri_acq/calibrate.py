@@ -78,7 +78,10 @@ def _sim_world(ns, src: Path):
 
     from .drivers.registry import make_world
 
-    sim = {"real_time_factor": 20.0, "seed": int(ns.seed), "calibration_dir": src}
+    # 5x real time: the safety feed builds every motion-capture frame (100 Hz) in Python, ~900
+    # a wall second on a 2-core machine; at 20x it fell ever further behind the clock, and the
+    # registration's samples, taken after each move, aged out of its wait ("does not see")
+    sim = {"real_time_factor": 5.0, "seed": int(ns.seed), "calibration_dir": src}
     if ns.procedure == "eye-head" and ns.subject:
         sim["subject"] = ns.subject  # calibrate the simulated subject's own offset
     return make_world(validate(SimConfig, sim, "simulation"))
@@ -105,9 +108,9 @@ def _mocap(ns, src: Path, world):
 def _registration(backend: str, robot_cfg, monitor, mocap, world, src: Path, out: Path) -> None:
     """The world-base registration: the robot's marker at points around the front camera pose."""
     from gaze4hri_core.calibration import load_calibration
-    from gaze4hri_core.trajectories import front_camera_pose, tool0_for_camera
+    from gaze4hri_core.trajectories import camera_on_arc, tool0_for_camera
 
-    from .calib_runs import RegistrationRun, run_registration
+    from .calib_runs import REGISTRATION_EXTENT_M, RegistrationRun, run_registration
     from .drivers.registry import make_robot
 
     robot = make_robot(backend, robot_cfg, world=world, safety=monitor)
@@ -116,7 +119,13 @@ def _registration(backend: str, robot_cfg, monitor, mocap, world, src: Path, out
         world.enable_robot_marker(True)
     try:
         cal = load_calibration(src)
-        centre = tool0_for_camera(cal, front_camera_pose(cal))
+        # the front camera pose moved back by the box's half-diagonal: no point of the box comes
+        # nearer the subject's eyes than the front pose does (the distance rule holds even before
+        # the eye-head offset, when the eyes may be anywhere near the head band)
+        back = float(np.linalg.norm(REGISTRATION_EXTENT_M))
+        cam = camera_on_arc(cal.eye_nominal_world, cal.subject_forward_world, cal.front_camera_distance_m + back,
+                            0.0, cal.front_camera_elevation_deg)
+        centre = tool0_for_camera(cal, cam)
         run = RegistrationRun(out, robot_model=cal.robot_model)
         rep = run_registration(robot, mocap, run, centre, world.clock if world is not None else _HostClock())
         print(f"registration: RMS {rep.rms_m * 1e3:.2f} mm over {rep.n_points} points")

@@ -170,6 +170,9 @@ def _add_replay(sub) -> None:
     r.add_argument("--rate", type=_positive, default=1.0, help="playback speed factor (1 = original timing)")
     r.add_argument("--loop", action="store_true", help="start over at the end")
     r.add_argument("--quiet", action="store_true", help="no progress output")
+    r.add_argument("--wait-for-subscribers", action="store_true",
+                   help="hold each trial's first message until every topic has a subscriber (a listener started "
+                        "later still gets the first messages; rosbag play's flag of the same name)")
 
 
 def _add_node(sub) -> None:
@@ -301,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         if ns.command == "replay":
             from .replay import replay_session
 
-            n = replay_session(ns.session, trials=ns.trials, rate=ns.rate, loop=ns.loop, quiet=ns.quiet)
+            n = replay_session(ns.session, trials=ns.trials, rate=ns.rate, loop=ns.loop, quiet=ns.quiet,
+                               wait_for_subscribers=ns.wait_for_subscribers or None)
             print(f"replayed {n} messages")
             return 0
         if ns.command == "calibrate":

@@ -185,11 +185,12 @@ class _ClockOut:
 
 def replay_session(session: Path, trials: list[str] | None = None, rate: float = 1.0, loop: bool = False,
                    quiet: bool = False, context=None, on_trial: Callable[[str], None] | None = None,
-                   max_messages: int | None = None, clock: bool | None = None) -> int:
+                   max_messages: int | None = None, clock: bool | None = None,
+                   wait_for_subscribers: bool | None = None) -> int:
     """Publish the session's messages with their original spacing divided by ``rate``, and
     /clock from their log times unless ``clock`` is False (None: the node's ROS parameter
     ``clock``, default true; with its own context the process' ``--ros-args`` are read, as
-    launch passes them). Returns the number of messages published (without /clock)."""
+    launch passes them); ``wait_for_subscribers`` likewise (None: the parameter, default false). Returns the number of messages published (without /clock)."""
     import rclpy
     from rclpy.context import Context
 
@@ -205,7 +206,8 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
     node = rclpy.create_node("replay", context=context)
     want_clock = node.declare_parameter("clock", True).value if clock is None else clock
     out = _Playback(node, _ClockOut(node) if want_clock else None, rate, max_messages,
-                    wait_for_subscribers=bool(node.declare_parameter("wait_for_subscribers", False).value))
+                    wait_for_subscribers=bool(node.declare_parameter("wait_for_subscribers", False).value
+                                              if wait_for_subscribers is None else wait_for_subscribers))
     skipped: dict[int, SessionError] = {}
     try:
         while True:
