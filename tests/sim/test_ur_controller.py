@@ -34,7 +34,8 @@ def test_command_line_refuses_an_unknown_name_in_one_line(args, line, capsys):
     assert capsys.readouterr().err.strip() == line
 
 
-_RTDE_SCRIPT = "def rtde_control():\n  # int register offset\n  reg_offset_int = 0\n  signal_ready()\n  rtde_cmd()\nend\n"
+_RTDE_SCRIPT = ("def rtde_control():\n  # int register offset\n  reg_offset_int = 0\n  signal_ready()\n"
+                "  rtde_cmd()\nend\n")
 
 
 def test_a_stop_command_left_in_the_register_does_not_end_the_next_control_script():

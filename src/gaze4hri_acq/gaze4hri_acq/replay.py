@@ -190,7 +190,8 @@ def replay_session(session: Path, trials: list[str] | None = None, rate: float =
     """Publish the session's messages with their original spacing divided by ``rate``, and
     /clock from their log times unless ``clock`` is False (None: the node's ROS parameter
     ``clock``, default true; with its own context the process' ``--ros-args`` are read, as
-    launch passes them); ``wait_for_subscribers`` likewise (None: the parameter, default false). Returns the number of messages published (without /clock)."""
+    launch passes them); ``wait_for_subscribers`` likewise (None: the parameter, default false).
+    Returns the number of messages published (without /clock)."""
     import rclpy
     from rclpy.context import Context
 
