@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from .conftest import SHORT_TRIALS
+
 pytest.importorskip("rclpy")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -307,7 +309,8 @@ def test_each_launch_file_declares_only_its_own_arguments(ws):
 
 
 @pytest.mark.launch
-@pytest.mark.slow
+@pytest.mark.long  # ~100 s: a launched session and the same session by the CLI; the default tier launches
+# sessions in test_ctrl_c_during_a_launched_trial_stops_cleanly and test_launch_mutual's long run
 def test_session_launch_records_what_the_cli_records(ws, launched_session, tmp_path):
     """The installed package (calibration found through the ament index), devices and
     orchestrator in separate processes: exit 0 when every trial is done, the launch
@@ -404,8 +407,8 @@ def test_calibrate_launch_runs_a_simulated_eye_head_calibration(ws, tmp_path):
 
 
 @pytest.mark.launch
-def test_replay_launch_republishes_the_launched_session(ws, launched_session):
-    _p, sdir = launched_session
+def test_replay_launch_republishes_a_recorded_session(ws, short_session):
+    sdir = short_session
     p = ws.launch("replay.launch.py", session=str(sdir), rate="20", timeout=120)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     n = int(next(ln for ln in p.stdout.splitlines() if "replayed" in ln).split("replayed")[1].split()[0])
@@ -414,7 +417,7 @@ def test_replay_launch_republishes_the_launched_session(ws, launched_session):
     from rosbags.rosbag2 import Reader
 
     want = 0
-    for t in TRIALS.split():
+    for t in SHORT_TRIALS:
         # every message whose type this Python can publish (tf2_msgs: a ROS install)
         with Reader(bag_dir(sdir, t)) as r:
             want += sum(1 for c, _t, _raw in r.messages() if _installed(c.msgtype))
@@ -440,20 +443,20 @@ _LISTENER = textwrap.dedent("""
 
 @pytest.mark.launch
 @pytest.mark.slow
-def test_live_gaze_launch_estimates_gaze_on_a_replayed_session(ws, launched_session):
+def test_live_gaze_launch_estimates_gaze_on_a_replayed_session(ws, short_session):
     """live_gaze.launch.py (the gaze node autostarted in its own process) next to
-    replay.launch.py of the launched session: gaze vectors arrive on /gaze4hri/gaze in
+    replay.launch.py of a recorded session: gaze vectors arrive on /gaze4hri/gaze in
     the camera optical frame, heard by a third process."""
     import signal
     import threading
 
-    _p, sdir = launched_session
+    sdir = short_session
     listener = subprocess.Popen([sys.executable, "-c", _LISTENER, "120", "20"], env=ws.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
     # its own process group, like a terminal's: Ctrl-C reaches the launch and its processes
     # at once (launch does not forward a SIGINT it got itself: launch/actions/execute_local.py, due_to_sigint)
     gaze = subprocess.Popen([sys.executable, "-c", _DRIVER, "live_gaze.launch.py", "method:=head_pose",
-                             "head_pose:=mocap", f"calibration_dir:={sdir / 'calibration'}", "subject:=S77"],
+                             "head_pose:=mocap", f"calibration_dir:={sdir / 'calibration'}", "subject:=S01"],
                             env=ws.env, cwd=ws.install.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     lines: list[str] = []
@@ -473,7 +476,7 @@ def test_live_gaze_launch_estimates_gaze_on_a_replayed_session(ws, launched_sess
         assert listener.stdout.readline().startswith("LISTENING")
         assert active.wait(120), "".join(lines)[-3000:]  # autostart: configured and activated by itself
         replay = subprocess.Popen([sys.executable, "-c", _DRIVER, "replay.launch.py", f"session:={sdir}", "rate:=1",
-                                   "trial:=illum100_P5", "loop:=true"], env=ws.env, cwd=ws.install.parent,
+                                   f"trial:={SHORT_TRIALS[0]}", "loop:=true"], env=ws.env, cwd=ws.install.parent,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             out, err = listener.communicate(timeout=120)

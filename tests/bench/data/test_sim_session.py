@@ -23,7 +23,7 @@ def sim_root(tmp_path_factory):
     run_sim_session(
         root,
         "S01",
-        ["illum100_P5", "arc_P1", "mutual_h_fast"],
+        ["illum100_P5", "mutual_v_fast"],
         resolution=(640, 360),
         trial_seconds=1.0,
         real_time_factor=50,
@@ -37,7 +37,7 @@ def test_ground_truth_matches_simulator(sim_root):
 
     ds = Dataset(sim_root)
     refs = ds.trials()
-    assert [r.trial for r in refs] == ["illum100_P5", "arc_P1", "mutual_h_fast"]
+    assert [r.trial for r in refs] == ["illum100_P5", "mutual_v_fast"]
     for ref in refs:
         gt = ds.trial_ground_truth(ref)
         counts = validity.count_reasons(gt)
