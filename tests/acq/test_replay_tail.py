@@ -142,7 +142,7 @@ def test_launched_replay_delivers_every_message_of_every_topic(short_session, ws
 def test_cli_replay_delivers_every_message_of_every_topic(short_session, shared_graph):
     """``gaze4hri-acq replay ... --wait-for-subscribers`` in a process of its own (the test
     below sets the same through the node's parameter)."""
-    trials = ["illum010_P1", "mutual_v_fast"]
+    trials = ["illum010_P1", "conflict_left_H1"]  # the two short trials: 1.5 s at rate 1
     want, types = recorded_counts(short_session, trials)
     got = _listen_to_replay(types, want, lambda: subprocess.run(
         [*CLI, "replay", str(short_session), "--rate", "1", "--quiet", *[a for t in trials for a in ("--trial", t)],

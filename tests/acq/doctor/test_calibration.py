@@ -77,6 +77,24 @@ def test_a_missing_file_a_bad_residual_and_an_old_eye_head_file(cal):
 
 
 @pytest.mark.unit
+def test_the_distance_rule_in_force_is_named(cal):
+    """Issue 31, item 2: the doctor says which eye point the 0.35 m limit is measured from."""
+    _set(cal / "subjects" / "default.yaml", position_rms_m=0.001)
+    _age(cal / "subjects" / "default.yaml", days=1 / 24)
+
+    def rule(subject):
+        return {x.name: x for x in file_checks(cal, object(), None, CalibrationLimits(), True, NOW, subject)}[
+            "distance rule"].value
+
+    assert rule("default") == "camera >= 0.35 m from the eyes of subjects/default.yaml (subject calibration)"
+    bound = ("camera >= 0.35 m from every point within 0.13 m of the head band (nominal bound) until the "
+             "eye-head offset is known")
+    assert rule("S77") == bound and rule(None) == bound  # no file yet; doctor without --subject
+    _age(cal / "subjects" / "default.yaml", days=30 / 24)  # too old: the session calibrates anew first
+    assert rule("default") == bound
+
+
+@pytest.mark.unit
 def test_live_consistency_in_mm_and_degrees(default_calibration_dir):
     calib = load_calibration(default_calibration_dir)
     T_bt = SE3(np.eye(3), np.array([0.4, 0.1, 0.3]))

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 from gaze4hri_core.calibration import CALIBRATION_FILES, CAMERA_BODY_FILE, TABLE_FILE, Calibration
+from gaze4hri_core.safety import EYE_SOURCE_BOUND, EYE_SOURCE_SUBJECT, SafetyLimits
 from gaze4hri_core.transforms import SE3
 
 from .record import Check, failed, passed, warned
@@ -91,9 +92,23 @@ def file_checks(cal_dir: Path, calib: Calibration | None, error: str | None, lim
         v = f"registration RMS {float(rms) * 1e3:.2f} mm (limit {limits.max_rms_mm:g})"
         out.append(passed(G, "registration rms", v) if float(rms) * 1e3 <= limits.max_rms_mm else
                    failed(G, "registration rms", v, "run 'gaze4hri-acq calibrate registration' again"))
-    if subject:
-        out.append(_eye_head(cal_dir, subject, limits, now))
+    eye_head = _eye_head(cal_dir, subject, limits, now) if subject else None
+    if eye_head is not None:
+        out.append(eye_head)
+    out.append(_distance_rule(eye_head, subject))
     return out
+
+
+def _distance_rule(eye_head: Check | None, subject: str | None, safety: SafetyLimits | None = None) -> Check:
+    """Which eye point the minimum camera distance is measured from when the session starts
+    (issue 31, item 2): the subject's eye-head file when it is used as is, else every point
+    within the band-to-eye bound of the head band until the session's eye-head run."""
+    s = safety or SafetyLimits()
+    d = f"camera >= {s.min_camera_head_m:.2f} m from"
+    if eye_head is not None and eye_head.status == "pass":
+        return passed(G, "distance rule", f"{d} the eyes of subjects/{subject}.yaml ({EYE_SOURCE_SUBJECT})")
+    return passed(G, "distance rule", f"{d} every point within {s.eye_band_bound_m:.2f} m of the head band "
+                                      f"({EYE_SOURCE_BOUND}) until the eye-head offset is known")
 
 
 def _eye_head(cal_dir: Path, subject: str, limits: CalibrationLimits, now: _dt.datetime) -> Check:
