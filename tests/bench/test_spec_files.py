@@ -267,3 +267,28 @@ def test_missing_onnx_file_named(tmp_path):
     src = write_spec(tmp_path, spec_dict("mynet"))  # no ONNX written
     rc, out, err = _cli("methods", "add", src, "--models-dir", tmp_path / "models")
     assert rc == 2 and f"{src}: weights_file: " in err and "does not exist" in err
+
+
+@pytest.mark.replay
+def test_predict_with_a_spec_file_method(tmp_path, unregister, capsys):
+    """Issue 30, item 3: `predict --method path/to/mynet.yaml` registers the user's network as
+    `run` does; its rows carry the gaze its (constant) network encodes."""
+    import pandas as pd
+    from gaze4hri_bench.cli import main as bench_main
+
+    from .test_predict import _face_video
+
+    spec = write_spec(tmp_path / "mine", spec_dict("mynet_predict", "angles_pitch_yaw_rad", "crop"),
+                      "angles_pitch_yaw_rad")
+    unregister.append("mynet_predict")
+    video = _face_video(tmp_path / "face.avi", 3)
+    rc = bench_main(["predict", "--video", str(video), "--method", str(spec), "--input", "crop",
+                     "--out", str(tmp_path / "out")])
+    out = capsys.readouterr()
+    assert rc == 0, out.out + out.err
+    df = pd.read_parquet(tmp_path / "out" / "face__mynet_predict__crop.parquet")
+    ok = df[df["valid"]]
+    assert len(ok) == 3, df
+    g = ok[["gaze_x", "gaze_y", "gaze_z"]].to_numpy(float)
+    np.testing.assert_allclose(np.linalg.norm(g, axis=1), 1.0, atol=1e-6)
+    assert np.ptp(g, axis=0).max() < 0.05  # a constant network: the same gaze up to the crop's own ray

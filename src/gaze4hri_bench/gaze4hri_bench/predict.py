@@ -416,11 +416,14 @@ def _write_tables(rows: list[dict], out: Path, stem: str):
 
 def predict(cfg: PredictConfig, log=print) -> PredictResult:
     """Run ``cfg.method`` over the source; write the tables (and the video); return the counts."""
-    from .methods import get_method
+    from .methods import METHODS, get_method
+    from .methods.plugins import user_method
     from .pipeline.single_frame import FrameEstimator
+    from .zoo.store import models_dir
 
     _check_args(cfg)
-    get_method(cfg.method).resolve_input(cfg.input)  # unknown method or input: one line, before opening anything
+    name = user_method(METHODS, cfg.method, models_dir(cfg.models_dir))  # a spec file: registered here
+    get_method(name).resolve_input(cfg.input)  # unknown method or input: one line, before opening anything
     # every input is checked before any model loads (FrameEstimator builds the ONNX session):
     # the camera info, the output folder, the source; each a one-line error
     intr = _load_camera_info(cfg)

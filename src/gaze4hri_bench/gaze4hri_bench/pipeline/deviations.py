@@ -405,8 +405,12 @@ def _main(args: argparse.Namespace) -> int:
 
     get_profile(args.profile)
     methods = []
+    from ..methods import METHODS
+    from ..methods.plugins import user_method
+    from ..zoo.store import models_dir
+
     for m in args.methods or list(SPECS):
-        e = get_entry(m)
+        e = get_entry(user_method(METHODS, m, models_dir(args.models_dir)))  # a spec file: registered here
         if e.kind != "onnx":
             raise Gaze4HRIError(f"{e.name} is a weight-free baseline: no pipeline setting applies to it", "--method",
                                 f"name networks (default all: {', '.join(SPECS)})")

@@ -98,8 +98,10 @@ def plan_job(name: str, input_type: str, profile: str | Profile | None = None, m
     """One method on one input under ``profile``: its spec (``spec`` given: that one,
     e.g. a user's), its profile record, the method built from both and (``model``) its
     model file. An unknown method, profile or input, or a missing model, is one line."""
+    from ..zoo.store import models_dir as _models_dir
+
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
-    entry = get_entry(name)
+    entry = get_entry(user_method(METHODS, name, _models_dir(models_dir)))  # a spec file: registered here
     spec = spec if spec is not None else method_spec(entry.name)
     record = prof.record(entry.name, spec) if spec is not None else None  # a baseline prepares no input
     method = get_method(entry.name, spec=spec, profile=prof, record=record)
