@@ -13,9 +13,11 @@ import pandas as pd
 from gaze4hri_core.errors import Gaze4HRIError
 from gaze4hri_core.registry import Registry
 
+from ..specs import SPECS
 from . import analyses as A
 from .analysis_profiles import PROFILES, AnalysisProfile, get_profile
 from .exclusions import Exclusions, apply_exclusions, check_known_subjects, load_exclusions, shipped_lists
+from .experiments.shared import set_user_table_names
 from .load import LoadedResults, load_results
 
 __all__ = [
@@ -158,6 +160,18 @@ class Prepared:
     warnings: list[str]
 
 
+def user_table_names(loaded: LoadedResults) -> dict[str, str]:
+    """method -> its spec's ``table_name`` for the methods outside specs.SPECS (a user's spec
+    file, issue 30), from each used file's provenance."""
+    names = {}
+    for f in loaded.files:
+        spec = (f.metadata or {}).get("spec") if f.status == "used" else None
+        if isinstance(spec, dict) and spec.get("table_name") and not SPECS.find(str(spec.get("name"))):
+            for m in f.methods:
+                names[str(m)] = str(spec["table_name"])
+    return names
+
+
 def prepare(
     inputs: list[Path],
     alpha: float,
@@ -170,6 +184,7 @@ def prepare(
     profile, apply its exclusion list, choose each method's input: everything
     ``analyze`` and ``gaze4hri-bench deviations`` run the analyses on."""
     loaded = load_results([Path(p) for p in inputs])
+    set_user_table_names(user_table_names(loaded))
     pipeline_profiles, warnings = check_pipeline_profiles(loaded, allow_mixed)
     prof, profile_source = resolve_profile(profile, pipeline_profiles)
     excl_list = load_exclusions(exclusions or prof.exclusions)

@@ -14,6 +14,7 @@ reason, and what it skipped and why.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,10 +91,23 @@ class Analysis:
             self.status = "partial"
 
 
+#: table names of methods outside specs.SPECS (a user's spec file's ``table_name``), read from the
+#: provenance of the results being analysed: plan.prepare sets them for each analysis run
+_USER_NAMES: ContextVar[dict[str, str] | None] = ContextVar("gaze4hri_user_table_names", default=None)
+
+
+def set_user_table_names(names: dict[str, str]) -> None:
+    """The table names of the user's methods in the results now analysed (method -> name)."""
+    _USER_NAMES.set(dict(names))
+
+
 def display_name(method: str) -> str:
-    """The study's table name (specs.SPECS[...].table_name, e.g. "PureGaze (E)"); unknown methods keep their name."""
+    """The study's table name (specs.SPECS[...].table_name, e.g. "PureGaze (E)"), a user's spec
+    file's ``table_name`` from the results' provenance, else the method's name."""
     spec = SPECS.find(str(method))
-    return spec.table_name if spec is not None and spec.table_name else str(method)
+    if spec is not None and spec.table_name:
+        return spec.table_name
+    return (_USER_NAMES.get() or {}).get(str(method), str(method))
 
 
 def method_order(methods) -> list[str]:
