@@ -10,6 +10,15 @@ import pytest
 # Keep every test's DDS graph inside its own process (other agents share the machine).
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")
 
+def own_domain(lo: int) -> int:
+    """A ROS domain for a test that shares its graph with other processes: ``lo`` + 0-9 for the
+    first pytest-xdist worker (and a run without workers), ``lo`` + 10-19 for the second, so
+    two workers' graphs never meet (ranges in use: 20 live_tf, 40 replay_tail, 60 live_view;
+    test_launch.py draws from 100-199 the same way)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return lo + 10 * (int(worker[2:]) % 2) + os.getpid() % 10
+
+
 SHORT_TRIALS = ["illum010_P1", "conflict_left_H1", "mutual_v_fast"]  # the shortest raster scan (12 s)
 
 

@@ -61,6 +61,8 @@ def test_protective_stop_fails_the_trial(tmp_path):
     assert m.trials["illum010_P2"].status == "done"
 
 
+@pytest.mark.long  # ~25 s; a real ENOSPC on a tmpfs (test_cli.py) and a full disk between trials
+# (test_disk_full_between_trials.py) stay in the default tier
 def test_disk_full_stops_robot_and_trial_and_keeps_the_bag(tmp_path):
     # room for about 1.5 MB per bag: the fixed trial fits, the 2 s line scan does not
     with pytest.raises(SessionError, match="disk full.*--resume") as ei:

@@ -246,6 +246,13 @@ def _skip_unless_scripts_start(install: Path) -> None:
                     "spaces for the launch tier (README, Tests)")
 
 
+def _domain() -> int:
+    """A ROS domain of this test process' own: 100-149 for the first pytest-xdist worker (or a
+    run without workers), 150-199 for the second, and so on, drawn at random within them."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return 100 + 50 * (int(worker[2:]) % 2) + random.randint(0, 49)
+
+
 class Workspace:
     def __init__(self, install: Path, launch_path: list[str]):
         self.install = install
@@ -257,7 +264,7 @@ class Workspace:
                     # the installed packages first: the editable source checkout must not stand in for them
                     "PYTHONPATH": os.pathsep.join(site + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
                     "G4_LAUNCH_PATH": os.pathsep.join(launch_path),
-                    "ROS_DOMAIN_ID": str(random.randint(100, 200)), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+                    "ROS_DOMAIN_ID": str(_domain()), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
                     "ROS_LOG_DIR": str(install.parent / "roslog"), "PYTHONUNBUFFERED": "1"}
         self.env.pop("GAZE4HRI_CALIBRATION", None)
 
@@ -442,7 +449,8 @@ _LISTENER = textwrap.dedent("""
 
 
 @pytest.mark.launch
-@pytest.mark.slow
+@pytest.mark.long  # ~40 s: three launched processes; the gaze node itself runs on a replay in
+# test_gaze_node.py, and the default tier launches the file in test_live_gaze_launch_fails_loudly_...
 def test_live_gaze_launch_estimates_gaze_on_a_replayed_session(ws, short_session):
     """live_gaze.launch.py (the gaze node autostarted in its own process) next to
     replay.launch.py of a recorded session: gaze vectors arrive on /gaze4hri/gaze in

@@ -6,7 +6,6 @@ scripts/build_tf2_msgs.sh (third_party/tf2_msgs) or a sourced ROS 2; its type ha
 the real one so RViz, Foxglove and other ROS nodes match our publishers."""
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from rosbags.typesys import Stores, get_typestore  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from tests.acq.conftest import SHORT_TRIALS  # noqa: E402
+from tests.acq.conftest import SHORT_TRIALS, own_domain  # noqa: E402
 
 # tf2_ros's listener profiles (geometry2 tf2_ros/include/tf2_ros/qos.hpp:39-60), /tf kept whole
 QOS_TF_LISTEN = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
@@ -43,7 +42,7 @@ def shared_graph(monkeypatch):
     is a separate participant, as RViz or Foxglove would be, and other agents' tests on
     the machine stay out."""
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(20 + os.getpid() % 80))
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(own_domain(20)))
 
 
 def _key(tr) -> tuple:

@@ -28,6 +28,8 @@ from gaze4hri_acq.live_view import MSG_TYPES, LiveTopics, LiveView  # noqa: E402
 from gaze4hri_acq.session_assembly import SessionArgs, run_session_args  # noqa: E402
 from gaze4hri_core.errors import Gaze4HRIError  # noqa: E402
 
+from .conftest import own_domain  # noqa: E402
+
 pytestmark = pytest.mark.node
 
 TRIAL = "illum100_P3"
@@ -261,7 +263,7 @@ def test_live_view_shows_the_gaze_estimate_of_a_node_in_another_process(tmp_path
     import sys
 
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(own_domain(60)))
     pub = subprocess.Popen([sys.executable, "-c", _GAZE_PUBLISHER, "60"], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     port = _free_port()

@@ -23,7 +23,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
 
-from .conftest import SHORT_TRIALS  # noqa: E402
+from .conftest import SHORT_TRIALS, own_domain  # noqa: E402
 from .test_launch import ws  # noqa: E402, F401 - the colcon-built workspace (launch tier)
 
 pytestmark = [pytest.mark.replay, pytest.mark.node]
@@ -107,7 +107,7 @@ class Listener:
 def shared_graph(monkeypatch):
     """The replay process and the listener on one host, in a domain of their own."""
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(30 + os.getpid() % 70))
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(own_domain(40)))
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
@@ -139,6 +139,7 @@ def test_launched_replay_delivers_every_message_of_every_topic(short_session, ws
     _assert_same(got, want)
 
 
+@pytest.mark.long  # ~18 s; the drain at the end of a CLI replay is checked in the default tier by the test below
 def test_cli_replay_delivers_every_message_of_every_topic(short_session, shared_graph):
     """``gaze4hri-acq replay ... --wait-for-subscribers`` in a process of its own (the test
     below sets the same through the node's parameter)."""

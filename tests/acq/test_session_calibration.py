@@ -31,6 +31,8 @@ def _cli(*args, cwd=None):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # ~18 s, a session and a benchmark run; the calibration at the session's start is checked in the
+# default tier by the tests beside it and test_cli.py::test_calibrate_eye_head_in_the_simulated_lab
 def test_subject_without_file_to_benchmarked_session_with_no_manual_step(tmp_path):
     assert not (Path(DEFAULT_CALIBRATION) / "subjects" / "S97.yaml").exists()
     p = _cli("gaze4hri-acq", "session", "--subject", "S97", "--backend", "sim", "--out-dir", str(tmp_path / "sessions"),
