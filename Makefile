@@ -3,6 +3,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# the default suite on two pytest-xdist workers, each test file on one worker (its module fixtures built
+# once); PYTEST_XDIST= runs it in one process. Tests that share a ROS graph take domains by worker.
+PYTEST_XDIST ?= -n 2 --dist loadfile
 
 .PHONY: bootstrap demo test test-long test-live test-jazzy test-jazzy-quick lint bench colcon clean help
 
@@ -22,7 +25,7 @@ demo: bootstrap
 	$(VENV)/bin/gaze4hri-bench demo --out out/demo
 
 test: bootstrap
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 test-long: bootstrap
 	$(PY) -m pytest -m long --timeout 1800 $(PYTEST_ARGS)

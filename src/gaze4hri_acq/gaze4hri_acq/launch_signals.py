@@ -17,30 +17,27 @@ __all__ = ["forward_sigint"]
 
 
 def forward_sigint() -> list:
-    """Event-handler actions for a launch description: the processes it starts are
-    tracked from their start to their exit, and a SIGINT Shutdown that launch does not
-    pass on (interactive) sends each running one SIGINT through launch's own
-    SignalProcess event (logged as "sending signal 'SIGINT' to process[...]")."""
+    """Event-handler actions for a launch description: a SIGINT Shutdown that launch does
+    not pass on (interactive) sends SIGINT to every process of the launch that has started,
+    through launch's own SignalProcess event (logged as "sending signal 'SIGINT' to
+    process[...]"; a process that has ended already is skipped by launch itself).
+
+    Started means launch holds the process' pid and transport (launch/actions/execute_local.py:
+    ``connection_made`` adds the pid, ``__execute_process`` keeps the transport), which it has
+    as soon as the process exists, before its ProcessStarted event is handled. Tracking the
+    processes through OnProcessStart handlers (as before) left a window in which a process ran,
+    even ready, but was not yet in the list, and a SIGINT then reached nobody (issue 31, item 6)."""
     from launch.actions import EmitEvent, RegisterEventHandler
-    from launch.event_handlers import OnProcessExit, OnProcessStart, OnShutdown
+    from launch.event_handlers import OnShutdown
     from launch.events.process import SignalProcess
 
-    running: list = []  # the started, not yet exited ExecuteProcess actions
-
-    def started(event, _context) -> None:
-        running.append(event.action)
-
-    def exited(event, _context) -> None:
-        if event.action in running:
-            running.remove(event.action)
+    def started(action) -> bool:
+        details = getattr(action, "process_details", None)  # set at prepare; the pid once it runs
+        return details is not None and "pid" in details and getattr(action, "_subprocess_transport", None) is not None
 
     def on_shutdown(event, context):
-        if not event.due_to_sigint or context.noninteractive or not running:
-            return None  # launch signals its processes itself (or none is left)
-        targets = list(running)
-        return [EmitEvent(event=SignalProcess(signal_number=signal.SIGINT,
-                                              process_matcher=lambda action: action in targets))]
+        if not event.due_to_sigint or context.noninteractive:
+            return None  # launch signals its processes itself
+        return [EmitEvent(event=SignalProcess(signal_number=signal.SIGINT, process_matcher=started))]
 
-    return [RegisterEventHandler(OnProcessStart(on_start=started)),
-            RegisterEventHandler(OnProcessExit(on_exit=exited)),
-            RegisterEventHandler(OnShutdown(on_shutdown=on_shutdown))]
+    return [RegisterEventHandler(OnShutdown(on_shutdown=on_shutdown))]
