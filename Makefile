@@ -6,6 +6,9 @@ PYTEST_ARGS ?=
 # the default suite on two pytest-xdist workers, each test file on one worker (its module fixtures built
 # once); PYTEST_XDIST= runs it in one process. Tests that share a ROS graph take domains by worker.
 PYTEST_XDIST ?= -n 2 --dist loadfile
+# every thread's stack in the log when a default-tier test passes 240 s, before pytest-timeout's 300 s
+# acts: a call blocked in C (ur_rtde, rcl) is out of the reach of its signal, and the stacks say where
+STACKS := -o faulthandler_timeout=240
 
 .PHONY: bootstrap demo test test-long test-live test-jazzy test-jazzy-quick lint bench colcon clean help
 
@@ -25,7 +28,7 @@ demo: bootstrap
 	$(VENV)/bin/gaze4hri-bench demo --out out/demo
 
 test: bootstrap
-	$(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_XDIST) $(STACKS) $(PYTEST_ARGS)
 
 test-long: bootstrap
 	$(PY) -m pytest -m long --timeout 1800 $(PYTEST_ARGS)
@@ -55,11 +58,11 @@ JAZZY_QUICK := -m "(node or launch or replay) and not slow and not live and not 
 
 test-jazzy:
 	@GAZE4HRI_JAZZY_VENV="$(abspath $(JAZZY_VENV))" bash scripts/bootstrap_jazzy.sh
-	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/sim tests/acq $(JAZZY_NEEDS_BENCH) $(PYTEST_ARGS)
+	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/sim tests/acq $(JAZZY_NEEDS_BENCH) $(STACKS) $(PYTEST_ARGS)
 
 test-jazzy-quick:
 	@GAZE4HRI_JAZZY_VENV="$(abspath $(JAZZY_VENV))" bash scripts/bootstrap_jazzy.sh
-	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/sim tests/acq $(JAZZY_NEEDS_BENCH) $(JAZZY_QUICK) $(PYTEST_ARGS)
+	$(JAZZY_VENV)/bin/python -m pytest tests/core tests/sim tests/acq $(JAZZY_NEEDS_BENCH) $(JAZZY_QUICK) $(STACKS) $(PYTEST_ARGS)
 
 lint: bootstrap
 	$(VENV)/bin/ruff check src tests benchmarks
