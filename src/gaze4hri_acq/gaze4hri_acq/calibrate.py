@@ -79,8 +79,9 @@ def _sim_world(ns, src: Path):
     from .drivers.registry import make_world
 
     # 5x real time: the safety feed builds every motion-capture frame (100 Hz) in Python, ~900
-    # a wall second on a 2-core machine; at 20x it fell ever further behind the clock, and the
-    # registration's samples, taken after each move, aged out of its wait ("does not see")
+    # a wall second on an idle 2-core machine; at 20x it fell ever further behind the clock, and
+    # the registration's samples, taken after each move, aged out of its wait ("does not see");
+    # on a loaded machine the reader also skips what is older than 0.5 s (_mocap)
     sim = {"real_time_factor": 5.0, "seed": int(ns.seed), "calibration_dir": src}
     if ns.procedure == "eye-head" and ns.subject:
         sim["subject"] = ns.subject  # calibrate the simulated subject's own offset
@@ -97,7 +98,9 @@ def _mocap(ns, src: Path, world):
     from .drivers.safety_feed import MonitoredMocap
 
     mcfg = validate(MocapConfig, {"server_ip": ns.motive_ip}, "mocap")
-    mocap = make_mocap(ns.backend, mcfg, world=world) if world is not None else make_mocap(ns.backend, mcfg)
+    # the simulated lab's clock runs free here (no pacer): its reader keeps to the last 0.5 s, as a live stream's
+    mocap = (make_mocap(ns.backend, mcfg, world=world, max_lag_s=0.5) if world is not None
+             else make_mocap(ns.backend, mcfg))
     if ns.procedure != "registration":
         return mocap, None, None
     robot_cfg = validate(RobotConfig, {"host": ns.robot_ip, "calibration_dir": src, "subject": ns.subject}, "robot")

@@ -10,10 +10,16 @@ __all__ = ["SimMocap"]
 
 
 class SimMocap:
-    def __init__(self, config: MocapConfig, world):
+    """``max_lag_s``: a reader that has fallen further behind the clock skips to the newest
+    frames, as a live stream's reader loses what its socket could not hold (None: every frame
+    is delivered, as a session records them; the free-running clock of a calibration run
+    outpaces a reader on a loaded machine, whose samples then arrived ever later)."""
+
+    def __init__(self, config: MocapConfig, world, max_lag_s: float | None = None):
         self.config = config
         self.world = world
         self.rate_hz = world.mocap_rate_hz
+        self.max_lag_s = max_lag_s
         self._k: int | None = None
 
     def connect(self, timeout_s: float = 2.0) -> None:
@@ -24,6 +30,8 @@ class SimMocap:
             return None
         clk = self.world.clock
         k = self._k + 1
+        if self.max_lag_s is not None:
+            k = max(k, self.world.mocap_index(clk.now_ns()) - int(self.max_lag_s * self.rate_hz))
         t = self.world.mocap_time(k)
         if not clk.sleep_until(t, timeout_wall_s=timeout_s) or clk.now_ns() < t:
             return None

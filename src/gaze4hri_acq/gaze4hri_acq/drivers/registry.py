@@ -105,9 +105,10 @@ def make_camera(backend: str, config: CameraConfig | None = None, world=None):
     return cls(config, replay=(backend == "replay"))
 
 
-def make_mocap(backend: str, config: MocapConfig | None = None, world=None):
+def make_mocap(backend: str, config: MocapConfig | None = None, world=None, max_lag_s: float | None = None):
+    """``max_lag_s`` (sim): the reader skips frames further behind the clock (SimMocap)."""
     config = config or MocapConfig()
     cls = driver_class("mocap", backend)
     if backend == "sim":
-        return cls(config, _need_world("mocap", world))
+        return cls(config, _need_world("mocap", world), max_lag_s=max_lag_s)
     return cls(config)
