@@ -1,6 +1,7 @@
 """The real ur_rtde 1.6.5 (RTDEReceiveInterface, RTDEControlInterface, DashboardClient)
 and RtdeRobot against the UR controller emulator (gaze4hri_sim.ur_controller) on
 loopback: paths executed, stopL, protective stops, one-package states, the watchdog."""
+import contextlib
 import threading
 import time
 
@@ -105,11 +106,10 @@ def test_real_ur_rtde_runs_a_path_and_stopl_stops_it(controller):
         time.sleep(0.05)
         np.testing.assert_allclose(rx.getActualTCPPose()[:3], here, atol=1e-9)
         assert ctl.getAsyncOperationProgress() < 0
-    finally:
-        ctl.stopScript()
-        ctl.disconnect()
-        rx.disconnect()
-        db.disconnect()
+    finally:  # bounded too: after a lost answer these wait on the same controller
+        for call in (ctl.stopScript, ctl.disconnect, rx.disconnect, db.disconnect):
+            with contextlib.suppress(BaseException):
+                _bounded(call, timeout=10.0)
 
 
 @pytest.mark.replay

@@ -143,6 +143,22 @@ class _Sample(NamedTuple):
     pstop: bool
 
 
+#: how long an asynchronous movePath may take to return (ur_rtde stops and re-uploads its control
+#: script for a path, then waits for it to run with no time limit: a program that never starts
+#: would hold the node for good; it returns within tens of ms otherwise)
+PATH_SEND_S = 10.0
+
+
+def _within(seconds: float, call, *args) -> bool:
+    """``call(*args)`` in a helper thread; False when it has not returned within ``seconds``
+    (the thread stays blocked in ur_rtde's C++; the caller reports a device error)."""
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(bool(call(*args))), name="rtde-call", daemon=True)
+    t.start()
+    t.join(seconds)
+    return bool(out and out[0])
+
+
 class RtdeRobot:
     """RobotDriver for backend:=real."""
 
@@ -312,8 +328,9 @@ class RtdeRobot:
         self._commanded_speed = float(speed)
         self._op_id = self._ctl.getAsyncOperationProgressEx().operationId()
         self._sent_at = time.monotonic()
-        if not self._ctl.movePath(path, True):
-            raise DeviceError(_DEVICE, self.config.host, "the controller rejected the path",
+        if not _within(PATH_SEND_S, self._ctl.movePath, path, True):
+            raise DeviceError(_DEVICE, self.config.host, "the controller rejected the path, or did not restart the "
+                              f"control script for it within {PATH_SEND_S:g} s",
                               "check the robot is in remote control and not stopped")
         self._moving = True
 
