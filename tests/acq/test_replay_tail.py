@@ -141,13 +141,13 @@ def test_launched_replay_delivers_every_message_of_every_topic(short_session, ws
 
 @pytest.mark.long  # ~18 s; the drain at the end of a CLI replay is checked in the default tier by the test below
 def test_cli_replay_delivers_every_message_of_every_topic(short_session, shared_graph):
-    """``gaze4hri-acq replay ... --wait-for-subscribers`` in a process of its own (the test
-    below sets the same through the node's parameter)."""
+    """``gaze4hri-acq replay ... --ros-args -p wait_for_subscribers:=true`` in a process of its
+    own (the test below sets the same with the command line's --wait-for-subscribers)."""
     trials = ["illum010_P1", "conflict_left_H1"]  # the two short trials: 1.5 s at rate 1
     want, types = recorded_counts(short_session, trials)
     got = _listen_to_replay(types, want, lambda: subprocess.run(
         [*CLI, "replay", str(short_session), "--rate", "1", "--quiet", *[a for t in trials for a in ("--trial", t)],
-         "--wait-for-subscribers"], capture_output=True, text=True, timeout=180,
+         "--ros-args", "-p", "wait_for_subscribers:=true"], capture_output=True, text=True, timeout=180,
         env=shared_graph))
     _assert_same(got, want)
 
@@ -174,8 +174,7 @@ def test_cli_replay_at_speed_delivers_the_last_samples_of_every_topic(short_sess
     listener = Listener(types)
     try:
         p = subprocess.run([*CLI, "replay", str(short_session), "--rate", "20", "--quiet",
-                            *[a for t in trials for a in ("--trial", t)], "--ros-args", "-p",
-                            "wait_for_subscribers:=true"],
+                            *[a for t in trials for a in ("--trial", t)], "--wait-for-subscribers"],
                            capture_output=True, text=True, timeout=180, env=shared_graph)
         assert p.returncode == 0, p.stderr[-2000:]
         listener.settle(want, patience_s=5.0)

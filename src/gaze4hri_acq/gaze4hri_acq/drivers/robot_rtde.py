@@ -151,11 +151,21 @@ PATH_SEND_S = 10.0
 
 def _within(seconds: float, call, *args) -> bool:
     """``call(*args)`` in a helper thread; False when it has not returned within ``seconds``
-    (the thread stays blocked in ur_rtde's C++; the caller reports a device error)."""
+    (the thread stays blocked in ur_rtde's C++; the caller reports a device error). An
+    exception of the call (ur_rtde's RuntimeError on a lost link) is raised here, as before."""
     out: list = []
-    t = threading.Thread(target=lambda: out.append(bool(call(*args))), name="rtde-call", daemon=True)
+
+    def run() -> None:
+        try:
+            out.append(bool(call(*args)))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            out.append(e)
+
+    t = threading.Thread(target=run, name="rtde-call", daemon=True)
     t.start()
     t.join(seconds)
+    if out and isinstance(out[0], BaseException):
+        raise out[0]
     return bool(out and out[0])
 
 

@@ -398,17 +398,15 @@ def _main(args: argparse.Namespace) -> int:
     import sys
 
     from ..data.reader import Dataset
-    from ..methods import get_entry
+    from ..methods import METHODS, get_entry
+    from ..methods.plugins import user_method
     from ..profiles import get_profile
     from ..specs import SPECS
+    from ..zoo.store import models_dir
     from . import deviations_real as R
 
     get_profile(args.profile)
     methods = []
-    from ..methods import METHODS
-    from ..methods.plugins import user_method
-    from ..zoo.store import models_dir
-
     for m in args.methods or list(SPECS):
         e = get_entry(user_method(METHODS, m, models_dir(args.models_dir)))  # a spec file: registered here
         if e.kind != "onnx":
