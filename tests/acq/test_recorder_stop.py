@@ -204,3 +204,34 @@ def test_a_stop_waits_for_the_pose_after_the_last_frame(recorder, tmp_path):
     assert acks and not acks[0].get("fault")
     stamps = _tcp_stamps(bag_dir)
     assert max(stamps) == after >= last_img
+
+
+def test_a_frame_kept_past_the_windows_end_keeps_its_pose_after_it(recorder, tmp_path):
+    """A frame past the window's end that the writer kept before the stop set the end stays
+    (test_a_frame_past_the_windows_end_stays_whole); the pose after it must stay too, though it
+    lies past the end's 20 ms pose tail (CI flake: last image 6.7 ms after the last robot pose)."""
+    node, bus = recorder
+    bag_dir = _start(node, tmp_path)
+    period = 8_000_000
+    last_img = T0 + 2 * DT
+    k = 0
+    while T0 + k * period < last_img:
+        bus.deliver(Topics.TCP_POSE, _tcp(T0 + k * period))
+        k += 1
+    _whole_frames(bus, range(2))
+    bus.deliver(Topics.IMAGE, _image(2))
+    _drain(node)  # frame 2's image is written before the end is known
+    end = T0 + DT + DT // 2  # the window ends between frames 1 and 2
+    after = T0 + k * period
+    assert after > end + 20_000_000  # past the end's pose tail: dropped before the fix
+    acks: list[dict] = []
+    stopper = threading.Thread(target=lambda: acks.append(node.handle_stop({"end_ns": end})))
+    stopper.start()
+    time.sleep(0.2)
+    bus.deliver(Topics.FRAME_META, _meta(2))
+    bus.deliver(Topics.SIM_GAZE_TRUTH, _truth(2))
+    bus.deliver(Topics.TCP_POSE, _tcp(after))
+    stopper.join(10)
+    assert acks and not acks[0].get("fault")
+    assert _counts(bag_dir)[Topics.IMAGE] == 3
+    assert max(_tcp_stamps(bag_dir)) == after > last_img

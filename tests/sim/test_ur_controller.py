@@ -54,3 +54,21 @@ def test_a_stop_command_left_in_the_register_does_not_end_the_next_control_scrip
     c.in_int[0] = 255  # a stop sent to this script is obeyed
     c.tick(0.008)
     assert c.runtime != RUNTIME_PLAYING
+
+
+def test_a_clear_and_the_next_command_between_two_cycles_run_the_command():
+    """Under load the stale stop's clear and movePath's command (45) can both land between two
+    controller cycles: the cycle sees only 45, which must run (the clear ended the stale stop)."""
+    from gaze4hri_sim.ur_codes import RUNTIME_PLAYING
+    from gaze4hri_sim.ur_servers import _Client
+
+    c = URController("127.0.0.1")
+    client = _Client(None)
+    client.inputs[1] = (["input_int_register_0"], ["INT32"])
+    c.in_int[0] = 255  # stopScript's command, its clear not yet applied when the script starts
+    c.load_program(_RTDE_SCRIPT)
+    c.tick(0.008)
+    c._apply_input(client, bytes([1]) + (0).to_bytes(4, "big", signed=True))  # the clear
+    c._apply_input(client, bytes([1]) + (47).to_bytes(4, "big", signed=True))  # is_steady, before a cycle
+    c.tick(0.008)
+    assert c.runtime == RUNTIME_PLAYING and c.out_int[0] == 2  # done with the command

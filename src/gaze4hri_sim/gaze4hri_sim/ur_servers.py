@@ -138,11 +138,21 @@ class Servers:
         with self.lock:
             for n, v in zip(names, vals, strict=True):
                 if n.startswith("input_int_register_"):
-                    self.in_int[int(n.rsplit("_", 1)[1])] = int(v)
+                    self._write_command_register(int(n.rsplit("_", 1)[1]), int(v))
                 elif n.startswith("input_double_register_"):
                     self.in_double[int(n.rsplit("_", 1)[1])] = float(v)
                 elif n == "speed_slider_fraction":
                     self.scaling = float(v)
+
+    def _write_command_register(self, i: int, v: int) -> None:
+        """An input int register written by ur_rtde. A clear (0) of the command register ends
+        the command at once, not at the program's next cycle: under load a clear and the next
+        command can arrive between two cycles, and a cycle that saw only the second would take
+        it for the command still executing and never run it (movePath then waits forever)."""
+        self.in_int[i] = v
+        prog = self.program
+        if v == 0 and i == self.off and prog is not None and prog["kind"] == "rtde":
+            prog["executing"] = False
 
     def _dashboard_session(self, sock: socket.socket) -> None:
         sock.sendall(b"Connected: Universal Robots Dashboard Server\n")

@@ -147,6 +147,7 @@ class _Sample(NamedTuple):
 #: script for a path, then waits for it to run with no time limit: a program that never starts
 #: would hold the node for good; it returns within tens of ms otherwise)
 PATH_SEND_S = 10.0
+CLOSE_CALL_S = 10.0  # each of close()'s ur_rtde calls
 
 
 def _within(seconds: float, call, *args) -> bool:
@@ -232,15 +233,12 @@ class RtdeRobot:
         if self._watch is not None and self._watch is not threading.current_thread():
             self._watch.join(timeout=2)
         self._watch = None
-        if self._ctl is not None:
+        # bounded: after a lost link ur_rtde's stopScript waits for the script to end and then
+        # reconnects with no limit, which would hold the node's shutdown (and a test run) forever
+        for call in ((self._ctl.stopScript, self._ctl.disconnect) if self._ctl is not None else ()) + (
+                (self._rx.disconnect,) if self._rx is not None else ()):
             try:
-                self._ctl.stopScript()
-                self._ctl.disconnect()
-            except RuntimeError:
-                pass
-        if self._rx is not None:
-            try:
-                self._rx.disconnect()
+                _within(CLOSE_CALL_S, call)
             except RuntimeError:
                 pass
         self._ctl = self._rx = None

@@ -207,7 +207,7 @@ class RecorderNode(ControlMixin, Node):
         # frame-bound streams (images, their metadata and truth) end with the window
         tail = _POSE_TAIL_NS if pose else 0
         head = _POSE_TAIL_NS if pose else 0
-        late = self._end_ns is not None and t > self._end_ns + tail and not self._image_taken(topic, t)
+        late = self._end_ns is not None and t > self._pose_end(pose) + tail and not self._image_taken(topic, t)
         if stamped and (t < self._start_ns - head or late):
             return
         if not pose:
@@ -219,6 +219,16 @@ class RecorderNode(ControlMixin, Node):
         self._enqueue(bag, topic, t, data, tf)
         if topic in _FRAME_COMPANIONS:
             self._note_frame(topic, t)
+
+    def _pose_end(self, pose: bool, kept=()) -> int:
+        """Where the window ends for a stream: poses run to the last image written or queued
+        when that is later (an image the writer kept before the stop set the end stays, and
+        the ground truth needs a pose after it), every other stream to the end itself."""
+        end = self._end_ns
+        if not pose:
+            return end
+        imgs = self._frame_stamps.get(Topics.IMAGE)
+        return max(end, kept[-1] if kept else end, imgs[-1] if imgs else end)
 
     def _image_taken(self, topic: str, t: int) -> bool:
         """Whether ``topic`` is a frame companion whose image (same stamp) was queued: a
@@ -340,12 +350,13 @@ class RecorderNode(ControlMixin, Node):
         if end is None:
             return t
         ty = self._types.get(topic, "")
-        tail = _POSE_TAIL_NS if is_pose_topic(topic) else 0
+        pose = is_pose_topic(topic)
+        tail = _POSE_TAIL_NS if pose else 0
         if (ty in _NO_HEADER or topic in _RECEIPT_TIME) and topic not in _STAMP_FROM:
             return min(t, end + tail)
         if t > end + tail and topic in _FRAME_COMPANIONS:
             return t if t in kept else None
-        return None if t > end + tail else t
+        return None if t > self._pose_end(pose, kept) + tail else t
 
     def _on_disk_full(self, what: str) -> None:
         self._release_ballast()  # room for the bag's summary, metadata.yaml and session.yaml first
