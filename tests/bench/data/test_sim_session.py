@@ -108,9 +108,51 @@ def test_ear_blinks_in_the_run_loop_match_the_simulator(sim_root, tmp_path):
     md = read_metadata(a)
     assert md["blinks"]["source"] == "auto" and md["blinks"]["ear_relative"] == validity.EAR_RELATIVE
     assert md["timing"]["reasons"]["blink"] == len(ear)
-    assert list((tmp_path / "ear" / ".cache" / "faces").glob("S01__*__mediapipe__s1.parquet"))
+    # no job reads face boxes: the tracked EAR pass (faces.ear_pass) built the table
+    assert list((tmp_path / "ear" / ".cache" / "faces").glob("S01__*__mediapipe+ear__s1.parquet"))
 
     s, _ = run(tmp_path / "sim", blinks="sim")
     assert _blink_frames(s) == truth
     off, _ = run(tmp_path / "off", blinks="off")
     assert not _blink_frames(off)
+
+
+def test_tracked_ear_pass_decides_blinks_as_the_full_pass(sim_root):
+    """faces.ear_pass against the full pass (detector and face mesh on every frame) on
+    simulated trials with blinks: the same decisions on >= 99.5 % of frames, every
+    simulator-truth blink found, no open frame flagged that the full pass leaves, with
+    the detector run only to find the face and landmarks skipped on some frames."""
+    pytest.importorskip("mediapipe")
+    from gaze4hri_bench.data.reader import Dataset
+    from gaze4hri_bench.data.validity import blink_from_ear
+    from gaze4hri_bench.faces.ear_pass import EAR_PASSES
+    from gaze4hri_bench.pipeline.face_pass import FaceModels, FaceTrack, face_table
+
+    ds = Dataset(sim_root, sim_blinks=True)
+    models = FaceModels("mediapipe")
+    n_frames = n_measured = 0
+    try:
+        for ref in ds.trials():
+            gt = ds.trial_ground_truth(ref)
+            frames = [(f.index, f.image) for f in ds.iter_frames(ref)]
+            full = FaceTrack(models.detector(), landmarker=models.landmarker())
+            tracked = models.ear_pass(EAR_PASSES.get("tracked"))
+            for i, im in frames:
+                full.step(i, im)
+                tracked.step(i, im)
+            a = full.table().set_index("frame")["ear"].reindex(gt["frame"]).to_numpy()
+            b = face_table(tracked.rows()).set_index("frame")["ear"].reindex(gt["frame"]).to_numpy()
+            assert np.isfinite(b).all()  # a face every frame, as the full pass finds
+            fa, fb = blink_from_ear(a), blink_from_ear(b)
+            truth = (gt["invalid_reason"] == "blink").to_numpy()
+            assert (fa == fb).mean() >= 0.995, (ref.trial, np.flatnonzero(fa != fb))
+            assert not (fb & ~truth & ~fa).any()
+            m = np.r_[False, truth, False].astype(int)
+            edges = np.flatnonzero(np.diff(m))
+            for s0, e0 in zip(edges[::2], edges[1::2], strict=True):
+                assert fb[s0:e0].any(), (ref.trial, s0, e0)
+            assert tracked.acquired <= 2, tracked.acquired  # the detector found the face once, then tracked
+            n_frames, n_measured = n_frames + len(frames), n_measured + tracked.measured
+    finally:
+        models.close()
+    assert n_measured < 0.9 * n_frames, (n_measured, n_frames)  # past the warm-up, frames were skipped

@@ -14,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from .crops import crop_square
+from .mesh_graph import MeshGraph, mediapipe_import
 
-__all__ = ["FaceMesh", "eye_aspect_ratio", "mean_ear", "EAR_RIGHT", "EAR_LEFT", "KEYPOINTS5", "mediapipe_import"]
+__all__ = ["FaceMesh", "eye_aspect_ratio", "mean_ear", "EAR_RIGHT", "EAR_LEFT", "KEYPOINTS5", "mediapipe_import",
+           "to_image"]
 
 # Face-mesh indices p1..p6 (MediaPipe canonical model). "Right" is the subject's right eye.
 EAR_RIGHT = (33, 160, 158, 133, 153, 144)
@@ -23,22 +25,6 @@ EAR_LEFT = (362, 385, 387, 263, 373, 380)
 # 5 keypoints in the RetinaFace / YOLOv8-face order (image-left eye first for a frontal
 # face = subject's right eye): eye centres, nose tip, mouth corners.
 KEYPOINTS5 = ((33, 133), (362, 263), (1,), (61,), (291,))
-
-
-def mediapipe_import():
-    """Import mediapipe or raise one line saying how to install it."""
-    try:
-        import mediapipe as mp
-    except ImportError as e:
-        from gaze4hri_core.errors import Gaze4HRIError
-
-        raise Gaze4HRIError(
-            f"mediapipe is not importable ({e})",
-            "faces",
-            "pip install --no-deps mediapipe==0.10.21 attrs absl-py "
-            "(requirements/nodeps.txt); 0.10.21 is the last wheel with the face models",
-        ) from None
-    return mp
 
 
 def eye_aspect_ratio(eye) -> float | np.ndarray:
@@ -63,23 +49,27 @@ def keypoints5(landmarks) -> np.ndarray:
     return np.array([L[list(ids)].mean(axis=0) for ids in KEYPOINTS5])
 
 
+def to_image(pts: np.ndarray, region) -> np.ndarray:
+    """Normalized landmarks of a square crop ``region`` (x1, y1, x2, y2) -> image pixels
+    (x, y) and depth in the same pixel scale (MediaPipe's z is in units of the crop width)."""
+    x1, y1, x2, _ = (float(v) for v in region)
+    s = x2 - x1
+    out = np.empty_like(pts, dtype=float)
+    out[:, 0] = x1 + pts[:, 0] * s
+    out[:, 1] = y1 + pts[:, 1] * s
+    out[:, 2] = pts[:, 2] * s
+    return out
+
+
 class FaceMesh:
     """MediaPipe face mesh on a face box: ``landmarks(image, box)`` -> (468, 3) pixel
     x, y and relative depth, or None when no face is found in the crop.
     ``refine=True`` adds the 10 iris points (478)."""
 
     def __init__(self, refine: bool = False, margin: float = 0.25):
-        mp = mediapipe_import()
-        from mediapipe.python.solution_base import SolutionBase
-
-        del mp
         # The FaceMesh class sets calculator options through a protobuf API that
         # protobuf >= 5 removed; the graph's own defaults (0.5 thresholds) are kept.
-        self._sb = SolutionBase(
-            binary_graph_path="mediapipe/modules/face_landmark/face_landmark_front_cpu.binarypb",
-            side_inputs={"num_faces": 1, "with_attention": bool(refine), "use_prev_landmarks": False},
-            outputs=["multi_face_landmarks"],
-        )
+        self._graph = MeshGraph(refine=refine)
         self.margin = margin
 
     def landmarks(self, image: np.ndarray, box) -> np.ndarray | None:
@@ -87,19 +77,8 @@ class FaceMesh:
         s = max(x2 - x1, y2 - y1) * (1.0 + 2.0 * self.margin)
         cx, cy = 0.5 * (x1 + x2), 0.5 * (y1 + y2)
         region = (cx - s / 2, cy - s / 2, cx + s / 2, cy + s / 2)
-        side = 256
-        patch = crop_square(image, region, side)
-        res = self._sb.process({"image": np.ascontiguousarray(patch)})
-        faces = res.multi_face_landmarks
-        if not faces:
-            return None
-        pts = np.array([(p.x, p.y, p.z) for p in faces[0].landmark], float)
-        scale = s / side
-        out = np.empty_like(pts)
-        out[:, 0] = region[0] + pts[:, 0] * side * scale
-        out[:, 1] = region[1] + pts[:, 1] * side * scale
-        out[:, 2] = pts[:, 2] * side * scale
-        return out
+        pts = self._graph.run(crop_square(image, region, 256))
+        return None if pts is None else to_image(pts, region)
 
     def close(self) -> None:
-        self._sb.close()
+        self._graph.close()

@@ -87,6 +87,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ear-threshold", type=float, default=None, metavar="T",
                    help=f"also (or, with --ear-relative 0, only) EAR below T is a blink "
                         f"(Soukupova & Cech use {EAR_THRESHOLD})")
+    from ..faces.ear_pass import EAR_PASSES
+
+    p.add_argument("--ear-pass", choices=tuple(EAR_PASSES), default="tracked",
+                   help="how EAR is measured when no job reads the run's face boxes: tracked = the detector finds "
+                        "the face and the face mesh tracks it, every 2nd frame plus the frames near a blink "
+                        "(default; docs/PERFORMANCE.md); full = detector and face mesh on every frame")
     p.add_argument("--subjects", nargs="+", metavar="ID", help="only these subjects (e.g. S01 S02)")
     p.add_argument("--trials", nargs="+", metavar="TRIAL", help="only these trial ids (e.g. illum100_P5 arc_P2)")
     p.add_argument("--stride", type=int, default=1, metavar="N", help="use every N-th frame (default 1: all)")
@@ -177,7 +183,7 @@ def main(args: argparse.Namespace) -> int:
         trials=tuple(args.trials) if args.trials else None, stride=args.stride, device=args.device,
         batch=args.batch, fp16=args.fp16, models_dir=args.models_dir, threads=args.threads, streams=args.streams,
         blinks=args.blinks,
-        ear_relative=args.ear_relative or None, ear_threshold=args.ear_threshold,
+        ear_relative=args.ear_relative or None, ear_threshold=args.ear_threshold, ear_pass=args.ear_pass,
         data_format=args.data_format, profile=args.profile, engine=args.engine, address=args.address,
         workers=args.workers,
         progress=not args.no_progress and sys.stderr.isatty(),

@@ -9,6 +9,7 @@ reuses it. Blinks therefore mask the same frames for every method, baselines inc
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 from gaze4hri_core.errors import Gaze4HRIError
 
 from ..faces.detectors import Detector, FaceDetection
+from ..faces.ear_pass import EarPassSettings, TrackedEar
 from ..faces.landmarks import mean_ear
 from ..faces.normalization import FACE_MODEL_MESH_IDS, head_pose_from_landmarks
 from ..faces.tracking import SubjectTracker
@@ -74,14 +76,19 @@ class FaceTrack:
 
     def table(self) -> pd.DataFrame:
         """The rows so far (FACE_COLUMNS; NaN where no subject / no landmarks)."""
-        df = pd.DataFrame(self._rows, columns=FACE_COLUMNS)
-        df["frame"] = df["frame"].astype(np.int64)
-        df["track_id"] = df["track_id"].astype("Int64")
-        df["n_faces"] = df["n_faces"].astype(np.int64)
-        for c in FACE_COLUMNS:
-            if c not in ("frame", "track_id", "n_faces"):
-                df[c] = df[c].astype(float)
-        return df
+        return face_table(self._rows)
+
+
+def face_table(rows: list[dict]) -> pd.DataFrame:
+    """Face-table rows -> the table (FACE_COLUMNS, their dtypes; NaN where a row lacks a value)."""
+    df = pd.DataFrame(rows, columns=FACE_COLUMNS)
+    df["frame"] = df["frame"].astype(np.int64)
+    df["track_id"] = df["track_id"].astype("Int64")
+    df["n_faces"] = df["n_faces"].astype(np.int64)
+    for c in FACE_COLUMNS:
+        if c not in ("frame", "track_id", "n_faces"):
+            df[c] = df[c].astype(float)
+    return df
 
 
 def track_trial(frames: Iterable, detector: Detector, tracker: SubjectTracker | None = None, intrinsics=None,
@@ -100,6 +107,8 @@ def track_trial(frames: Iterable, detector: Detector, tracker: SubjectTracker | 
 
 
 def face_cache_path(out: Path, subject: str, trial: str, detector: str, stride: int) -> Path:
+    """Where a trial's face table is cached (``detector``: the detector's name and, for a
+    profile's rule or the tracked EAR pass, a suffix naming it)."""
     return Path(out) / ".cache" / "faces" / f"{subject}__{trial}__{detector}__s{stride}.parquet"
 
 
@@ -112,6 +121,8 @@ class FaceModels:
         self.conf = conf  # a profile's detector threshold (YOLO detectors; others keep their own)
         self._det = None
         self._mesh = None
+        self._ear_mesh = None  # the tracked EAR pass's refinement mesh and tracking graph (ear_pass)
+        self._track_graph = None
 
     def detector(self):
         if self._det is None:
@@ -150,23 +161,43 @@ class FaceModels:
                                     ) from None
         return self._mesh.landmarks
 
+    def ear_pass(self, settings: EarPassSettings) -> TrackedEar:
+        """A tracked EAR pass for one trial (faces.ear_pass), on this run's detector and the
+        full pass's face mesh (refinements), with one tracking graph shared by every trial."""
+        from ..faces.landmarks import FaceMesh
+        from ..faces.mesh_graph import MeshGraph
+
+        det = self.detector()
+        try:
+            if self._ear_mesh is None:
+                self._ear_mesh = FaceMesh()
+            if self._track_graph is None:
+                self._track_graph = MeshGraph(track=True)
+        except Gaze4HRIError as e:
+            raise Gaze4HRIError(f"EAR blink detection needs MediaPipe's face mesh ({e.what})", "--blinks",
+                                "install mediapipe (requirements/nodeps.txt), or pass --blinks annotations|off"
+                                ) from None
+        return TrackedEar(det.detect, self._track_graph, self._ear_mesh.landmarks, settings)
+
     def close(self) -> None:
         for sib in getattr(self, "_siblings", {}).values():
             sib.close()
-        for m in (self._det, self._mesh):
+        for m in (self._det, self._mesh, self._ear_mesh, self._track_graph):
             if m is not None:
                 m.close()
-        self._det = self._mesh = None
+        self._det = self._mesh = self._ear_mesh = self._track_graph = None
 
 
 class TrialFaces:
     """The face table of one trial: read from ``cache`` when it is there (and has EAR if
     ``landmarks``), else built frame by frame through :meth:`box` and saved with :meth:`save`."""
 
-    def __init__(self, models: FaceModels, cache: Path | None, landmarks: bool):
+    def __init__(self, models: FaceModels, cache: Path | None, landmarks: bool,
+                 ear_pass: EarPassSettings | None = None):
         self.models = models
         self.cache = cache
         self.landmarks = landmarks
+        self.ear_pass = ear_pass  # an EAR-only table built by the tracked pass (faces.ear_pass): no boxes read
         self._table: pd.DataFrame | None = None
         self._boxes: dict[int, np.ndarray | None] = {}
         self._track = None
@@ -191,6 +222,11 @@ class TrialFaces:
         """The subject's face box (x1, y1, x2, y2) in this frame, or None."""
         if self._table is not None:
             return self._boxes.get(index)
+        if self.ear_pass is not None:
+            if self._track is None:
+                self._track = self.models.ear_pass(self.ear_pass)
+            self._track.step(index, image)
+            return None
         if self._track is None:
             lm = self.models.landmarker() if self.landmarks else None
             self._track = FaceTrack(self.models.detector(), landmarker=lm)
@@ -207,7 +243,7 @@ class TrialFaces:
         if self._track is None:
             return pd.DataFrame(columns=FACE_COLUMNS)
         if self._built is None:
-            self._built = self._track.table()
+            self._built = face_table(self._track.rows()) if self.ear_pass is not None else self._track.table()
         return self._built
 
     def ear_table(self) -> pd.DataFrame:
@@ -220,7 +256,8 @@ class TrialFaces:
             return
         t = pa.Table.from_pandas(self.table(), preserve_index=False)
         md = {"landmarks": self.landmarks,
-              "detector": getattr(self.models.detector(), "name", self.models.detector_name)}
+              "detector": getattr(self.models.detector(), "name", self.models.detector_name),
+              "ear_pass": dataclasses.asdict(self.ear_pass) if self.ear_pass is not None else "full"}
         t = t.replace_schema_metadata({**(t.schema.metadata or {}), b"gaze4hri_faces": json.dumps(md).encode()})
         self.cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.cache.with_name(f".{self.cache.name}.{os.getpid()}.tmp")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..faces.ear_pass import EAR_PASSES
 from .face_pass import FaceModels, TrialFaces, ensure_profile_faces, face_rule_key, needs_profile_pass
 from .frames import StageTimes
 
@@ -43,7 +44,11 @@ class TrialFaceTables:
                  cache_of, times: StageTimes):
         self.tables: dict[str, TrialFaces] = {}
         self.views: dict[int, JobFaces | None] = {}
-        common = str(cache_of(cfg.detector))
+        # the tracked EAR pass builds the common table when no job reads its boxes (faces.ear_pass)
+        common_boxes = any(j is not None and j.method.needs_face(j.input_type) and not needs_profile_pass(j.record)
+                           for j in jobs)
+        ear_pass = EAR_PASSES.get(cfg.ear_pass) if ear_here and not common_boxes else None
+        common = str(cache_of(cfg.detector + ("+ear" if ear_pass is not None else "")))
         for ji, job in enumerate(jobs):
             if job is None:
                 continue
@@ -61,11 +66,11 @@ class TrialFaceTables:
                     times.detect_s += time.perf_counter() - t0
                     self.tables[str(path)] = TrialFaces(models, path, landmarks=False)
                 if ear_here and common not in self.tables:
-                    self.tables[common] = TrialFaces(models, Path(common), landmarks=True)
+                    self.tables[common] = TrialFaces(models, Path(common), landmarks=True, ear_pass=ear_pass)
                 self.views[ji] = JobFaces(self.tables, str(path), common if ear_here else None)
             else:
                 if common not in self.tables:
-                    self.tables[common] = TrialFaces(models, Path(common), landmarks=ear_here)
+                    self.tables[common] = TrialFaces(models, Path(common), landmarks=ear_here, ear_pass=ear_pass)
                 self.views[ji] = JobFaces(self.tables, common, None)
         self.common = common
 

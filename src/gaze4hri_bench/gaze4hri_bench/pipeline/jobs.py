@@ -64,6 +64,7 @@ class RunConfig:
     blinks: str = "auto"  # faces.blinks.BLINK_SOURCES
     ear_relative: float | None = validity.EAR_RELATIVE  # blink: EAR < this x the trial median (None: off)
     ear_threshold: float | None = None  # blink: EAR < this absolute value (None: off)
+    ear_pass: str = "tracked"  # faces.ear_pass.EAR_PASSES: tracked (detect to find, mesh to track) or full
     data_format: str = "auto"  # data.reader.FORMATS: auto (detect), session (MCAP) or study (released layout)
     profile: str = DEFAULT_PROFILE  # profiles.PROFILES: how inputs are prepared and outputs decoded
     engine: str = "local"  # ENGINES: local (this process) or ray (one trial per unit on a Ray cluster)

@@ -229,7 +229,8 @@ def _blinks(cfg) -> dict:
     src = blink_source(cfg.blinks)  # an unknown source is one line (never taken for "off")
     out = {"source": src.name, "rule": src.help}
     if src.ear:
-        out.update(ear_relative=cfg.ear_relative, ear_threshold=cfg.ear_threshold, detector=cfg.detector)
+        out.update(ear_relative=cfg.ear_relative, ear_threshold=cfg.ear_threshold, detector=cfg.detector,
+                   ear_pass=cfg.ear_pass)
     return out
 
 
