@@ -55,7 +55,12 @@ def main() -> int:
     ap.add_argument("--size", default="640x360")
     ap.add_argument("--detector", default="mediapipe")
     ap.add_argument("--keep", type=Path, help="keep (or reuse) the generated sessions in this folder")
+    ap.add_argument("--stride", type=int, default=None, help="the tracked pass's stride (default: its setting)")
+    ap.add_argument("--refine-below", type=float, default=None)
+    ap.add_argument("--refine-jump", type=float, default=None)
     a = ap.parse_args()
+    import dataclasses
+
     import numpy as np
     import pandas as pd
     from gaze4hri_bench.data import validity
@@ -63,6 +68,10 @@ def main() -> int:
     from gaze4hri_bench.faces.ear_pass import EAR_PASSES
     from gaze4hri_bench.pipeline.face_pass import FaceModels, FaceTrack, face_table
 
+    settings = EAR_PASSES.get("tracked")
+    changes = {k: v for k, v in (("stride", a.stride), ("refine_below", a.refine_below),
+                                 ("refine_jump", a.refine_jump)) if v is not None}
+    settings = dataclasses.replace(settings, **changes)
     w, h = (int(v) for v in a.size.split("x"))
     tmp = a.keep or Path(tempfile.mkdtemp(prefix="g4h_facepass_"))
     models = FaceModels(a.detector)
@@ -79,7 +88,7 @@ def main() -> int:
                 for i, im in frames:
                     full.step(i, im)
                 cost["full"] += time.perf_counter() - t0
-                tracked = models.ear_pass(EAR_PASSES.get("tracked"))
+                tracked = models.ear_pass(settings)
                 t0 = time.perf_counter()
                 for i, im in frames:
                     tracked.step(i, im)
@@ -113,6 +122,7 @@ def main() -> int:
     load = os.getloadavg()[0]
     print(f"{len(a.seeds)} subject(s) x {len(a.trials)} trials at {a.size}: {n} frames, {len(events)} simulator-truth "
           f"blinks ({int(truth.sum())} frames); detector {a.detector}; load average {load:.2f}, {os.cpu_count()} cores")
+    print(f"tracked pass: {settings}")
     print("\n| pass | ms per frame | blinks found | blinked frames flagged | open frames flagged |")
     print("|---|---|---|---|---|")
     for col in ("full", "tracked"):

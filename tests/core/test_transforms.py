@@ -123,3 +123,21 @@ def test_look_at_axes():
     np.testing.assert_allclose(T.R[:, 2], [-1, 0, 0], atol=1e-12)  # optical axis at the target
     np.testing.assert_allclose(T.R[:, 1], [0, 0, -1], atol=1e-12)  # image down = world down
     np.testing.assert_allclose(T.R[:, 0], [0, 1, 0], atol=1e-12)  # image right
+
+
+def test_quaternion_rows_to_matrices_equal_one_by_one():
+    """quats_xyzw_to_matrices: the batch form of quat_xyzw_to_matrix, NaN for a gap row,
+    a finite zero row rejected."""
+    import numpy as np
+    import pytest
+    from gaze4hri_core.transforms import quat_xyzw_to_matrix, quats_xyzw_to_matrices
+
+    q = np.random.default_rng(3).normal(size=(20, 4))
+    q[5] = np.nan
+    R = quats_xyzw_to_matrices(q)
+    assert R.shape == (20, 3, 3) and np.isnan(R[5]).all()
+    for i in (0, 1, 7, 19):
+        np.testing.assert_allclose(R[i], quat_xyzw_to_matrix(q[i]), rtol=0, atol=1e-15)
+    q[2] = 0.0
+    with pytest.raises(ValueError):
+        quats_xyzw_to_matrices(q)

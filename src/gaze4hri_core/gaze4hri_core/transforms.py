@@ -116,6 +116,21 @@ def quat_xyzw_to_matrix(q) -> np.ndarray:
     return Rotation.from_quat(q / n).as_matrix()  # scipy uses scalar-last (x, y, z, w)
 
 
+def quats_xyzw_to_matrices(q) -> np.ndarray:
+    """(N, 4) ROS-order quaternions -> (N, 3, 3) rotation matrices in one call, NaN where a
+    row is not finite (a pose stream's gap); a finite zero row is rejected as in
+    :func:`quat_xyzw_to_matrix`."""
+    q = np.asarray(q, dtype=float).reshape(-1, 4)
+    out = np.full((len(q), 3, 3), np.nan)
+    ok = np.isfinite(q).all(axis=1)
+    if ok.any():
+        n = np.linalg.norm(q[ok], axis=1)
+        if (n < 1e-9).any():
+            raise ValueError("quaternion must be finite and non-zero (x, y, z, w order)")
+        out[ok] = Rotation.from_quat(q[ok] / n[:, None]).as_matrix()
+    return out
+
+
 def matrix_to_quat_xyzw(R) -> np.ndarray:
     """Rotation matrix to a ROS-order quaternion with w >= 0 (canonical sign)."""
     q = Rotation.from_matrix(np.asarray(R, float)).as_quat()

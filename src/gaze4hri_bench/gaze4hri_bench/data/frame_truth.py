@@ -24,7 +24,7 @@ from gaze4hri_core.face_model import EYE_TO_FACE_CENTRE_MM
 from gaze4hri_core.gaze import angular_error_deg, normalize, vector_to_pitchyaw
 from gaze4hri_core.kinematics import forward as ur_forward
 from gaze4hri_core.protocol import Trial
-from gaze4hri_core.transforms import interpolate_poses, matrix_to_quat_xyzw, quat_xyzw_to_matrix
+from gaze4hri_core.transforms import interpolate_poses, matrix_to_quat_xyzw, quats_xyzw_to_matrices
 
 from .validity import combine_reasons
 
@@ -273,11 +273,7 @@ def _static(stream: PoseStream, t_ns: np.ndarray, options: GTOptions) -> np.ndar
 
 
 def _rot(q: np.ndarray) -> np.ndarray:
-    R = np.full((len(q), 3, 3), np.nan)
-    for i, qi in enumerate(q):
-        if np.isfinite(qi).all():
-            R[i] = quat_xyzw_to_matrix(qi)
-    return R
+    return quats_xyzw_to_matrices(q)
 
 
 def fk_stream(t_ns: np.ndarray, joints: np.ndarray, model: str) -> PoseStream:

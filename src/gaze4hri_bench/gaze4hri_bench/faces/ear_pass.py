@@ -61,8 +61,8 @@ class TrackedEar:
         self._rows: dict[int, dict] = {}
         self._ears: list[float] = []  # measured EARs, sorted (the running median)
         self._last: int | None = None  # the last measured frame
-        self._pending: tuple[int, np.ndarray] | None = None  # a skipped frame waiting for its next neighbour
-        self._count = 0
+        self._pending: list[tuple[int, np.ndarray]] = []  # skipped frames waiting for their next neighbour
+        self._count = 0  # frames stepped
         self.measured = self.refined = self.acquired = 0
         graph.forget()  # the graph may still track the last trial's face
 
@@ -125,51 +125,50 @@ class TrackedEar:
     def _median(self) -> float:
         return self._ears[len(self._ears) // 2] if self._ears else float("nan")
 
-    def _settle(self, index: int, image: np.ndarray, after: int | None) -> None:
-        """Skipped frame ``index`` between the last measured frame and ``after`` (None:
-        the trial ended): measured (refined) or the mean of its neighbours."""
-        a = self._rows.get(index - 1)
+    def _settle(self, after: int | None) -> None:
+        """The skipped frames between the last measured frame and ``after`` (None: the
+        trial ended): each measured (refined), or all linearly between their neighbours."""
+        pending, self._pending = self._pending, []
+        first = pending[0][0]
+        a = self._rows.get(first - 1)
         b = self._rows.get(after) if after is not None else None
         ea, eb = (r.get("ear", np.nan) if r else np.nan for r in (a, b))
         med = self._median()
         if np.isfinite(ea) and np.isfinite(eb) and np.isfinite(med) \
                 and min(ea, eb) >= self.s.refine_below * med and abs(ea - eb) <= self.s.refine_jump * med:
-            row = {"frame": int(index), "n_faces": self._n_faces, "score": np.nan, "track_id": 1,
-                   "ear": 0.5 * (ea + eb)}
-            row.update({k: 0.5 * (a[k] + b[k]) for k in ("x1", "y1", "x2", "y2")})
-            self._rows[index] = row
+            for index, _ in pending:
+                w = (index - (first - 1)) / (after - (first - 1))
+                row = {"frame": int(index), "n_faces": self._n_faces, "score": np.nan, "track_id": 1,
+                       "ear": (1 - w) * ea + w * eb}
+                row.update({k: (1 - w) * a[k] + w * b[k] for k in ("x1", "y1", "x2", "y2")})
+                self._rows[index] = row
             return
-        self.refined += 1
         boxes = [np.array([r[k] for k in ("x1", "y1", "x2", "y2")]) for r in (a, b) if r and "x1" in r]
         box = np.mean(boxes, axis=0) if boxes else None
-        lm = self.refine(image, box) if box is not None else None
-        row = {"frame": int(index), "n_faces": self._n_faces}
-        if lm is not None:
-            row.update({k: box[i] for i, k in enumerate(("x1", "y1", "x2", "y2"))}, score=np.nan, track_id=1,
-                       ear=mean_ear(lm))
-        self._rows[index] = row
+        for index, image in pending:
+            self.refined += 1
+            lm = self.refine(image, box) if box is not None else None
+            row = {"frame": int(index), "n_faces": self._n_faces}
+            if lm is not None:
+                row.update({k: box[i] for i, k in enumerate(("x1", "y1", "x2", "y2"))}, score=np.nan, track_id=1,
+                           ear=mean_ear(lm))
+            self._rows[index] = row
 
     # ------------------------------------------------------------------ the pass
     def step(self, index: int, image: np.ndarray) -> None:
         """Frame ``index`` (frames in order; a stride of the reader may skip indices)."""
         self._count += 1
-        if self._pending is not None:
-            pi, pim = self._pending
-            self._pending = None
-            self._measure(index, image)
-            self._settle(pi, pim, index)
+        prev = self._pending[-1][0] if self._pending else self._last
+        if (self.s.stride > 1 and self._count > self.s.warmup and prev is not None and index == prev + 1
+                and len(self._pending) < self.s.stride - 1):
+            self._pending.append((index, image))
             return
-        skip = (self.s.stride > 1 and self._count > self.s.warmup and self._last is not None
-                and index == self._last + 1 and (self._count % self.s.stride) == 0)
-        if skip:
-            self._pending = (index, image)
-        else:
-            self._measure(index, image)
+        self._measure(index, image)
+        if self._pending:
+            self._settle(index)
 
     def rows(self) -> list[dict]:
         """Every frame's row, in frame order (settles a frame still waiting)."""
-        if self._pending is not None:
-            pi, pim = self._pending
-            self._pending = None
-            self._settle(pi, pim, None)
+        if self._pending:
+            self._settle(None)
         return [self._rows[k] for k in sorted(self._rows)]

@@ -17,7 +17,7 @@ def tracked_inputs(scan: dict, ref, t_ns: np.ndarray, robot: PoseStream, opt: GT
     ``source``: the camera pose source when the caller read the manifest already (None:
     read it here). Returns (targets_world or None, robot stream to use, extra columns)."""
     from gaze4hri_core.session import load_manifest
-    from gaze4hri_core.transforms import matrix_to_quat_xyzw, quat_xyzw_to_matrix
+    from gaze4hri_core.transforms import matrix_to_quat_xyzw
 
     from gaze4hri_core import groundtruth as cgt
 
@@ -38,19 +38,17 @@ def tracked_inputs(scan: dict, ref, t_ns: np.ndarray, robot: PoseStream, opt: GT
             source = "fk"
     if T_bc is None or not len(body.t_ns):
         return targets, robot, extra
-    from gaze4hri_core.transforms import interpolate_poses
+    from gaze4hri_core.transforms import interpolate_poses, quats_xyzw_to_matrices
 
     t0 = int(t_ns[0]) if len(t_ns) else 0
     pb, qb, okb = interpolate_poses((body.t_ns - t0) / 1e9, body.p, body.q, (np.asarray(t_ns) - t0) / 1e9,
                                     opt.max_gap_mocap_s)
-    Rb = np.array([quat_xyzw_to_matrix(q) if np.isfinite(q).all() else np.full((3, 3), np.nan)
-                   for q in qb]).reshape(-1, 3, 3)
+    Rb = quats_xyzw_to_matrices(qb)
     R_wc_m, p_wc_m = cgt.camera_from_body(Rb, pb, T_bc)
     rs = robot.sorted_unique()
     if len(rs.t_ns):
         pr, qr, _okr = interpolate_poses((rs.t_ns - t0) / 1e9, rs.p, rs.q, (np.asarray(t_ns) - t0) / 1e9, np.inf)
-        Rr = np.array([quat_xyzw_to_matrix(q) if np.isfinite(q).all() else np.full((3, 3), np.nan)
-                       for q in qr]).reshape(-1, 3, 3)
+        Rr = quats_xyzw_to_matrices(qr)
         R_wc_k = cal.T_world_base.R @ Rr @ cal.T_tool0_camera.R
         p_wc_k = (np.einsum("nij,j->ni", Rr, cal.T_tool0_camera.t) + pr) @ cal.T_world_base.R.T + cal.T_world_base.t
         d, a = cgt.pose_disagreement(R_wc_k, p_wc_k, R_wc_m, p_wc_m)
