@@ -111,4 +111,6 @@ def test_each_stride_covers_every_frame_once(stride):
     rows = _run(tr, 30)
     assert sorted(rows) == list(range(30))
     measured = set(graph.runs) | set(refined)
-    assert len(set(graph.runs)) < 30 and measured | {i for i in rows if i not in measured} == set(range(30))
+    assert len(set(graph.runs)) < 30  # frames were skipped
+    gaps = [j - i - 1 for i, j in zip(sorted(measured), sorted(measured)[1:], strict=False)]
+    assert 0 in measured and 29 in measured and max(gaps) == stride - 1  # at most stride - 1 in a row unmeasured

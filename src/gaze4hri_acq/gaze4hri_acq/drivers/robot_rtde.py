@@ -235,8 +235,10 @@ class RtdeRobot:
         self._watch = None
         # bounded: after a lost link ur_rtde's stopScript waits for the script to end and then
         # reconnects with no limit, which would hold the node's shutdown (and a test run) forever
-        for call in ((self._ctl.stopScript, self._ctl.disconnect) if self._ctl is not None else ()) + (
-                (self._rx.disconnect,) if self._rx is not None else ()):
+        calls = [self._ctl.stopScript, self._ctl.disconnect] if self._ctl is not None else []
+        if self._rx is not None:
+            calls.append(self._rx.disconnect)
+        for call in calls:
             try:
                 _within(CLOSE_CALL_S, call)
             except RuntimeError:

@@ -207,7 +207,7 @@ class RecorderNode(ControlMixin, Node):
         # frame-bound streams (images, their metadata and truth) end with the window
         tail = _POSE_TAIL_NS if pose else 0
         head = _POSE_TAIL_NS if pose else 0
-        late = self._end_ns is not None and t > self._pose_end(pose) + tail and not self._image_taken(topic, t)
+        late = self._end_ns is not None and t > self._window_end(pose) + tail and not self._image_taken(topic, t)
         if stamped and (t < self._start_ns - head or late):
             return
         if not pose:
@@ -220,7 +220,7 @@ class RecorderNode(ControlMixin, Node):
         if topic in _FRAME_COMPANIONS:
             self._note_frame(topic, t)
 
-    def _pose_end(self, pose: bool, kept=()) -> int:
+    def _window_end(self, pose: bool, kept=()) -> int:
         """Where the window ends for a stream: poses run to the last image written or queued
         when that is later (an image the writer kept before the stop set the end stays, and
         the ground truth needs a pose after it), every other stream to the end itself."""
@@ -356,7 +356,7 @@ class RecorderNode(ControlMixin, Node):
             return min(t, end + tail)
         if t > end + tail and topic in _FRAME_COMPANIONS:
             return t if t in kept else None
-        return None if t > self._pose_end(pose, kept) + tail else t
+        return None if t > self._window_end(pose, kept) + tail else t
 
     def _on_disk_full(self, what: str) -> None:
         self._release_ballast()  # room for the bag's summary, metadata.yaml and session.yaml first

@@ -39,6 +39,8 @@ class EarPassSettings:
     side: int = 192  # crop side in pixels: the landmark model's input size
 
 
+_BOX = ("x1", "y1", "x2", "y2")
+
 #: how a run measures EAR (``gaze4hri-bench run --ear-pass``): the tracked pass's settings,
 #: or None for the full pass (detector and face mesh on every frame, pipeline.face_pass.FaceTrack)
 EAR_PASSES: Registry[EarPassSettings | None] = Registry("EAR pass", where="--ear-pass")
@@ -105,21 +107,26 @@ class TrackedEar:
         self.region = np.array([cc[0] - s / 2, cc[1] - s / 2, cc[0] + s / 2, cc[1] + s / 2])
         return lm
 
-    def _row(self, index: int, lm: np.ndarray | None, region: np.ndarray | None) -> dict:
+    def _row(self, index: int, box=None, ear: float | None = None) -> dict:
+        """A face-table row: the frame alone, or with the face's box and EAR (no detector
+        score between detections; one track)."""
         row = {"frame": int(index), "n_faces": self._n_faces}
-        if lm is None or region is None:
-            return row
-        s = (region[2] - region[0]) / (1.0 + 2.0 * self.s.margin)  # the face box inside the crop
-        c = 0.5 * (region[:2] + region[2:])
-        row.update(x1=c[0] - s / 2, y1=c[1] - s / 2, x2=c[0] + s / 2, y2=c[1] + s / 2, score=np.nan, track_id=1,
-                   ear=mean_ear(lm))
-        bisect.insort(self._ears, row["ear"])
+        if box is not None and ear is not None:
+            row.update(zip(("x1", "y1", "x2", "y2"), (float(v) for v in box), strict=True), score=np.nan,
+                       track_id=1, ear=float(ear))
         return row
 
     def _measure(self, index: int, image: np.ndarray) -> None:
         self.measured += 1
         lm = self._track(image)
-        self._rows[index] = self._row(index, lm, self.region if lm is not None else None)
+        if lm is None:
+            self._rows[index] = self._row(index)
+        else:
+            r = self.region
+            s = (r[2] - r[0]) / (1.0 + 2.0 * self.s.margin)  # the face box inside the crop
+            c = 0.5 * (r[:2] + r[2:])
+            self._rows[index] = self._row(index, (c[0] - s / 2, c[1] - s / 2, c[0] + s / 2, c[1] + s / 2), mean_ear(lm))
+            bisect.insort(self._ears, self._rows[index]["ear"])
         self._last = index
 
     def _median(self) -> float:
@@ -136,23 +143,17 @@ class TrackedEar:
         med = self._median()
         if np.isfinite(ea) and np.isfinite(eb) and np.isfinite(med) \
                 and min(ea, eb) >= self.s.refine_below * med and abs(ea - eb) <= self.s.refine_jump * med:
+            ba, bb = (np.array([r[k] for k in _BOX]) for r in (a, b))
             for index, _ in pending:
                 w = (index - (first - 1)) / (after - (first - 1))
-                row = {"frame": int(index), "n_faces": self._n_faces, "score": np.nan, "track_id": 1,
-                       "ear": (1 - w) * ea + w * eb}
-                row.update({k: (1 - w) * a[k] + w * b[k] for k in ("x1", "y1", "x2", "y2")})
-                self._rows[index] = row
+                self._rows[index] = self._row(index, (1 - w) * ba + w * bb, (1 - w) * ea + w * eb)
             return
-        boxes = [np.array([r[k] for k in ("x1", "y1", "x2", "y2")]) for r in (a, b) if r and "x1" in r]
+        boxes = [np.array([r[k] for k in _BOX]) for r in (a, b) if r and "x1" in r]
         box = np.mean(boxes, axis=0) if boxes else None
         for index, image in pending:
             self.refined += 1
             lm = self.refine(image, box) if box is not None else None
-            row = {"frame": int(index), "n_faces": self._n_faces}
-            if lm is not None:
-                row.update({k: box[i] for i, k in enumerate(("x1", "y1", "x2", "y2"))}, score=np.nan, track_id=1,
-                           ear=mean_ear(lm))
-            self._rows[index] = row
+            self._rows[index] = self._row(index, box, mean_ear(lm) if lm is not None else None)
 
     # ------------------------------------------------------------------ the pass
     def step(self, index: int, image: np.ndarray) -> None:

@@ -368,17 +368,7 @@ def profile_face_table(frames: Iterable, detector: Detector, record, landmarker:
                 if lm is not None:
                     row["ear"] = mean_ear(lm)
         rows.append(row)
-    return _typed(pd.DataFrame(rows, columns=FACE_COLUMNS))
-
-
-def _typed(df: pd.DataFrame) -> pd.DataFrame:
-    df["frame"] = df["frame"].astype(np.int64)
-    df["track_id"] = df["track_id"].astype("Int64")
-    df["n_faces"] = df["n_faces"].astype(np.int64)
-    for c in FACE_COLUMNS:
-        if c not in ("frame", "track_id", "n_faces"):
-            df[c] = df[c].astype(float)
-    return df
+    return face_table(rows)
 
 
 def ensure_profile_faces(ds, tref, cache: Path, models: FaceModels, record, landmarks: bool) -> None:
