@@ -303,7 +303,6 @@ def _frames_of_two_people(n=12, bystander=True):
 
 
 def test_study_face_rule_most_frequent_track_margin_and_exclusion():
-    pytest.importorskip("ultralytics")
     from gaze4hri_bench.pipeline.face_pass import apply_face_rule
 
     study = P.get_profile("study").record("l2cs_gaze360")
@@ -336,7 +335,6 @@ def test_study_trial_exclusion_names_the_frame():
 def test_study_face_rule_runs_the_stand_in_yolo_onnx(tmp_path):
     """The detector registry's YOLOv8-face ONNX path with a constant stand-in model:
     conf 0.3 (the study) keeps a 0.35 face and drops a 0.28 one that conf 0.25 keeps."""
-    pytest.importorskip("ultralytics")
     from gaze4hri_bench.faces import detectors as D
     from gaze4hri_bench.pipeline.face_pass import profile_face_table
 
@@ -383,19 +381,17 @@ def _observe(name: str, rec: P.MethodProfile):
     rect = np.round(m.prepare(ctx, "rectified").tensor, 4).tobytes()  # the patch a real network sees
     pol = policy_for(spec, rec)
     window = None if pol is None else tuple(pol.window(10, 30) if hasattr(pol, "out_index") else pol.starts(30))
-    faces = None
-    if "ultralytics" in __import__("sys").modules or _has_ultralytics():
-        from gaze4hri_bench.pipeline.face_pass import apply_face_rule
+    from gaze4hri_bench.pipeline.face_pass import apply_face_rule
 
-        rel = np.array([[1, 2, 3, 4, 7, f] for f in range(12)], float)
-        faces = tuple(
-            tuple(
-                None if x is None else tuple(np.round(x, 3))
-                for x in apply_face_rule(rec, _frames_of_two_people(bystander=by), (1080, 1920), released)[0]
-            )
-            for released in (rel, None)
-            for by in (True, False)
-        )  # with/without released boxes, bystander
+    rel = np.array([[1, 2, 3, 4, 7, f] for f in range(12)], float)
+    faces = tuple(
+        tuple(
+            None if x is None else tuple(np.round(x, 3))
+            for x in apply_face_rule(rec, _frames_of_two_people(bystander=by), (1080, 1920), released)[0]
+        )
+        for released in (rel, None)
+        for by in (True, False)
+    )  # with/without released boxes, bystander
     seq = None
     if rec.smoothing is not None:
         from gaze4hri_bench.methods.clips import smooth_sequence
@@ -417,12 +413,6 @@ def _observe(name: str, rec: P.MethodProfile):
         "trial": rec.missing_face,
         "scored": scored,
     }
-
-
-def _has_ultralytics() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("ultralytics") is not None
 
 
 _FACE_FIELDS = ("box_margin", "detector_conf", "track_rule", "face_boxes", "missing_face")
@@ -477,8 +467,6 @@ def _mutations():
 @pytest.mark.parametrize("name,base,field,alt", _mutations())
 def test_mutating_any_setting_is_detected(name, base, field, alt):
     rec = P.get_profile(base).record(name)
-    if field in _FACE_FIELDS[:4] and not _has_ultralytics():
-        pytest.skip("the face rule needs Ultralytics' BYTETracker")
     mut = dataclasses.replace(rec, **{field: alt})
     assert _observe(name, rec) != _observe(name, mut), f"{base}/{name}: {field} -> {alt!r} changed nothing observable"
 

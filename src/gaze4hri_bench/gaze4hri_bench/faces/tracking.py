@@ -1,6 +1,6 @@
-"""Keep the subject's face across frames: Ultralytics' BYTETracker (Zhang et al.,
-"ByteTrack", ECCV 2022; the study's tracker, Sezer et al. Sec. III-D) fed our own
-detections (no torchvision call), plus a subject-selection rule.
+"""Keep the subject's face across frames: ByteTrack (Zhang et al., ECCV 2022; the study's
+tracker, Sezer et al. Sec. III-D; faces/bytetrack.py, equal to Ultralytics' BYTETracker) fed our
+own detections, plus a subject-selection rule.
 
 Selection: the subject sits in front of the robot, so among the active tracks the
 subject is the one with the best mean of (relative box area, centrality) over its
@@ -9,61 +9,27 @@ it), and re-chosen only after it has been lost for ``patience`` frames.
 """
 from __future__ import annotations
 
-import os
-import tempfile
-from types import SimpleNamespace
+import dataclasses
 
 import numpy as np
 
+from .bytetrack import ByteTrack, TrackerSettings
 from .detectors import FaceDetection
 
 __all__ = ["SubjectTracker", "BYTETRACK_DEFAULTS", "track_all", "most_frequent_track", "study_boxes"]
 
 # Ultralytics' bytetrack.yaml defaults (8.4), track_buffer in frames at 30 fps.
-BYTETRACK_DEFAULTS = dict(track_high_thresh=0.25, track_low_thresh=0.1, new_track_thresh=0.25, track_buffer=30,
-                          match_thresh=0.8, fuse_score=True)
+BYTETRACK_DEFAULTS = dataclasses.asdict(TrackerSettings())
 
 
-class _Dets:
-    """The Results-like view BYTETracker reads: conf, cls, xywh, boolean indexing."""
-
-    def __init__(self, xyxy: np.ndarray, conf: np.ndarray):
-        self.xyxy = np.asarray(xyxy, np.float32).reshape(-1, 4)
-        self.conf = np.asarray(conf, np.float32).reshape(-1)
-        self.cls = np.zeros(len(self.conf), np.float32)
-
-    @property
-    def xywh(self) -> np.ndarray:
-        b = self.xyxy
-        return np.stack(
-            [(b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2, b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]], axis=1
-        )
-
-    def __len__(self) -> int:
-        return len(self.conf)
-
-    def __getitem__(self, idx) -> _Dets:
-        return _Dets(self.xyxy[idx], self.conf[idx])
+def _byte_tracker(frame_rate: int, **overrides) -> ByteTrack:
+    return ByteTrack(TrackerSettings(**{**BYTETRACK_DEFAULTS, **overrides}), frame_rate=frame_rate)
 
 
-def _byte_tracker(frame_rate: int, **overrides):
-    os.environ.setdefault("YOLO_OFFLINE", "1")
-    os.environ.setdefault("YOLO_CONFIG_DIR", os.path.join(tempfile.gettempdir(), "gaze4hri_yolo"))
-    try:
-        from ultralytics.trackers.byte_tracker import BYTETracker
-    except ImportError as e:
-        from gaze4hri_core.errors import Gaze4HRIError
-
-        raise Gaze4HRIError(
-            f"Ultralytics BYTETracker is not importable ({e})",
-            "faces.tracking",
-            "pip install --no-deps ultralytics==8.4.190 and lap (requirements/nodeps.txt)",
-        ) from None
-    args = SimpleNamespace(**{**BYTETRACK_DEFAULTS, **overrides})
-    try:
-        return BYTETracker(args, frame_rate=frame_rate)
-    except TypeError:  # 8.4 dropped frame_rate; track_buffer is then in frames
-        return BYTETracker(args)
+def _update(tracker: ByteTrack, detections: list[FaceDetection]) -> np.ndarray:
+    """(N, 8) rows [x1, y1, x2, y2, track id, score, class, detection index] for one frame."""
+    return tracker.update(np.array([d.box for d in detections], np.float32).reshape(-1, 4),
+                          np.array([d.score for d in detections], np.float32))
 
 
 class SubjectTracker:
@@ -92,12 +58,8 @@ class SubjectTracker:
 
     def update(self, detections: list[FaceDetection], image_shape) -> FaceDetection | None:
         dets = list(detections or [])
-        res = _Dets(
-            np.array([d.box for d in dets], np.float32).reshape(-1, 4), np.array([d.score for d in dets], np.float32)
-        )
-        tracks = self.tracker.update(res)
         active = {}
-        for row in np.asarray(tracks).reshape(-1, 8):
+        for row in _update(self.tracker, dets):
             tid, idx = int(row[4]), int(row[7])
             active[tid] = (row[:4].astype(float), idx)
             self.history.setdefault(tid, []).append(self._merit(row[:4], image_shape))
@@ -128,15 +90,11 @@ class SubjectTracker:
 
 # -- the study's rule (profile ``study``) -----------------------------------------------------
 def track_all(detections_per_frame, frame_rate: int = 30, **bytetrack) -> list[list[tuple[np.ndarray, int, float]]]:
-    """Run BYTETracker over a whole trial: per frame, every tracked (box, track id, score)."""
+    """Run ByteTrack over a whole trial: per frame, every tracked (box, track id, score)."""
     tracker = _byte_tracker(frame_rate, **bytetrack)
     out = []
     for dets in detections_per_frame:
-        dets = list(dets or [])
-        res = _Dets(
-            np.array([d.box for d in dets], np.float32).reshape(-1, 4), np.array([d.score for d in dets], np.float32)
-        )
-        rows = np.asarray(tracker.update(res)).reshape(-1, 8)
+        rows = _update(tracker, list(dets or []))
         out.append([(r[:4].astype(float), int(r[4]), float(r[5])) for r in rows])
     return out
 
