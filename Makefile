@@ -10,7 +10,7 @@ PYTEST_XDIST ?= -n 2 --dist loadfile
 # acts: a call blocked in C (ur_rtde, rcl) is out of the reach of its signal, and the stacks say where
 STACKS := -o faulthandler_timeout=240
 
-.PHONY: bootstrap demo test test-long test-live test-jazzy test-jazzy-quick lint bench colcon clean help
+.PHONY: bootstrap demo test test-long test-live test-jazzy test-jazzy-quick lint bench wheels colcon clean help
 
 help:
 	@echo "make demo   - simulated session -> benchmark -> report (out/demo)"
@@ -19,6 +19,7 @@ help:
 	@echo "make test-jazzy - the acquisition tests on Python 3.12 + ROS 2 Jazzy wheels (.venv-jazzy; 4.5-5 min of tests)"
 	@echo "make test-jazzy-quick - its node, launch and replay tiers without slow (what CI runs; ~3 min of tests)"
 	@echo "make lint   - ruff"
+	@echo "make wheels - the wheels of the one-command benchmark install (dist/, README)"
 	@echo "make bench  - performance benchmarks (benchmarks/, figures in docs/PERFORMANCE.md)"
 
 bootstrap:
@@ -66,6 +67,9 @@ test-jazzy-quick:
 
 lint: bootstrap
 	$(VENV)/bin/ruff check src tests benchmarks
+
+wheels: bootstrap
+	$(PY) scripts/build_wheels.py --out dist
 
 bench: bootstrap
 	$(PY) benchmarks/run_all.py

@@ -1,2 +1,2 @@
-"""Face inputs: detectors (registry), subject tracking (BYTETracker), landmarks and
+"""Face inputs: detectors (registry), subject tracking (ByteTrack), landmarks and
 eye aspect ratio, crop rules and data normalization (Zhang et al. 2018)."""

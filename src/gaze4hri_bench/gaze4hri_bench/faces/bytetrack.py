@@ -4,7 +4,7 @@ Box", ECCV 2022, Sec. 3) on our own detections, in NumPy with `lap` for the assi
 Why our own: the study tracked faces with Ultralytics' BYTETracker (study-code.md, head_bboxes),
 but importing Ultralytics pulls torch and torchvision; the packaged alternatives pull
 opencv-python (trackers), which cannot sit beside opencv-python-headless, or torch
-(bytetracker), and supervision 0.31 no longer ships a tracker (docs/stack.md, "Face tracking").
+(bytetracker), and supervision 0.31 no longer ships a tracker (docs/pipeline_data.md, "Tracking").
 This module follows the behaviour of Ultralytics 8.4's BYTETracker with bytetrack.yaml's
 settings, so its rows equal that tracker's (tests/bench/faces/test_bytetrack.py compares the two
 on random scenes):

@@ -34,8 +34,8 @@ def mediapipe_import():
         raise Gaze4HRIError(
             f"mediapipe is not importable ({e})",
             "faces",
-            "pip install --no-deps mediapipe==0.10.21 attrs absl-py "
-            "(requirements/nodeps.txt); 0.10.21 is the last wheel with the face models",
+            "install the benchmark's faces extra: python scripts/build_wheels.py, then "
+            'pip install --find-links dist "gaze4hri-bench[faces]" (README, "Install the benchmark alone")',
         ) from None
     return mp
 

@@ -37,6 +37,9 @@ FACE_COLUMNS = (["frame", "x1", "y1", "x2", "y2", "score", "track_id", "n_faces"
 Landmarker = Callable[[np.ndarray, np.ndarray], "np.ndarray | None"]
 
 
+_NO_MESH_FIX = 'install the faces extra (README, "Install the benchmark alone"), or pass --blinks annotations|off'
+
+
 class FaceTrack:
     """Frame-by-frame face state of one trial (call :meth:`step` in frame order).
 
@@ -157,7 +160,7 @@ class FaceModels:
             except Gaze4HRIError as e:
                 raise Gaze4HRIError(f"EAR blink detection needs MediaPipe's face mesh next to detector {det.name} "
                                     f"({e.what})", "--blinks",
-                                    "install mediapipe (requirements/nodeps.txt), or pass --blinks annotations|off"
+                                    _NO_MESH_FIX
                                     ) from None
         return self._mesh.landmarks
 
@@ -175,7 +178,7 @@ class FaceModels:
                 self._track_graph = MeshGraph(track=True)
         except Gaze4HRIError as e:
             raise Gaze4HRIError(f"EAR blink detection needs MediaPipe's face mesh ({e.what})", "--blinks",
-                                "install mediapipe (requirements/nodeps.txt), or pass --blinks annotations|off"
+                                _NO_MESH_FIX
                                 ) from None
         return TrackedEar(det.detect, self._track_graph, self._ear_mesh.landmarks, settings)
 
