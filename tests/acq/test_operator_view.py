@@ -545,3 +545,49 @@ def test_redo_command_copied_from_an_80_column_terminal_runs_as_printed(tmp_path
     assert r.returncode == 0, (redo, r.stderr[-2000:])
     rec = load_manifest(root / "default").trials["illum010_P1"]
     assert rec.status == "done" and rec.attempts == 2, rec
+
+
+@pytest.mark.unit
+def test_a_simulated_sessions_pace_is_shown_and_turns_red_below_the_requested_factor(tmp_path):
+    """The simulation row: device seconds per wall second over the last PACE_WINDOW_S, against the
+    requested factor; none for real devices (no sim_rate)."""
+    from gaze4hri_acq.operator_view import view as V
+
+    clock = _Clock()
+    client = _Client()
+    client.device_ns = 1_000_000_000
+    view = OperatorView(client, tmp_path, console=Console(file=io.StringIO(), width=120), subject="S01", keys=None,
+                        clock=clock, sim_rate=6.0)
+    assert "simulation" not in _lines(view)  # one sample: no pace yet
+    for _ in range(8):  # 6 simulated s per wall s: kept up
+        clock.t += 1.0
+        client.device_ns += 6_000_000_000
+        text = _lines(view)
+    assert "6.0x real time (requested 6x)" in text and "SLOWER" not in text and not view.state["pace_slow"]
+    for _ in range(int(V.PACE_WINDOW_S) + 2):  # then 1.5 s per wall s: the window forgets the fast part
+        clock.t += 1.0
+        client.device_ns += 1_500_000_000
+        text = _lines(view)
+    assert "1.5x real time (requested 6x): SLOWER than requested" in text
+    assert "SLOWER" in _text(render_status(dict(view.state)), color=True)
+    real = OperatorView(_Client(), tmp_path, console=Console(file=io.StringIO(), width=120), keys=None, clock=clock)
+    for _ in range(3):
+        clock.t += 1.0
+        assert "simulation" not in _lines(real)
+
+
+@pytest.mark.unit
+def test_the_session_record_says_whether_the_simulation_kept_up():
+    from gaze4hri_acq.orchestrator.record import pace_note
+    from gaze4hri_core.session import new_manifest
+
+    m = new_manifest("S01", "sim", ["a", "b", "c"], {"real_time_factor": 6.0})
+    assert pace_note(m) is None  # nothing done yet
+    for tid, f in zip("abc", (5.8, 5.5, 1.0), strict=True):
+        m.trials[tid].status, m.trials[tid].real_time_factor = "done", f
+    assert pace_note(m) == ("simulated time ran at 5.50x real time (median of 3 trials, 1-5.8x; requested 6x): "
+                            "kept up")
+    m.trials["a"].real_time_factor = 2.0
+    note = pace_note(m)
+    assert note.startswith("simulated time ran at 2.00x real time") and "cannot run the simulation" in note
+    assert pace_note(new_manifest("S01", "real", ["a"], {"real_time_factor": None})) is None

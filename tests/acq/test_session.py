@@ -41,7 +41,9 @@ def test_every_trial_done_with_frames_and_no_drops(short_session):
         assert rec.status == "done", (tid, rec.reason)
         assert rec.attempts == 1 and rec.dropped_frames == 0
         assert rec.bag == f"bags/{tid}"
-    assert m.settings["resolution"] == [320, 180]
+        # how fast the simulated clock ran over the recording (device s per wall s), up to the requested 50x
+        assert 0.05 < rec.real_time_factor <= 50 * 1.2, (tid, rec.real_time_factor)
+    assert m.settings["resolution"] == [320, 180] and m.settings["real_time_factor"] == 50
     assert (short_session / "calibration" / "registration.yaml").is_file()
     assert set(m.calibration["hashes"]) >= {"camera_info.yaml", "hand_eye.yaml", "registration.yaml"}
 

@@ -68,7 +68,8 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
                 from .operator_view import OperatorView
 
                 view = OperatorView(client, Path(a.out_dir), subject=a.subject,
-                                    yaw_tolerance_deg=a.head_yaw_tolerance_deg, should_stop=lambda: stop["reason"])
+                                    yaw_tolerance_deg=a.head_yaw_tolerance_deg, should_stop=lambda: stop["reason"],
+                                    sim_rate=a.real_time_factor if a.backend == "sim" else None)
                 view.start()
             confirm = None if a.auto_confirm else (view.confirm if view is not None else _confirm_enter)
             try:

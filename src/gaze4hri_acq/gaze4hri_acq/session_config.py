@@ -305,6 +305,8 @@ class SessionConfig(BaseModel):
         d = {k: getattr(self, k) for k in keys}
         d["resolution"] = list(self.resolution)
         d["addresses"] = self.addresses
+        # the simulation's requested pace; each trial records the pace it reached (TrialRecord.real_time_factor)
+        d["real_time_factor"] = self.real_time_factor if self.backend == "sim" else None
         return d
 
     def node_parameters(self) -> dict[str, dict]:

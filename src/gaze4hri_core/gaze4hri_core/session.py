@@ -132,6 +132,9 @@ class TrialRecord(_M):
     bag: str | None = None  # relative to the session directory
     frames: int | None = None
     dropped_frames: int | None = None
+    # device seconds per wall second over the recording: how fast a simulated session's clock ran
+    # (its requested factor is settings.real_time_factor); 1 on real devices (host time)
+    real_time_factor: float | None = None
     notes: list[str] = Field(default_factory=list)
 
 

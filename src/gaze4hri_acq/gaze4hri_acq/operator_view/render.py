@@ -122,6 +122,9 @@ def render_status(state: dict):
         h = state["head"]
         t.add_row("head yaw", yaw_gauge(h.get("measured"), h["target"], h["tol"]))
     t.add_row("time", f"trial {state.get('timer', '-')}   session left {state.get('eta', '-')}")
+    if state.get("pace"):
+        t.add_row("simulation", Text(state["pace"] + (": SLOWER than requested" if state.get("pace_slow") else ""),
+                                     style=ALARM if state.get("pace_slow") else ""))
     t.add_row("camera", state.get("camera", "-"))
     t.add_row("motion capture", Text(state.get("mocap", "-"), style=ALARM if state.get("mocap_lost") else ""))
     t.add_row("robot", Text(state.get("robot", "-"), style=ALARM if state.get("robot_alarm") else ""))

@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,12 +18,15 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from ..orchestrator.record import KEPT_UP
 from .keys import KeyReader
 from .render import ALARM, RECORDER_SILENT_S, fmt_bytes, fmt_s, render_status, timer_text
 from .renderer import RenderProcess, StreamToRenderer, printable
 from .summary import redo_command, summary_table
 
-__all__ = ["OperatorView"]
+__all__ = ["OperatorView", "PACE_WINDOW_S"]
+
+PACE_WINDOW_S = 5.0  # the simulation's pace is measured over this much wall time
 
 
 class OperatorView:
@@ -45,7 +49,8 @@ class OperatorView:
     def __init__(self, client, out_dir: Path, console: Console | None = None, *, subject: str = "",
                  yaw_tolerance_deg: float = 7.0, keys=sys.stdin, should_stop: Callable[[], str | None] = lambda: None,
                  stop_robot: Callable[[], str] | None = None, refresh_hz: float = 4.0,
-                 clock: Callable[[], float] = time.monotonic, render_process: bool | None = None):
+                 clock: Callable[[], float] = time.monotonic, render_process: bool | None = None,
+                 sim_rate: float | None = None):
         self.client = client
         self.out_dir = Path(out_dir)
         self.subject = subject
@@ -85,6 +90,9 @@ class OperatorView:
         self._rec_diag = None  # the recorder's last diagnostics (a new dict per message) and when it came
         self._rec_diag_t: float | None = None
         self._bag_was_open = False
+        # a simulated session's requested pace, and (wall s, device ns) samples of the last PACE_WINDOW_S
+        self._sim_rate = sim_rate
+        self._pace: deque[tuple[float, int]] = deque()
         #: monotonic time of each redraw, or of each snapshot sent to the renderer process (the cadence tests read it)
         self.render_times: list[float] = []
 
@@ -324,6 +332,7 @@ class OperatorView:
         except OSError:
             s["disk"] = "?"
         now = self._clock()
+        self._note_pace(now)
         # the measurement may load files: not under the lock
         measured = self._measured_yaw() if s.get("phase") == "head_check" and s.get("head") else None
         with self._lock:
@@ -338,6 +347,22 @@ class OperatorView:
                             else "after the first trial") + f" ({left} trial{'s' if left != 1 else ''})"
             if s.get("phase") == "head_check" and s.get("head"):
                 s["head"]["measured"] = measured
+
+    def _note_pace(self, now: float) -> None:
+        """``state["pace"]``: how fast the simulated clock ran over the last PACE_WINDOW_S of wall time
+        (device time from the robot's state), against the requested factor; alarm below KEPT_UP of it."""
+        if not self._sim_rate:
+            return
+        self._pace.append((now, int(getattr(self.client, "device_ns", 0) or 0)))
+        while len(self._pace) > 2 and now - self._pace[1][0] >= PACE_WINDOW_S:
+            self._pace.popleft()
+        (w0, d0), (w1, d1) = self._pace[0], self._pace[-1]
+        if w1 - w0 < 1.0 or not d0:
+            return
+        factor = (d1 - d0) / 1e9 / (w1 - w0)
+        with self._lock:
+            self.state["pace"] = f"{factor:.1f}x real time (requested {self._sim_rate:g}x)"
+            self.state["pace_slow"] = factor < KEPT_UP * self._sim_rate
 
     def _note_bag(self, rec: dict | None) -> None:
         """``state["bag"]`` from the recorder's own diagnostics: "open" while its last

@@ -29,7 +29,10 @@ from ..recorder.repair import repair_bag
 from ..session_config import SessionConfig
 
 __all__ = ["recover_killed_trials", "archive_bag", "add_selected_trials", "resumed_record", "new_record",
-           "keep_camera_settings"]
+           "keep_camera_settings", "pace_note", "KEPT_UP"]
+
+#: a simulated session kept up with its requested factor when it reached this share of it
+KEPT_UP = 0.9
 
 
 def recover_killed_trials(session: Path) -> list[str]:
@@ -121,3 +124,22 @@ def keep_camera_settings(sdir: Path, manifest, camera_settings: dict) -> None:
     if manifest.settings.get("camera_settings") != camera_settings:
         manifest.settings["camera_settings"] = camera_settings
         save_manifest(sdir, manifest)
+
+
+def pace_note(manifest) -> str | None:
+    """One line on how fast a simulated session's clock ran against the factor it asked
+    for (settings.real_time_factor), from each done trial's measured factor; None for
+    real devices or before any trial is done."""
+    asked = manifest.settings.get("real_time_factor")
+    got = sorted(r.real_time_factor for r in manifest.trials.values()
+                 if r.status == "done" and r.real_time_factor is not None)
+    if not asked or not got:
+        return None
+    median = got[len(got) // 2] if len(got) % 2 else (got[len(got) // 2 - 1] + got[len(got) // 2]) / 2
+    spread = f", {got[0]:g}-{got[-1]:g}x" if len(got) > 1 else ""
+    head = (f"simulated time ran at {median:.2f}x real time (median of {len(got)} trial{'s' * (len(got) != 1)}"
+            f"{spread}; requested {asked:g}x)")
+    if median >= KEPT_UP * asked:
+        return head + ": kept up"
+    return (head + ": this machine cannot run the simulation at the requested pace (lower --real-time-factor, "
+            "real_time_factor:= under ros2 launch, or the resolution, or close other work)")

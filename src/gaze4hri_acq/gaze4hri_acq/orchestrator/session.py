@@ -27,7 +27,7 @@ from .calibration import check_calibration, check_camera_source, default_calibra
 from .client import DeviceClient, Interrupted
 from .disk import check_session_disk, check_trial_disk, estimate_session_bytes, trial_seconds_estimate
 from .head_pose import head_yaw_deg
-from .record import keep_camera_settings, new_record, recover_killed_trials, resumed_record
+from .record import keep_camera_settings, new_record, pace_note, recover_killed_trials, resumed_record
 from .trial import camera_settings_of, run_trial
 from .view import NullView, prompt_text, say
 
@@ -126,6 +126,9 @@ def _run_trials(cfg: SessionConfig, client: DeviceClient, sdir: Path, manifest, 
         view.trial(i, n, trial, prompt)
         run_trial(cfg, client, sdir, manifest, trial, calib, settings, view, confirm, should_stop, prompt,
                   camera_settings)
+    note = pace_note(manifest)
+    if note and todo:
+        say(view, note)
 
 
 class CheckedInputs(NamedTuple):

@@ -4,6 +4,7 @@ failure, an interrupt or a full disk leaves in the session record."""
 from __future__ import annotations
 
 import errno
+import time
 
 from gaze4hri_core.errors import Gaze4HRIError, SessionError
 from gaze4hri_core.protocol import Trial
@@ -48,13 +49,16 @@ def run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, se
                              head_yaw_deg=trial.head_yaw_deg, camera_motion=trial.to_dict()["camera_motion"])
         client.publish_event("camera_settings", trial=tid, settings=trial_camera)
         view.status("recording")
+        wall0 = time.monotonic()
         end = _record(cfg, client, plan, t0, check)
+        factor = (end - t0) / 1e9 / max(time.monotonic() - wall0, 1e-6)
         client.publish_event("stop", trial=tid)
         ack = client.request("recorder", "stop", timeout_s=120.0, end_ns=end)
         recording = False
         counts = ack.get("counts", {})
         dropped = int(ack.get("dropped_messages", 0)) + _camera_drops(client) - drops0
-        mark(manifest, tid, "done", None, frames=int(counts.get(Topics.IMAGE, 0)), dropped_frames=dropped)
+        mark(manifest, tid, "done", None, frames=int(counts.get(Topics.IMAGE, 0)), dropped_frames=dropped,
+             real_time_factor=round(factor, 2))
         save_manifest(sdir, manifest)
         view.result(tid, "done", None)
     except TrialFailed as e:
