@@ -258,3 +258,21 @@ def test_a_planned_motion_is_held_to_the_limit_itself(cal):
     fast = t / 1.03  # the same path 3 % faster: within the old tolerance, above the limit
     v, _ = m.preview(fast, poses, HOME_Q, 0.25, 0.5, now_ns=1 * MS)
     assert v.code == "speed" and "0.25" in v.reason
+
+
+@pytest.mark.unit
+def test_pose_from_quat_is_se3_from_quat():
+    from gaze4hri_core.safety import pose_from_quat
+    from gaze4hri_core.transforms import SE3
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        t, q = rng.normal(size=3), rng.normal(size=4) * rng.uniform(0.01, 10)
+        a, b = pose_from_quat(t, q), SE3.from_quat(t, q)
+        np.testing.assert_allclose(a.R, b.R, atol=1e-12)
+        np.testing.assert_array_equal(a.t, b.t)
+    for bad_t, bad_q in (((0, 0, 0), (0, 0, 0, 0)), ((0, 0, 0), (np.nan, 0, 0, 1)), ((np.inf, 0, 0), (0, 0, 0, 1))):
+        with pytest.raises(ValueError):
+            pose_from_quat(bad_t, bad_q)
+        with pytest.raises(ValueError):
+            SE3.from_quat(bad_t, bad_q)

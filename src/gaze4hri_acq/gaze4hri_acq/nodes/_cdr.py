@@ -22,7 +22,8 @@ try:  # the rosidl types of rclpy's generated messages (present wherever rclpy i
 except ImportError:  # pragma: no cover - encode_image and header_stamp_ns need none of them
     AbstractNestedType = AbstractSequence = AbstractString = Array = BasicType = NamespacedType = ()
 
-__all__ = ["encode_image", "header_stamp_ns", "CDR_LE", "serialize", "cdr_length"]
+__all__ = ["encode_image", "header_stamp_ns", "CDR_LE", "serialize", "cdr_length", "encode_pose", "decode_pose",
+           "encode_diagnostics", "decode_diagnostics", "encode_joint_state", "encode_twist", "FAST_DECODERS"]
 
 CDR_LE = b"\x00\x01\x00\x00"  # encapsulation: CDR little-endian
 
@@ -171,3 +172,149 @@ def serialize(msg) -> bytes:
         if n < len(data):
             data = data[:n]
     return data
+
+
+# -- the 100-125 Hz streams: poses and diagnostics without rclpy message objects ------------------
+# Each motion-capture frame and robot state is a PoseStamped (and, for motion capture, a
+# DiagnosticArray) delivered in-process to the recorder, the robot's safety monitor and the
+# orchestrator. rclpy builds (and checks) a Python object per nested field, about as costly as
+# everything else the stream does; these write and read the same CDR with struct
+# (tests/acq/test_cdr.py: equal to rclpy's bytes and messages).
+_POSE_TAIL = struct.Struct("<7d")
+
+
+def encode_pose(stamp_ns: int, frame_id: str, xyz, quat_xyzw) -> bytes:
+    """CDR bytes of a geometry_msgs/PoseStamped (rclpy's bytes)."""
+    buf = bytearray(CDR_LE)
+    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
+    _string(buf, frame_id)
+    _align(buf, 8)
+    x, y, z = xyz
+    qx, qy, qz, qw = quat_xyzw
+    buf += _POSE_TAIL.pack(float(x), float(y), float(z), float(qx), float(qy), float(qz), float(qw))
+    return bytes(buf)
+
+
+def _doubles(buf: bytearray, values) -> None:
+    """A float64 sequence: its count, then (aligned to 8 only when one follows) the values."""
+    _align(buf, 4)
+    buf += struct.pack("<I", len(values))
+    if len(values):
+        _align(buf, 8)
+        buf += struct.pack(f"<{len(values)}d", *(float(v) for v in values))
+
+
+def encode_joint_state(stamp_ns: int, frame_id: str, names, position, velocity, effort=()) -> bytes:
+    """CDR bytes of a sensor_msgs/JointState, as ``serialize`` cuts rclpy's (no unwritten tail)."""
+    buf = bytearray(CDR_LE)
+    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
+    _string(buf, frame_id)
+    _align(buf, 4)
+    buf += struct.pack("<I", len(names))
+    for n in names:
+        _string(buf, n)
+    for values in (position, velocity, effort):
+        _doubles(buf, values)
+    return bytes(buf)
+
+
+def encode_twist(stamp_ns: int, frame_id: str, linear=(0.0, 0.0, 0.0), angular=(0.0, 0.0, 0.0)) -> bytes:
+    """CDR bytes of a geometry_msgs/TwistStamped."""
+    buf = bytearray(CDR_LE)
+    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
+    _string(buf, frame_id)
+    _align(buf, 8)
+    buf += struct.pack("<6d", *(float(v) for v in (*linear, *angular)))
+    return bytes(buf)
+
+
+def _read_string(cdr, off: int) -> tuple[str, int]:
+    """A CDR string at payload offset ``off`` (aligned here) -> (text, offset after it)."""
+    off += (-off) % 4
+    (n,) = struct.unpack_from("<I", cdr, 4 + off)
+    start = 4 + off + 4
+    return bytes(cdr[start:start + n - 1]).decode("utf-8"), off + 4 + n
+
+
+class _View:
+    """Attribute access to decoded fields, shaped as the rclpy message (``m.header.stamp.sec``)."""
+
+    __slots__ = ("__dict__",)
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def _header(cdr) -> tuple[_View, int]:
+    sec, nsec = struct.unpack_from("<iI", cdr, 4)
+    frame_id, off = _read_string(cdr, 8)
+    return _View(stamp=_View(sec=sec, nanosec=nsec), frame_id=frame_id), off
+
+
+def decode_pose(cdr) -> _View:
+    """A geometry_msgs/PoseStamped's fields from its CDR bytes, without rclpy."""
+    header, off = _header(cdr)
+    off += (-off) % 8
+    x, y, z, qx, qy, qz, qw = _POSE_TAIL.unpack_from(cdr, 4 + off)
+    return _View(header=header, pose=_View(position=_View(x=x, y=y, z=z),
+                                           orientation=_View(x=qx, y=qy, z=qz, w=qw)))
+
+
+def encode_diagnostics(stamp_ns: int, frame_id: str, statuses) -> bytes:
+    """CDR bytes of a diagnostic_msgs/DiagnosticArray from ``statuses``: (level, name,
+    message, hardware_id, {key: value}) each, values written as ``str(value)``."""
+    buf = bytearray(CDR_LE)
+    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
+    _string(buf, frame_id)
+    _align(buf, 4)
+    buf += struct.pack("<I", len(statuses))
+    for level, name, message, hardware_id, values in statuses:
+        buf.append(int(level) & 0xFF)
+        for s in (name, message, hardware_id):
+            _string(buf, s)
+        _align(buf, 4)
+        buf += struct.pack("<I", len(values))
+        for k, v in values.items():
+            _string(buf, k)
+            _string(buf, str(v))
+    return bytes(buf)
+
+
+def decode_diagnostics(cdr) -> _View:
+    """A diagnostic_msgs/DiagnosticArray's fields from its CDR bytes, without rclpy
+    (``level`` as rclpy gives it: one byte)."""
+    header, off = _header(cdr)
+    off += (-off) % 4
+    (n,) = struct.unpack_from("<I", cdr, 4 + off)
+    off += 4
+    status = []
+    for _ in range(n):
+        level = bytes(cdr[4 + off:5 + off])
+        off += 1
+        name, off = _read_string(cdr, off)
+        message, off = _read_string(cdr, off)
+        hardware_id, off = _read_string(cdr, off)
+        off += (-off) % 4
+        (k,) = struct.unpack_from("<I", cdr, 4 + off)
+        off += 4
+        values = []
+        for _ in range(k):
+            key, off = _read_string(cdr, off)
+            value, off = _read_string(cdr, off)
+            values.append(_View(key=key, value=value))
+        status.append(_View(level=level, name=name, message=message, hardware_id=hardware_id, values=values))
+    return _View(header=header, status=status)
+
+
+def _fast_decoders() -> dict:
+    """rclpy message type -> the decoder above (empty where rclpy's messages are absent)."""
+    try:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import PoseStamped
+    except ImportError:  # pragma: no cover
+        return {}
+    return {PoseStamped: decode_pose, DiagnosticArray: decode_diagnostics}
+
+
+#: what an in-process subscriber of these types gets instead of rclpy's message (nodes/common.subscribe)
+FAST_DECODERS = _fast_decoders()

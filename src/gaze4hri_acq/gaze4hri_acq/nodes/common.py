@@ -25,6 +25,7 @@ from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
 
 from ._bus import IntraProcessBus
+from ._cdr import FAST_DECODERS
 
 __all__ = [
     "CONTROL", "ACK", "Param", "declare_params", "read_params", "load_param_yaml", "CONFIG_DIR",
@@ -174,8 +175,12 @@ def subscribe(node, bus: IntraProcessBus | None, msg_type, topic: str, callback:
     if bus is not None and topic not in bus.dds_topics:
         if raw:
             bus.subscribe(topic, callback)
-        else:
-            bus.subscribe(topic, lambda _t, b: callback(deserialize_message(b, msg_type)))
+        else:  # the 100-125 Hz streams decoded without rclpy's message objects (same fields)
+            fast = FAST_DECODERS.get(msg_type)
+            if fast is not None:
+                bus.subscribe(topic, lambda _t, b: callback(fast(b)))
+            else:
+                bus.subscribe(topic, lambda _t, b: callback(deserialize_message(b, msg_type)))
         return None
     if raw:
         return node.create_subscription(msg_type, topic, lambda b: callback(topic, b), qos, raw=True)

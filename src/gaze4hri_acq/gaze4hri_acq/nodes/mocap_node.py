@@ -9,7 +9,8 @@ from gaze4hri_core.session import FRAMES, Topics
 from geometry_msgs.msg import PoseStamped
 
 from ._bus import FastPublisher
-from .common import QOS_SENSOR, Param, diag_array, diag_status, stamp_msg
+from ._cdr import encode_diagnostics, encode_pose
+from .common import QOS_SENSOR, Param, stamp_msg
 from .device import DeviceNode
 
 __all__ = ["MocapNode", "PARAMS", "pose_msg"]
@@ -77,15 +78,15 @@ class MocapNode(DeviceNode):
         if f is None:
             return False
         statuses = []
+        world = FRAMES["world"]
         for name, b in f.bodies.items():
             self.tracked[name] = bool(b.tracking_valid)
-            if b.tracking_valid:
-                self._pub(name).publish(pose_msg(f.stamp_ns, FRAMES["world"], b.position, b.quat_xyzw))
+            if b.tracking_valid:  # the CDR written directly (nodes/_cdr.py): the same bytes as pose_msg's
+                self._pub(name).publish(encode_pose(f.stamp_ns, world, b.position, b.quat_xyzw))
             values = {"id": b.id, "tracking_valid": b.tracking_valid, "marker_error_m": b.marker_error_m,
                       "frame_number": f.frame_number}
-            statuses.append(diag_status(name, 0 if b.tracking_valid else 1, "tracked" if b.tracking_valid else "lost",
-                                        values))
-        self.pub_status.publish(diag_array(f.stamp_ns, statuses, frame_id=FRAMES["world"]))
+            statuses.append((0 if b.tracking_valid else 1, name, "tracked" if b.tracking_valid else "lost", "", values))
+        self.pub_status.publish(encode_diagnostics(f.stamp_ns, world, statuses))
         self.frames += 1
         self.stream_ns = f.stamp_ns
         return True

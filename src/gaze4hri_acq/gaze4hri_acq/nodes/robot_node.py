@@ -13,7 +13,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from gaze4hri_core.device_config import DEFAULT_ROBOT_IP
 from gaze4hri_core.errors import Gaze4HRIError
-from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, Verdict
+from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, Verdict, pose_from_quat
 from gaze4hri_core.session import FRAMES, Topics
 from gaze4hri_core.trajectories import Move, preview_move
 from gaze4hri_core.transforms import SE3
@@ -23,9 +23,9 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ._bus import FastPublisher
-from .common import QOS_RELIABLE, QOS_SENSOR, Param, diag_array, diag_status, stamp_msg, subscribe, to_json
+from ._cdr import encode_joint_state, encode_pose, encode_twist
+from .common import QOS_RELIABLE, QOS_SENSOR, Param, diag_array, diag_status, subscribe, to_json
 from .device import DeviceNode
-from .mocap_node import pose_msg
 
 __all__ = ["RobotNode", "PARAMS", "JOINT_NAMES", "move_to_json", "move_from_json"]
 
@@ -150,7 +150,7 @@ class RobotNode(DeviceNode):
         p, q = m.pose.position, m.pose.orientation
         t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
         try:
-            T = SE3.from_quat([p.x, p.y, p.z], [q.x, q.y, q.z, q.w])
+            T = pose_from_quat((p.x, p.y, p.z), (q.x, q.y, q.z, q.w))
         except ValueError:  # a non-finite or zero quaternion is no track
             T = None
         self.monitor.update_head(t, T)
@@ -218,17 +218,16 @@ class RobotNode(DeviceNode):
         self.state = st
         self.samples += 1
         base = FRAMES["base"]
-        self.pub_tcp.publish(pose_msg(st.stamp_ns, base, st.T_base_tool0.t, st.T_base_tool0.quat_xyzw))
-        js = JointState(name=JOINT_NAMES, position=[float(x) for x in st.q], velocity=[float(x) for x in st.qd])
-        stamp_msg(js.header, st.stamp_ns, base)  # the chain's root (REP-105 names, docs/session_layout.md)
-        self.pub_js.publish(js)
-        cmd = TwistStamped()
-        stamp_msg(cmd.header, st.stamp_ns, base)
+        # 125 Hz: CDR written directly (nodes/_cdr.py), the bytes rclpy's messages would give
+        self.pub_tcp.publish(encode_pose(st.stamp_ns, base, st.T_base_tool0.t, st.T_base_tool0.quat_xyzw))
+        # the chain's root (REP-105 names, docs/session_layout.md)
+        self.pub_js.publish(encode_joint_state(st.stamp_ns, base, JOINT_NAMES, st.q, st.qd))
+        speed = 0.0
         if self._motion is not None and self._motion.get("preview") is not None:
             pv = self._motion["preview"]
             el = (st.stamp_ns - self._motion["t0_ns"]) / 1e9
-            cmd.twist.linear.x = float(np.interp(el, pv.t, pv.commanded_speed, right=0.0))  # speed along the path
-        self.pub_cmd.publish(cmd)
+            speed = float(np.interp(el, pv.t, pv.commanded_speed, right=0.0))  # speed along the path
+        self.pub_cmd.publish(encode_twist(st.stamp_ns, base, (speed, 0.0, 0.0)))
         key = (st.protective_stop, st.moving, st.connected, round(st.speed_scaling, 3))
         if key != self._status_key or st.stamp_ns - self._status_ns >= 100_000_000:  # 10 Hz and on every change
             self._status_key, self._status_ns = key, st.stamp_ns

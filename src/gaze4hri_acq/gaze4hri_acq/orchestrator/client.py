@@ -12,6 +12,7 @@ from collections import deque
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from gaze4hri_core.devices import DeviceError
 from gaze4hri_core.errors import Gaze4HRIError
+from gaze4hri_core.safety import pose_from_quat
 from gaze4hri_core.session import Topics
 from gaze4hri_core.transforms import SE3
 from geometry_msgs.msg import PoseStamped
@@ -104,7 +105,7 @@ class DeviceClient(Node):
     def _on_head(self, m: PoseStamped) -> None:
         p, q = m.pose.position, m.pose.orientation
         t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
-        self.head = (t, SE3.from_quat([p.x, p.y, p.z], [q.x, q.y, q.z, q.w]))
+        self.head = (t, pose_from_quat((p.x, p.y, p.z), (q.x, q.y, q.z, q.w)))
         self.stream_ns["mocap"] = max(self.stream_ns["mocap"], t)
 
     def _on_tcp(self, m: PoseStamped) -> None:

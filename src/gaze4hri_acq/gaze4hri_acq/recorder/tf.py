@@ -96,10 +96,9 @@ def pose_transform(topic: str, data: bytes) -> tuple[int, str, str, tuple, tuple
         child = FRAMES["tool0"]
     else:
         child = body_frame(topic[len(Topics.MOCAP_PREFIX):-len("/pose")])
-    from geometry_msgs.msg import PoseStamped
-    from rclpy.serialization import deserialize_message
+    from ..nodes._cdr import decode_pose
 
-    m = deserialize_message(data, PoseStamped)
+    m = decode_pose(data)
     p, q = m.pose.position, m.pose.orientation
     stamp = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
     return stamp, m.header.frame_id, child, (p.x, p.y, p.z), (q.x, q.y, q.z, q.w)
