@@ -8,7 +8,6 @@ camera ask for the pose at a frame's stamp in the recent past.
 """
 from __future__ import annotations
 
-import bisect
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -143,13 +142,18 @@ class SimArm:
             if t_ns >= self._t:
                 self.update(t_ns)
                 return self._q.copy()
-            ts = [h[0] for h in self._hist]
-            i = bisect.bisect_right(ts, t_ns)
+            # the streams ask for the last few samples: search from the newest (bisect_right's index)
+            hist = self._hist
+            i = len(hist)
+            for t, _q in reversed(hist):
+                if t <= t_ns:
+                    break
+                i -= 1
             if i == 0:
-                return self._hist[0][1].copy()
-            if i >= len(ts):
-                return self._hist[-1][1].copy()
-            (t0, q0), (t1, q1) = self._hist[i - 1], self._hist[i]
+                return hist[0][1].copy()
+            if i >= len(hist):
+                return hist[-1][1].copy()
+            (t0, q0), (t1, q1) = hist[i - 1], hist[i]
             w = (t_ns - t0) / (t1 - t0) if t1 > t0 else 0.0
             return q0 + w * (q1 - q0)
 
