@@ -66,13 +66,26 @@ def _models(args, tmp: Path) -> Path:
     return d
 
 
+def sample_inputs(spec, batch: int) -> dict:
+    """One random batch for every ONNX input of ``spec``: B = ``batch``; H and W (MCGaze's
+    frame-sized clip) = the spec's input size; a ``frame_hw`` input holds a 640x360 frame's size."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, dims in spec.onnx_inputs.items():
+        shape = tuple(batch if d == "B" else spec.size if d in ("H", "W") else d for d in dims)
+        out[name] = (np.broadcast_to(np.float32([360, 640]), shape).copy() if name == "frame_hw"
+                     else rng.random(shape, dtype=np.float32))
+    return out
+
+
 def ort_alone(path: Path, spec, batch: int, n: int, threads: int | None, streams: int = 1) -> tuple[float, float]:
     """Frames per wall second and per CPU second of a plain ONNX Runtime CPU session on
     ``n`` samples at ``batch``, ``threads`` intra-op threads, called from ``streams``
     threads at once (ONNX Runtime sessions take concurrent runs)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import numpy as np
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -80,12 +93,11 @@ def ort_alone(path: Path, spec, batch: int, n: int, threads: int | None, streams
     if threads:
         so.intra_op_num_threads = threads
     s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    name, dims = next(iter(spec.onnx_inputs.items()))
-    x = np.random.default_rng(0).random((batch, *[d for d in dims if d != "B"]), dtype=np.float32)
-    s.run(None, {name: x})  # warm-up
+    xs = sample_inputs(spec, batch)
+    s.run(None, xs)  # warm-up
     c0, t0 = _cpu(), time.perf_counter()
     with ThreadPoolExecutor(streams) as ex:
-        list(ex.map(lambda i: s.run(None, {name: x[: min(batch, n - i)]}), range(0, n, batch)))
+        list(ex.map(lambda i: s.run(None, {k: v[: min(batch, n - i)] for k, v in xs.items()}), range(0, n, batch)))
     return n / (time.perf_counter() - t0), n / (_cpu() - c0)
 
 
@@ -110,7 +122,6 @@ def _cpu() -> float:
 
 def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path | None) -> tuple[float, dict]:
     """Frames/s of `run` (one method, one input) over the selected trials, and its timing."""
-    import numpy as np
     from gaze4hri_bench.pipeline import run as _run
     from gaze4hri_bench.pipeline.results import read_metadata
     from gaze4hri_bench.pipeline.run import RunConfig, plan_jobs
@@ -138,8 +149,7 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
     jobs = plan_jobs(cfg)
     j = jobs[0]
     runner = Runner(j.model.path, j.spec, "cpu", args.batch, args.threads, streams=args.streams)
-    name, dims = next(iter(j.spec.onnx_inputs.items()))
-    runner.run(np.zeros((args.batch, *[d for d in dims if d != "B"]), np.float32))  # warm-up, as for ORT alone
+    runner.run(*sample_inputs(j.spec, args.batch).values())  # warm-up, as for ORT alone
     said: list[str] = []
     c0, t0 = _cpu(), time.perf_counter()
     (path,) = _run.run_benchmark(cfg, log=said.append, jobs=jobs, runners={j.key: runner})
@@ -256,8 +266,14 @@ def main() -> int:
 
     plan = resolve_streams(args.streams, True, args.threads)  # what the pipeline's Runner will choose
 
+    for m in args.methods:  # ORT alone needs the input size the pipeline feeds
+        if args.input != "crop" and any(d in ("H", "W") for dims in get_method(m).spec.onnx_inputs.values()
+                                        for d in dims):
+            sys.exit(f"pipeline_vs_ort: error: {m} takes frame-sized clips whose size the crop rule sets: "
+                     "pass --input crop")
     tmp = Path(tempfile.mkdtemp(prefix="g4h_pvo_"))
     rows = []
+
     try:
         data = _data(args, tmp)
         models = _models(args, tmp)
