@@ -159,9 +159,25 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
         "cpu_fps": t["frames"] / cpu,
         **{k: t[k] for k in t if k.endswith("_s")},
         "frames": t["frames"],
+        "samples": network_samples(j, path),
         "wall": wall,
         "lines": [ln for ln in said if ln.startswith("timing:")],
     }
+
+
+def network_samples(job, results: Path) -> int:
+    """How many network inputs the run gave its model: one per frame, except under a sliding
+    clip window (MCGaze: a 7-frame clip every 4 frames, each read at every position), where
+    it is the number of windows per trial (methods/clips.SlidingWindow.starts). ORT alone runs
+    as many, so both sides do the same network work."""
+    import pandas as pd
+    from gaze4hri_bench.methods.clips import SlidingWindow, policy_for
+
+    frames = pd.read_parquet(results, columns=["subject", "trial"]).groupby(["subject", "trial"]).size()
+    pol = policy_for(job.spec, job.record)
+    if not isinstance(pol, SlidingWindow):
+        return int(frames.sum())
+    return sum(len(pol.starts(int(n))) for n in frames)
 
 
 def producer_alone(args, m: str, data: Path, models: Path, out: Path, face_cache: Path | None) -> dict:
@@ -262,6 +278,7 @@ def main() -> int:
     args = ap.parse_args()
     import onnxruntime
     from gaze4hri_bench.methods import get_method
+    from gaze4hri_bench.methods.clips import SlidingWindow, policy_for
     from gaze4hri_bench.pipeline.runtime import resolve_streams
 
     plan = resolve_streams(args.streams, True, args.threads)  # what the pipeline's Runner will choose
@@ -297,10 +314,17 @@ def main() -> int:
                 )
             pairs = []
             path = models / spec.weights_file
-            before = ort_best(path, spec, args.batch, side["frames"], args.threads, plan) if side is not None else None
+            # a sliding clip window runs fewer network inputs than frames: its ORT runs follow the pipeline's count
+            sliding = isinstance(policy_for(spec), SlidingWindow)
+            before = (ort_best(path, spec, args.batch, side["frames"], args.threads, plan)
+                      if side is not None and not sliding else None)
             for r in range(args.repeats):
                 fps_p, t = pipeline(args, m, data, models, tmp / f"out_{m}_{r}", cache)
-                after = ort_best(path, spec, args.batch, t["frames"], args.threads, plan)
+                # ORT alone runs as many network inputs as the pipeline did (a clip per window), and
+                # its rate is counted in the pipeline's frames, so the ratio compares the same work
+                after = ort_best(path, spec, args.batch, t["samples"], args.threads, plan)
+                scale = t["frames"] / t["samples"]
+                after = (after[0] * scale, after[1] * scale, {k: round(v * scale, 2) for k, v in after[2].items()})
                 # bracketed: the pipeline against the mean of the ORT runs just before and after it
                 # (a load that drifts during the pair then hits both sides alike)
                 fps_o, cpu_o = (
