@@ -141,3 +141,14 @@ def test_quaternion_rows_to_matrices_equal_one_by_one():
     q[2] = 0.0
     with pytest.raises(ValueError):
         quats_xyzw_to_matrices(q)
+
+
+def test_quaternion_to_matrix_in_closed_form_is_scipys():
+    """Any non-zero quaternion, normalised or not, gives scipy's rotation of the unit quaternion."""
+    rng = np.random.default_rng(7)
+    for q in rng.normal(size=(500, 4)) * rng.uniform(1e-4, 1e3, (500, 1)):
+        np.testing.assert_allclose(quat_xyzw_to_matrix(q), Rotation.from_quat(q / np.linalg.norm(q)).as_matrix(),
+                                   atol=1e-12)
+    for bad in ([np.nan, 0, 0, 1], [np.inf, 0, 0, 1], [0, 0, 0, 1e-12]):
+        with pytest.raises(ValueError):
+            quat_xyzw_to_matrix(bad)

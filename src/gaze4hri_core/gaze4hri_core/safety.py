@@ -16,7 +16,6 @@ Pure: no I/O and no threads; time comes from the caller (host or simulation cloc
 """
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 
@@ -25,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy.spatial.transform import Rotation
 
 from gaze4hri_core import kinematics
-from gaze4hri_core.transforms import SE3
+from gaze4hri_core.transforms import SE3, quat_xyzw_to_matrix
 
 __all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "monitor_for", "finite_pose", "joint_goal_line",
            "EYE_SOURCE_BOUND", "EYE_SOURCE_SUBJECT",
@@ -124,19 +123,12 @@ def se3_unchecked(R: np.ndarray, t: np.ndarray) -> SE3:
 
 def pose_from_quat(xyz, quat_xyzw) -> SE3:
     """``SE3.from_quat`` for the 100 Hz pose streams: the same checks (finite, non-zero
-    quaternion: ValueError) and the unit quaternion's rotation matrix in closed form
-    (Shoemake, "Animating rotation with quaternion curves", SIGGRAPH 1985), without scipy's
-    and the constructor's per-call cost (tests/core/test_safety_fast_paths.py)."""
-    x, y, z, w = (float(v) for v in quat_xyzw)
-    n2 = x * x + y * y + z * z + w * w
-    t = [float(v) for v in xyz]
-    if not (math.isfinite(n2) and n2 > 1e-18) or not all(math.isfinite(v) for v in t):
+    quaternion: ValueError) without the constructor's re-validation of a rotation that is
+    proper by construction (tests/core/test_safety.py)."""
+    t = np.asarray(xyz, dtype=float).reshape(3)
+    if not np.isfinite(t).all():
         raise ValueError("pose must be finite with a non-zero quaternion (x, y, z, w order)")
-    s = 2.0 / n2
-    R = np.array([[1 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)],
-                  [s * (x * y + z * w), 1 - s * (x * x + z * z), s * (y * z - x * w)],
-                  [s * (x * z - y * w), s * (y * z + x * w), 1 - s * (x * x + y * y)]])
-    return se3_unchecked(R, np.array(t))
+    return se3_unchecked(quat_xyzw_to_matrix(quat_xyzw), t)
 
 
 def _jacobian(q, model: str) -> tuple[np.ndarray, np.ndarray]:

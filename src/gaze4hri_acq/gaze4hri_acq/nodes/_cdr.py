@@ -1,12 +1,14 @@
-"""Hand-rolled CDR for the one hot message (sensor_msgs/Image) and header-stamp
-peeking, so that a 6 MB frame is serialized with one copy instead of rclpy's
-per-element conversion (about 30 ms + 55 ms per 1080p frame, measured in
-docs/perf/acq.md). Output decodes with ``rclpy.serialization.deserialize_message`` to the same message
-(padding bytes are zero here, unspecified in rclpy; tests/acq/test_cdr.py)."""
+"""Hand-rolled CDR for the hot messages: sensor_msgs/Image, so that a 6 MB frame is
+serialized with one copy instead of rclpy's per-element conversion (about 30 ms + 55 ms per
+1080p frame, measured in docs/perf/acq.md), and the 100-125 Hz pose, joint-state, speed and
+diagnostics streams (below); header-stamp peeking. Output decodes with
+``rclpy.serialization.deserialize_message`` to the same message (padding bytes are zero here,
+unspecified in rclpy; tests/acq/test_cdr.py)."""
 from __future__ import annotations
 
 import importlib
 import struct
+from types import SimpleNamespace as _NS  # decoded fields, shaped as the rclpy message (m.header.stamp.sec)
 
 import numpy as np
 
@@ -41,15 +43,21 @@ def _align(buf: bytearray, n: int) -> None:
         buf += b"\x00" * pad
 
 
+def _with_header(stamp_ns: int, frame_id: str) -> bytearray:
+    """The encapsulation and a std_msgs/Header: every message here starts with one."""
+    buf = bytearray(CDR_LE)
+    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
+    _string(buf, frame_id)
+    return buf
+
+
 def encode_image(stamp_ns: int, frame_id: str, image: np.ndarray, encoding: str = "rgb8") -> bytes:
     """CDR bytes of a sensor_msgs/msg/Image holding ``image`` (H, W, C) uint8."""
     if image.dtype != np.uint8 or image.ndim not in (2, 3):
         raise ValueError("image must be a (H, W[, C]) uint8 array")
     h, w = image.shape[:2]
     c = 1 if image.ndim == 2 else image.shape[2]
-    buf = bytearray(CDR_LE)
-    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
-    _string(buf, frame_id)
+    buf = _with_header(stamp_ns, frame_id)
     _align(buf, 4)
     buf += struct.pack("<II", h, w)
     _string(buf, encoding)
@@ -185,9 +193,7 @@ _POSE_TAIL = struct.Struct("<7d")
 
 def encode_pose(stamp_ns: int, frame_id: str, xyz, quat_xyzw) -> bytes:
     """CDR bytes of a geometry_msgs/PoseStamped (rclpy's bytes)."""
-    buf = bytearray(CDR_LE)
-    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
-    _string(buf, frame_id)
+    buf = _with_header(stamp_ns, frame_id)
     _align(buf, 8)
     x, y, z = xyz
     qx, qy, qz, qw = quat_xyzw
@@ -206,9 +212,7 @@ def _doubles(buf: bytearray, values) -> None:
 
 def encode_joint_state(stamp_ns: int, frame_id: str, names, position, velocity, effort=()) -> bytes:
     """CDR bytes of a sensor_msgs/JointState, as ``serialize`` cuts rclpy's (no unwritten tail)."""
-    buf = bytearray(CDR_LE)
-    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
-    _string(buf, frame_id)
+    buf = _with_header(stamp_ns, frame_id)
     _align(buf, 4)
     buf += struct.pack("<I", len(names))
     for n in names:
@@ -220,9 +224,7 @@ def encode_joint_state(stamp_ns: int, frame_id: str, names, position, velocity, 
 
 def encode_twist(stamp_ns: int, frame_id: str, linear=(0.0, 0.0, 0.0), angular=(0.0, 0.0, 0.0)) -> bytes:
     """CDR bytes of a geometry_msgs/TwistStamped."""
-    buf = bytearray(CDR_LE)
-    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
-    _string(buf, frame_id)
+    buf = _with_header(stamp_ns, frame_id)
     _align(buf, 8)
     buf += struct.pack("<6d", *(float(v) for v in (*linear, *angular)))
     return bytes(buf)
@@ -236,36 +238,24 @@ def _read_string(cdr, off: int) -> tuple[str, int]:
     return bytes(cdr[start:start + n - 1]).decode("utf-8"), off + 4 + n
 
 
-class _View:
-    """Attribute access to decoded fields, shaped as the rclpy message (``m.header.stamp.sec``)."""
-
-    __slots__ = ("__dict__",)
-
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
-
-
-def _header(cdr) -> tuple[_View, int]:
+def _header(cdr) -> tuple[_NS, int]:
     sec, nsec = struct.unpack_from("<iI", cdr, 4)
     frame_id, off = _read_string(cdr, 8)
-    return _View(stamp=_View(sec=sec, nanosec=nsec), frame_id=frame_id), off
+    return _NS(stamp=_NS(sec=sec, nanosec=nsec), frame_id=frame_id), off
 
 
-def decode_pose(cdr) -> _View:
+def decode_pose(cdr) -> _NS:
     """A geometry_msgs/PoseStamped's fields from its CDR bytes, without rclpy."""
     header, off = _header(cdr)
     off += (-off) % 8
     x, y, z, qx, qy, qz, qw = _POSE_TAIL.unpack_from(cdr, 4 + off)
-    return _View(header=header, pose=_View(position=_View(x=x, y=y, z=z),
-                                           orientation=_View(x=qx, y=qy, z=qz, w=qw)))
+    return _NS(header=header, pose=_NS(position=_NS(x=x, y=y, z=z), orientation=_NS(x=qx, y=qy, z=qz, w=qw)))
 
 
 def encode_diagnostics(stamp_ns: int, frame_id: str, statuses) -> bytes:
     """CDR bytes of a diagnostic_msgs/DiagnosticArray from ``statuses``: (level, name,
     message, hardware_id, {key: value}) each, values written as ``str(value)``."""
-    buf = bytearray(CDR_LE)
-    buf += struct.pack("<iI", stamp_ns // 1_000_000_000, stamp_ns % 1_000_000_000)
-    _string(buf, frame_id)
+    buf = _with_header(stamp_ns, frame_id)
     _align(buf, 4)
     buf += struct.pack("<I", len(statuses))
     for level, name, message, hardware_id, values in statuses:
@@ -280,7 +270,7 @@ def encode_diagnostics(stamp_ns: int, frame_id: str, statuses) -> bytes:
     return bytes(buf)
 
 
-def decode_diagnostics(cdr) -> _View:
+def decode_diagnostics(cdr) -> _NS:
     """A diagnostic_msgs/DiagnosticArray's fields from its CDR bytes, without rclpy
     (``level`` as rclpy gives it: one byte)."""
     header, off = _header(cdr)
@@ -301,9 +291,9 @@ def decode_diagnostics(cdr) -> _View:
         for _ in range(k):
             key, off = _read_string(cdr, off)
             value, off = _read_string(cdr, off)
-            values.append(_View(key=key, value=value))
-        status.append(_View(level=level, name=name, message=message, hardware_id=hardware_id, values=values))
-    return _View(header=header, status=status)
+            values.append(_NS(key=key, value=value))
+        status.append(_NS(level=level, name=name, message=message, hardware_id=hardware_id, values=values))
+    return _NS(header=header, status=status)
 
 
 def _fast_decoders() -> dict:

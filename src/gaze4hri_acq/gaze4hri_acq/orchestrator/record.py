@@ -10,6 +10,7 @@ the next start, its bag repaired).
 from __future__ import annotations
 
 import shutil
+import statistics
 from pathlib import Path
 
 from gaze4hri_core.calibration import calibration_hashes
@@ -135,7 +136,7 @@ def pace_note(manifest) -> str | None:
                  if r.status == "done" and r.real_time_factor is not None)
     if not asked or not got:
         return None
-    median = got[len(got) // 2] if len(got) % 2 else (got[len(got) // 2 - 1] + got[len(got) // 2]) / 2
+    median = statistics.median(got)
     spread = f", {got[0]:g}-{got[-1]:g}x" if len(got) > 1 else ""
     head = (f"simulated time ran at {median:.2f}x real time (median of {len(got)} trial{'s' * (len(got) != 1)}"
             f"{spread}; requested {asked:g}x)")

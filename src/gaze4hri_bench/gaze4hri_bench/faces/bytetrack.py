@@ -184,7 +184,8 @@ class ByteTrack:
         high, low = self._detections(xyxy, scores)
         unconfirmed = [t for t in self.tracked if not t.activated]
         pool = [t for t in self.tracked if t.activated]
-        pool += [t for t in self.lost if t.track_id not in {p.track_id for p in pool}]
+        ids = {p.track_id for p in pool}
+        pool += [t for t in self.lost if t.track_id not in ids]
         if pool:
             means = np.asarray([t.mean for t in pool])
             means[[t.state != _TRACKED for t in pool], 7] = 0  # a lost track's height stops changing
