@@ -35,6 +35,33 @@ def bag_damage(bag: Path, trial: str | None = None) -> SessionError | None:
     return None
 
 
+def _indexes(bag: Path) -> list | None:
+    """The MCAP index of every file the bag's metadata.yaml lists; None when one cannot be
+    used (rosbags reads the bag then, with its own errors)."""
+    import yaml
+
+    from .mcap_index import McapIndex
+
+    try:
+        with open(bag / "metadata.yaml", "rb") as f:
+            meta = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        info = meta["rosbag2_bagfile_information"]
+        files = [bag / p for p in info["relative_file_paths"]]
+        if info.get("storage_identifier") != "mcap" or not files:
+            return None
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return None
+    out = []
+    for p in files:
+        ix = McapIndex.open(p) if p.suffix == ".mcap" and p.is_file() else None
+        if ix is None:
+            for x in out:
+                x.close()
+            return None
+        out.append(ix)
+    return out
+
+
 def _read_error(what: str, e: Exception, path: Path) -> SessionError:
     """A reader failure; a CRC failure (rosbags checks chunk CRCs) is named with its offset."""
     damage = bag_damage(path) if "checksum" in str(e).lower() else None
@@ -55,19 +82,30 @@ def typestore():
 
 
 class open_bag:
-    """Context manager over rosbags' Reader with one-line errors; ``messages(topic)``
-    yields (t_log_ns, raw) and ``has(topic)`` tells whether a topic was recorded."""
+    """Context manager over a trial's bag with one-line errors; ``messages(topic)`` yields
+    (t_log_ns, raw) and ``has(topic)`` tells whether a topic was recorded. Reads go through
+    the MCAP files' own indexes (mcap_index.McapIndex: only the wanted messages' bytes are
+    read) and fall back to rosbags' Reader where the indexes cannot be used."""
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
 
     def __enter__(self):
-        from rosbags.rosbag2 import Reader
-
         if not (self.path / "metadata.yaml").is_file():
             if not self.path.exists():
                 raise SessionError("trial bag not found", str(self.path), _FIX_BAG)
             raise SessionError("bag has no metadata.yaml (recording interrupted?)", str(self.path), _FIX_BAG)
+        self.reader = None
+        self.index = _indexes(self.path)
+        if self.index is None:
+            self._open_rosbags()
+        else:
+            self.conns = {t: [(i, c) for c in cs] for i, ix in enumerate(self.index) for t, cs in ix.topics.items()}
+        return self
+
+    def _open_rosbags(self) -> None:
+        from rosbags.rosbag2 import Reader
+
         try:
             self.reader = Reader(self.path)
             self.reader.open()
@@ -76,11 +114,13 @@ class open_bag:
         self.conns = {}
         for c in self.reader.connections:
             self.conns.setdefault(c.topic, []).append(c)
-        return self
 
     def __exit__(self, *exc):
+        for ix in self.index or ():
+            ix.close()
         try:
-            self.reader.close()
+            if self.reader is not None:
+                self.reader.close()
         except Exception:
             pass
         return False
@@ -92,30 +132,47 @@ class open_bag:
         if topic not in self.conns:
             raise _missing_topic(topic, why, str(self.path))
 
-    def messages_of(self, topics: list[str]) -> Iterator[tuple[str, int, bytes]]:
+    def _indexed(self, topics: list[str]) -> Iterator[tuple[str, int, bytes]] | None:
+        """(topic, t_log_ns, raw) through the MCAP indexes in rosbags' order (log time, file,
+        chunk, place); None (and rosbags from now on) where a file's indexes disagree with
+        its statistics."""
+        runs = []
+        for i, ix in enumerate(self.index):
+            ents = ix.entries(topics)
+            if ents is None:
+                for x in self.index:
+                    x.close()
+                self.index = None
+                self._open_rosbags()
+                return None
+            runs.append([(t, i, ch, off, cid) for t, ch, off, cid in ents])
+        merged = runs[0] if len(runs) == 1 else sorted(e for r in runs for e in r)
+        topic_of = [{cid: ix._summary.channels[cid].topic for cid in ix._summary.channels} for ix in self.index]
+
+        def gen():
+            for t, i, ch, off, cid in merged:
+                yield topic_of[i][cid], t, self.index[i].read(ch, off)
+
+        return gen()
+
+    def messages_of(self, topics: list[str], what: str = "bag is corrupt or truncated") -> Iterator[tuple[str, int, bytes]]:
         """(topic, t_log_ns, raw) of several topics in one pass, in log-time order."""
-        conns = [c for t in topics for c in self.conns.get(t, [])]
-        if not conns:
+        if not any(self.conns.get(t) for t in topics):
             return
         try:
-            for c, t, raw in self.reader.messages(connections=conns):
-                yield c.topic, t, raw
+            it = self._indexed(topics) if self.index is not None else None
+            if it is None:
+                conns = [c for t in topics for c in self.conns.get(t, [])]
+                it = ((c.topic, t, raw) for c, t, raw in self.reader.messages(connections=conns))
+            yield from it
         except Gaze4HRIError:
             raise
         except Exception as e:
-            raise _read_error("bag is corrupt or truncated", e, self.path) from None
+            raise _read_error(what, e, self.path) from None
 
     def messages(self, topic: str) -> Iterator[tuple[int, bytes]]:
-        conns = self.conns.get(topic, [])
-        if not conns:
-            return
-        try:
-            for _c, t, raw in self.reader.messages(connections=conns):
-                yield t, raw
-        except Gaze4HRIError:
-            raise
-        except Exception as e:
-            raise _read_error(f"bag is corrupt or truncated while reading {topic}", e, self.path) from None
+        for _topic, t, raw in self.messages_of([topic], f"bag is corrupt or truncated while reading {topic}"):
+            yield t, raw
 
     def decode(self, raw: bytes, topic: str):
         try:
