@@ -69,7 +69,7 @@ def child(cli_args: list[str], out: Path) -> int:
 def run_once(rtf: float, src: Path | None, resolution: str, trial_seconds: float) -> dict:
     env = dict(os.environ)
     if src is not None:
-        env["PYTHONPATH"] = os.pathsep.join(str(src / p) for p in ("gaze4hri_acq", "gaze4hri_sim"))
+        env["PYTHONPATH"] = os.pathsep.join(str(src / p) for p in ("gaze4hri_acq", "gaze4hri_sim", "gaze4hri_core"))
     with tempfile.TemporaryDirectory(prefix="acq_idle_cpu_") as d:
         threads = Path(d) / "threads.json"
         args = [
@@ -119,7 +119,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rtf", type=float, default=2.0, help="--real-time-factor of the session")
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--src", type=Path, help="run another checkout's src/ (gaze4hri_acq and gaze4hri_sim from there)")
+    ap.add_argument("--src", type=Path, help="run another checkout's src/ (gaze4hri_acq, gaze4hri_sim and gaze4hri_core from there)")
     ap.add_argument("--resolution", default="424x240")
     ap.add_argument("--trial-seconds", type=float, default=2.0)
     a = ap.parse_args()

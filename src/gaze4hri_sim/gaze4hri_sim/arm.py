@@ -54,6 +54,7 @@ class SimArm:
         self._t = clock.now_ns()
         self._hist: deque[tuple[int, np.ndarray]] = deque(maxlen=int(self.rate_hz * 4))
         self._hist.append((self._t, self._q.copy()))
+        self._fk_cache: dict[bytes, np.ndarray] = {}
         self.speed_scaling = 1.0
         self.protective_stop = False
         self.connected = True
@@ -120,8 +121,8 @@ class SimArm:
                 self._head_feed(t)
             m.tau = min(m.tau + dt * self.speed_scaling, m.duration)
             q_new = np.array([np.interp(m.tau, m.t, m.q[:, j]) for j in range(6)])
-            T_old = kinematics.forward(self._q, self.model)
-            T_new = kinematics.forward(q_new, self.model)
+            T_old = self._forward(self._q)
+            T_new = self._forward(q_new)
             self._qd = (q_new - self._q) / dt if dt > 0 else np.zeros(6)
             v_lin = (T_new[:3, 3] - T_old[:3, 3]) / dt if dt > 0 else np.zeros(3)
             self._tcp_v = np.concatenate([v_lin, np.zeros(3)])
@@ -135,6 +136,18 @@ class SimArm:
             elif m.tau >= m.duration:
                 self._halt(None)
         self._hist.append((t, self._q.copy()))
+
+    def _forward(self, q: np.ndarray) -> np.ndarray:
+        """Forward kinematics (4x4, a copy) of ``q``, remembered for the last few joint
+        vectors: a still arm (every fixed-camera trial) is asked for the same pose by the
+        robot stream, the camera, the motion capture and the truth at every sample."""
+        key = q.tobytes()
+        T = self._fk_cache.get(key)
+        if T is None:
+            if len(self._fk_cache) >= 8:
+                self._fk_cache.pop(next(iter(self._fk_cache)))
+            T = self._fk_cache[key] = kinematics.forward(q, self.model)
+        return T.copy()
 
     def q_at(self, t_ns: int) -> np.ndarray:
         """Joint angles at simulated time ``t_ns`` (interpolated from the recent history)."""
@@ -159,7 +172,7 @@ class SimArm:
 
     def T_base_tool0(self, t_ns: int | None = None) -> SE3:
         q = self.q_at(self.clock.now_ns() if t_ns is None else t_ns)
-        T = kinematics.forward(q, self.model)
+        T = self._forward(q)
         return se3_unchecked(T[:3, :3], T[:3, 3])
 
     # ------------------------------------------------------------------ state
@@ -175,8 +188,8 @@ class SimArm:
             q = self.q_at(t_ns)
             q_prev = self.q_at(t_ns - int(1e9 / self.rate_hz))
             qd = (q - q_prev) * self.rate_hz
-            T = kinematics.forward(q, self.model)
-            Tp = kinematics.forward(q_prev, self.model)
+            T = self._forward(q)
+            Tp = self._forward(q_prev)
             v_lin = (T[:3, 3] - Tp[:3, 3]) * self.rate_hz
             st = self.state(_update=False)
             return RobotState(
@@ -191,7 +204,7 @@ class SimArm:
         with self._lock:
             if _update:
                 self.update()
-            T = kinematics.forward(self._q, self.model)
+            T = self._forward(self._q)
             m = self._motion
             v_cmd = float(np.interp(m.tau, m.t, m.v)) * self.speed_scaling if m is not None else 0.0
             return RobotState(

@@ -98,6 +98,7 @@ class SubjectModel:
         self._sway_ph = self._rng.uniform(0, 2 * np.pi, size=(3, 2))
         self._sway_a = sway_m * np.array([1.0, 1.0, 0.5])
         self._blinks = np.zeros(0)
+        self._eye_at: dict[int, SE3] = {}
         self._blink_horizon_ns = self.start_ns
         self._extend_blinks(self.start_ns + int(600e9))
         self._tasks: list[SubjectTask] = [SubjectTask(self.start_ns, None, None, follow_yaw, follow_pitch, 0.0, 0.0,
@@ -142,6 +143,7 @@ class SubjectModel:
             target = np.asarray(target, float).reshape(3)
         task = SubjectTask(t_ns, target, head_yaw_deg, fy, fp, yaw0, pitch0, label)
         self._tasks = [k for k in self._tasks if k.start_ns < t_ns][-8:] + [task]
+        self._eye_at = {}  # poses depend on the tasks
         return task
 
     def task_at(self, t_ns: int) -> SubjectTask:
@@ -180,7 +182,19 @@ class SubjectModel:
 
     # ------------------------------------------------------------------ poses
     def T_world_eye(self, t_ns: int) -> SE3:
-        """Eye-midpoint frame (x forward, y left, z up) in the world."""
+        """Eye-midpoint frame (x forward, y left, z up) in the world; the last few are
+        remembered (the motion capture, the robot's safety feed and the truth ask for the
+        same instants) until the next task."""
+        cache = self._eye_at
+        T = cache.get(t_ns)
+        if T is None:
+            T = self._eye_pose(t_ns)
+            if len(cache) >= 16:
+                cache.pop(next(iter(cache)), None)
+            cache[t_ns] = T
+        return T
+
+    def _eye_pose(self, t_ns: int) -> SE3:
         yaw, pitch = self.head_angles(t_ns)
         R0 = _rz(self.base_yaw)
         R = R0 @ _rz(yaw) @ _ry(-pitch)

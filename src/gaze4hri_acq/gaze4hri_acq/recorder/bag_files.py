@@ -30,10 +30,11 @@ def mcap_file(bag_dir: Path) -> Path | None:
 def metadata_agrees(bag_dir: Path) -> bool:
     """metadata.yaml exists, parses, and its files are exactly the MCAP files present."""
     import yaml
+    from gaze4hri_core.fileio import load_yaml
 
     meta = Path(bag_dir) / "metadata.yaml"
     try:
-        info = yaml.safe_load(meta.read_text("utf-8"))["rosbag2_bagfile_information"]
+        info = load_yaml(meta.read_text("utf-8"))["rosbag2_bagfile_information"]
         listed = set(info.get("relative_file_paths") or []) | {f["path"] for f in info.get("files") or []}
     except (OSError, KeyError, TypeError, yaml.YAMLError):
         return False

@@ -142,23 +142,23 @@ def declared_qos(topic: str):
 
 def with_distro(serialized: str) -> str:
     """rosbags' serialized metadata with the distro in use instead of ``ros_distro: rosbags``."""
-    import yaml
+    from gaze4hri_core.fileio import dump_yaml, load_yaml
 
-    data = yaml.safe_load(serialized)
+    data = load_yaml(serialized)
     if not isinstance(data, dict):
         return serialized
     data["ros_distro"] = ros_distro()
-    return yaml.safe_dump(data, sort_keys=False).strip()
+    return dump_yaml(data, sort_keys=False).strip()
 
 
 def set_ros_distro(bag_dir: Path) -> None:
     """rosbags writes ``ros_distro: rosbags``; rosbag2 writes the distro in use: replace
     it atomically (same directory, os.replace) so metadata.yaml is never half-written."""
-    import yaml
+    from gaze4hri_core.fileio import dump_yaml, load_yaml
 
     meta = Path(bag_dir) / "metadata.yaml"
-    data = yaml.safe_load(meta.read_text("utf-8"))
+    data = load_yaml(meta.read_text("utf-8"))
     data["rosbag2_bagfile_information"]["ros_distro"] = ros_distro()
     tmp = meta.with_name(".metadata.yaml.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False), "utf-8")
+    tmp.write_text(dump_yaml(data, sort_keys=False), "utf-8")
     os.replace(tmp, meta)
