@@ -119,7 +119,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rtf", type=float, default=2.0, help="--real-time-factor of the session")
     ap.add_argument("--runs", type=int, default=1)
-    ap.add_argument("--src", type=Path, help="run another checkout's src/ (gaze4hri_acq, gaze4hri_sim and gaze4hri_core from there)")
+    ap.add_argument("--src", type=Path,
+                    help="run another checkout's src/ (gaze4hri_acq, gaze4hri_sim and gaze4hri_core from there)")
     ap.add_argument("--resolution", default="424x240")
     ap.add_argument("--trial-seconds", type=float, default=2.0)
     a = ap.parse_args()

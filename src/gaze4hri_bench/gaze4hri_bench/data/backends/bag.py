@@ -155,7 +155,8 @@ class open_bag:
 
         return gen()
 
-    def messages_of(self, topics: list[str], what: str = "bag is corrupt or truncated") -> Iterator[tuple[str, int, bytes]]:
+    def messages_of(self, topics: list[str],
+                    what: str = "bag is corrupt or truncated") -> Iterator[tuple[str, int, bytes]]:
         """(topic, t_log_ns, raw) of several topics in one pass, in log-time order."""
         if not any(self.conns.get(t) for t in topics):
             return
