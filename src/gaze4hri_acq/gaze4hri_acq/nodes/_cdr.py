@@ -30,10 +30,21 @@ __all__ = ["encode_image", "header_stamp_ns", "CDR_LE", "serialize", "cdr_length
 CDR_LE = b"\x00\x01\x00\x00"  # encapsulation: CDR little-endian
 
 
+#: the CDR form (length, bytes, NUL) of strings seen lately: names, keys and frame ids
+#: repeat at every sample (the motion capture's status: 15 strings, 100 times a second)
+_STRINGS: dict[str, bytes] = {}
+
+
 def _string(buf: bytearray, s: str) -> None:
     _align(buf, 4)
-    b = s.encode("utf-8") + b"\x00"
-    buf += struct.pack("<I", len(b)) + b
+    c = _STRINGS.get(s)
+    if c is None:
+        b = s.encode("utf-8") + b"\x00"
+        c = struct.pack("<I", len(b)) + b
+        if len(_STRINGS) >= 4096:  # values that change every sample must not grow it
+            _STRINGS.clear()
+        _STRINGS[s] = c
+    buf += c
 
 
 def _align(buf: bytearray, n: int) -> None:
@@ -235,7 +246,7 @@ def _read_string(cdr, off: int) -> tuple[str, int]:
     off += (-off) % 4
     (n,) = struct.unpack_from("<I", cdr, 4 + off)
     start = 4 + off + 4
-    return bytes(cdr[start:start + n - 1]).decode("utf-8"), off + 4 + n
+    return str(cdr[start:start + n - 1], "utf-8"), off + 4 + n
 
 
 def _header(cdr) -> tuple[_NS, int]:
