@@ -65,7 +65,10 @@ class McapIndex:
 
     def close(self) -> None:
         self._chunks.clear()
-        self._mm.close()
+        try:
+            self._mm.close()
+        except BufferError:  # a view still alive somewhere: the map goes with it
+            pass
 
     def entries(self, topics: list[str]) -> list[tuple[int, int, int, int]] | None:
         """(log time, chunk start, offset in chunk, channel id) of every message of
