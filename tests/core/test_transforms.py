@@ -152,3 +152,15 @@ def test_quaternion_to_matrix_in_closed_form_is_scipys():
     for bad in ([np.nan, 0, 0, 1], [np.inf, 0, 0, 1], [0, 0, 0, 1e-12]):
         with pytest.raises(ValueError):
             quat_xyzw_to_matrix(bad)
+
+
+def test_se3_quaternion_in_closed_form_is_scipys_canonical_one():
+    """SE3.quat_xyzw (Shepperd's closed form) equals scipy's quaternion with w >= 0, also
+    near half turns, where the closed form takes its other branches."""
+    rng = np.random.default_rng(11)
+    Rs = list(Rotation.random(300, random_state=3).as_matrix())
+    Rs += [Rotation.from_rotvec(a * np.pi * (1 - 1e-9)).as_matrix() for a in np.eye(3)]
+    for R in Rs:
+        q = Rotation.from_matrix(R).as_quat()
+        q = -q if q[3] < 0 else q
+        np.testing.assert_allclose(SE3(R, rng.normal(size=3)).quat_xyzw, q, atol=1e-9)

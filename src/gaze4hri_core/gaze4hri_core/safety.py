@@ -25,6 +25,7 @@ from scipy.spatial.transform import Rotation
 
 from gaze4hri_core import kinematics
 from gaze4hri_core.transforms import SE3, quat_xyzw_to_matrix
+from gaze4hri_core.transforms import rotation_to_quat_xyzw as quat_of
 
 __all__ = ["SafetyLimits", "Verdict", "SafetyMonitor", "OK", "monitor_for", "finite_pose", "joint_goal_line",
            "EYE_SOURCE_BOUND", "EYE_SOURCE_SUBJECT",
@@ -92,33 +93,10 @@ def compose(*Ts: SE3) -> SE3:
     return se3_unchecked(R, t)
 
 
-def quat_of(R: np.ndarray) -> np.ndarray:
-    """Unit quaternion (x, y, z, w), w >= 0, of a rotation matrix (Shepperd's method,
-    J. Guidance and Control 1(3), 1978), without scipy's per-call overhead."""
-    tr = R[0, 0] + R[1, 1] + R[2, 2]
-    if tr > 0:
-        s = 2.0 * np.sqrt(tr + 1.0)
-        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
-    else:
-        i = int(np.argmax([R[0, 0], R[1, 1], R[2, 2]]))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        q = np.zeros(4)
-        q[i] = 0.25 * s
-        q[j] = (R[j, i] + R[i, j]) / s
-        q[k] = (R[k, i] + R[i, k]) / s
-        q[3] = (R[k, j] - R[j, k]) / s
-    q /= np.linalg.norm(q)
-    return -q if q[3] < 0 else q
-
-
 def se3_unchecked(R: np.ndarray, t: np.ndarray) -> SE3:
     """An SE3 from a rotation known to be proper (a product of rotations), without the
     constructor's validation (which costs ~0.2 ms; this runs at the robot rate)."""
-    o = object.__new__(SE3)
-    object.__setattr__(o, "R", np.asarray(R, float))
-    object.__setattr__(o, "t", np.asarray(t, float).reshape(3))
-    return o
+    return SE3._of_proper(np.asarray(R, float), np.asarray(t, float).reshape(3))
 
 
 def pose_from_quat(xyz, quat_xyzw) -> SE3:

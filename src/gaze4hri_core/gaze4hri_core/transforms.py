@@ -16,6 +16,7 @@ __all__ = [
     "SE3",
     "quat_xyzw_to_matrix",
     "matrix_to_quat_xyzw",
+    "rotation_to_quat_xyzw",
     "ur_pose_to_se3",
     "se3_to_ur_pose",
     "interpolate_poses",
@@ -72,7 +73,7 @@ class SE3:
 
     @property
     def quat_xyzw(self) -> np.ndarray:
-        return matrix_to_quat_xyzw(self.R)
+        return rotation_to_quat_xyzw(self.R)  # R is proper here: the closed form is exact
 
     @property
     def rotvec(self) -> np.ndarray:
@@ -145,6 +146,28 @@ def quats_xyzw_to_matrices(q) -> np.ndarray:
             raise ValueError("quaternion must be finite and non-zero (x, y, z, w order)")
         out[ok] = Rotation.from_quat(q[ok] / n[:, None]).as_matrix()
     return out
+
+
+def rotation_to_quat_xyzw(R: np.ndarray) -> np.ndarray:
+    """Unit quaternion (x, y, z, w), w >= 0, of a proper rotation matrix in closed form
+    (Shepperd's method, J. Guidance and Control 1(3), 1978), without scipy's per-call cost
+    (the robot and motion-capture streams call it 100-125 times a second). For a matrix
+    that may be off a rotation, :func:`matrix_to_quat_xyzw` finds the nearest one."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
+    else:
+        i = int(np.argmax([R[0, 0], R[1, 1], R[2, 2]]))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = np.zeros(4)
+        q[i] = 0.25 * s
+        q[j] = (R[j, i] + R[i, j]) / s
+        q[k] = (R[k, i] + R[i, k]) / s
+        q[3] = (R[k, j] - R[j, k]) / s
+    q /= np.linalg.norm(q)
+    return -q if q[3] < 0 else q
 
 
 def matrix_to_quat_xyzw(R) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from gaze4hri_core.device_config import DEFAULT_ROBOT_IP
 from gaze4hri_core.errors import Gaze4HRIError
-from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, Verdict, pose_from_quat, quat_of
+from gaze4hri_core.safety import SafetyLimits, SafetyMonitor, Verdict, pose_from_quat
 from gaze4hri_core.session import FRAMES, Topics
 from gaze4hri_core.trajectories import Move, preview_move
 from gaze4hri_core.transforms import SE3
@@ -219,8 +219,7 @@ class RobotNode(DeviceNode):
         self.samples += 1
         base = FRAMES["base"]
         # 125 Hz: CDR written directly (nodes/_cdr.py), the bytes rclpy's messages would give
-        # closed form (safety.quat_of), not scipy's ~50 us per call: 125 times a second
-        self.pub_tcp.publish(encode_pose(st.stamp_ns, base, st.T_base_tool0.t, quat_of(st.T_base_tool0.R)))
+        self.pub_tcp.publish(encode_pose(st.stamp_ns, base, st.T_base_tool0.t, st.T_base_tool0.quat_xyzw))
         # the chain's root (REP-105 names, docs/session_layout.md)
         self.pub_js.publish(encode_joint_state(st.stamp_ns, base, JOINT_NAMES, st.q, st.qd))
         speed = 0.0

@@ -39,12 +39,12 @@ def _indexes(bag: Path) -> list | None:
     """The MCAP index of every file the bag's metadata.yaml lists; None when one cannot be
     used (rosbags reads the bag then, with its own errors)."""
     import yaml
+    from gaze4hri_core.fileio import load_yaml
 
     from .mcap_index import McapIndex
 
     try:
-        with open(bag / "metadata.yaml", "rb") as f:
-            meta = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        meta = load_yaml((bag / "metadata.yaml").read_text("utf-8"))
         info = meta["rosbag2_bagfile_information"]
         files = [bag / p for p in info["relative_file_paths"]]
         if info.get("storage_identifier") != "mcap" or not files:
@@ -147,11 +147,9 @@ class open_bag:
                 return None
             runs.append([(t, i, ch, off, cid) for t, ch, off, cid in ents])
         merged = runs[0] if len(runs) == 1 else sorted(e for r in runs for e in r)
-        topic_of = [{cid: ix._summary.channels[cid].topic for cid in ix._summary.channels} for ix in self.index]
-
         def gen():
             for t, i, ch, off, cid in merged:
-                yield topic_of[i][cid], t, self.index[i].read(ch, off)
+                yield self.index[i].topic_of[cid], t, self.index[i].read(ch, off)
 
         return gen()
 

@@ -10,15 +10,14 @@ The listing has already checked the file's CRCs (bag.bag_damage). The order is r
 (log time, then chunk, then place in the chunk), so the two readers yield the same
 messages in the same order (tests/bench/data/test_mcap_index.py).
 
-``McapIndex.open`` returns None where the indexes cannot be trusted (no summary, no
-statistics, a channel whose indexed count differs from its recorded count): the caller
-then reads with rosbags.
+``McapIndex.open`` returns None where the file has no summary or no statistics, and
+``entries`` returns None where a channel's indexed count differs from its recorded count:
+the caller then reads with rosbags.
 """
 from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -39,9 +38,10 @@ class McapIndex:
 
     def __init__(self, path: Path, mm: mmap.mmap, summary) -> None:
         self.path, self._mm, self._summary = path, mm, summary
+        self.topic_of = {cid: ch.topic for cid, ch in summary.channels.items()}
         self.topics: dict[str, list[int]] = {}
-        for cid, ch in summary.channels.items():
-            self.topics.setdefault(ch.topic, []).append(cid)
+        for cid, topic in self.topic_of.items():
+            self.topics.setdefault(topic, []).append(cid)
         self._chunks: dict[int, tuple] = {}  # chunk start -> (buffer of its records, where they start)
         self._unpacked: int | None = None  # the one compressed chunk kept decompressed
 
@@ -139,8 +139,3 @@ class McapIndex:
             self._unpacked, got = chunk_start, (recs, 0)
         self._chunks[chunk_start] = got
         return got
-
-    def messages(self, entries: list[tuple[int, int, int, int]]) -> Iterator[tuple[int, int, bytes]]:
-        """(channel id, log time, data) of ``entries`` (from :meth:`entries`), in their order."""
-        for t, chunk, off, cid in entries:
-            yield cid, t, self.read(chunk, off)

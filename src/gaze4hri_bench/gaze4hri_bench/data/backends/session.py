@@ -196,10 +196,10 @@ class SessionDataset:
     @contextmanager
     def hold(self, ref: TrialRef):
         """Within this block, this thread's reads of ``ref``'s bag (scan, frames, camera
-        info) share one open reader, opened at the first read: rosbags parses the bag's
-        metadata.yaml and every channel's QoS YAML at each open (~0.1 s of pure-Python
-        YAML per open, rosbags/rosbag2/reader.py ``Reader.open`` and storage_mcap.py
-        ``get_qos``), which the run loop paid three times per trial. Reads from other
+        info) share one open reader, opened at the first read: each open parses the bag's
+        metadata.yaml and MCAP summary (rosbags' reader, where it reads the bag, also every
+        channel's QoS YAML: ~0.1 s of pure-Python YAML per open), which the run loop paid
+        three times per trial. Reads from other
         threads, or of other bags, open their own reader as before. Nested holds of the
         same bag share the outer one."""
         tid = threading.get_ident()
