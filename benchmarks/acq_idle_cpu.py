@@ -66,7 +66,7 @@ def child(cli_args: list[str], out: Path) -> int:
     return int(rc or 0)
 
 
-def run_once(rtf: float, src: Path | None, resolution: str, trial_seconds: float) -> dict:
+def run_once(rtf: float, src: Path | None, resolution: str, trial_seconds: float, trials=TRIALS) -> dict:
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(str(src / p) for p in ("gaze4hri_acq", "gaze4hri_sim", "gaze4hri_core"))
@@ -78,8 +78,7 @@ def run_once(rtf: float, src: Path | None, resolution: str, trial_seconds: float
             "S01",
             "--backend",
             "sim",
-            "--trials",
-            *TRIALS,
+            *(("--trials", *trials) if trials else ()),
             "--trial-seconds",
             str(trial_seconds),
             "--resolution",
@@ -123,9 +122,12 @@ def main() -> int:
                     help="run another checkout's src/ (gaze4hri_acq, gaze4hri_sim and gaze4hri_core from there)")
     ap.add_argument("--resolution", default="424x240")
     ap.add_argument("--trial-seconds", type=float, default=2.0)
+    ap.add_argument("--trials", nargs="+", default=list(TRIALS),
+                    help="trial ids (default: %(default)s); 'all': the 63 trials of the protocol")
     a = ap.parse_args()
+    trials = () if a.trials == ["all"] else tuple(a.trials)
     for _ in range(a.runs):
-        print(json.dumps(run_once(a.rtf, a.src, a.resolution, a.trial_seconds)), flush=True)
+        print(json.dumps(run_once(a.rtf, a.src, a.resolution, a.trial_seconds, trials)), flush=True)
     return 0
 
 

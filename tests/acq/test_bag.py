@@ -216,6 +216,35 @@ def test_mcap_has_its_final_name_from_creation_and_close_renames_nothing(tmp_pat
     assert len(_read_rosbags(d)) == 6
 
 
+def test_free_space_asks_the_file_system_by_time_and_bytes_and_counts_its_own_writes(tmp_path, monkeypatch):
+    """Between two statvfs calls the bag's free space is the last answer less its own
+    writes; another writer filling the disk is seen at the next call (0.1 s of the bag's
+    clock, or 4 MiB of ours), and the reserve then stops the bag."""
+    import gaze4hri_acq.recorder.bag as bagmod
+
+    disk = {"free": 1 << 30, "calls": 0}
+
+    def fake_usage(_p):
+        disk["calls"] += 1
+        return shutil._ntuple_diskusage(2 << 30, (2 << 30) - disk["free"], disk["free"])
+
+    monkeypatch.setattr(bagmod.shutil, "disk_usage", fake_usage)
+    now = [0.0]
+    b = TrialBag(tmp_path / "trial", TOPICS, flush_interval_s=1e9, clock=lambda: now[0], reserve_bytes=256 << 20)
+    payload = encode_image(1, "cam", np.zeros((360, 640, 3), np.uint8))  # 691 kB
+    for i in range(5):  # 3.5 MB: under 4 MiB, the clock still: one statvfs
+        b.write(Topics.IMAGE, 1_000_000_000 + i, payload)
+        disk["free"] -= len(payload)  # what the file system sees of our writes
+    assert disk["calls"] == 1 and b.free_bytes() == disk["free"]
+    disk["free"] = (256 << 20) + len(payload) // 2  # another program filled the disk: room for half a frame
+    b.write(Topics.IMAGE, 1_000_000_010, payload)  # not seen yet: the estimate is 1 GB less our writes
+    now[0] += 0.1
+    with pytest.raises(DiskFullError, match="reserve"):
+        b.write(Topics.IMAGE, 1_000_000_011, payload)
+    assert disk["calls"] == 2 and b.reserve_hit and not b.broken
+    b.close()
+
+
 @pytest.mark.replay
 def test_disk_reserve_stops_before_the_disk_is_full_and_the_bag_closes_complete(tmp_path):
     """Disk full, fixed: writes stop while ``reserve_bytes`` are still free, so the bag

@@ -168,6 +168,27 @@ def test_fixed_exposure_brightness_follows_the_light_level(lab):
     assert lab[2].settings_applied["exposure"] == 250.0 and lab[2].settings_applied["enable_auto_exposure"] == 0.0
 
 
+@pytest.mark.parametrize("shift_m", [0.0, 0.25])  # 0.25 m along x: the face box crosses the left border
+def test_dim_light_frame_is_the_full_light_frame_scaled_plus_read_noise(lab, shift_m):
+    """The renderer dims only the face's box per frame over a background dimmed once per
+    level: every pixel equals clip(full-light pixel x f + noise x sigma), as when the
+    whole frame was dimmed, for each level and for open and closed eyes."""
+    from gaze4hri_core.trajectories import front_camera_pose
+    from gaze4hri_core.transforms import SE3
+    from gaze4hri_sim.render import pixel_scale
+
+    world = lab[0]
+    r = FaceRenderer(world.calib.intrinsics.scaled(320, 180))
+    cam = front_camera_pose(world.calib)
+    cam = cam @ SE3.from_rotvec([shift_m, 0.0, 0.0], [0.0, 0.0, 0.0])  # along the camera's x axis
+    Te = world.subject.T_world_eye(world.clock.now_ns())
+    for blink in (False, True):
+        full = r.render(cam, Te, blink=blink)
+        for lvl in (50, 10, 25, 10):  # back to a level seen before: the cached level is replaced, not stale
+            f = pixel_scale(lvl)
+            want = np.clip(full.astype(np.float32) * f + r._noise * (6.0 * (1.0 - f)), 0, 255).astype(np.uint8)
+            assert np.array_equal(r.render(cam, Te, blink=blink, illumination=lvl), want), (lvl, blink)
+
 def test_render_640x360_is_cheap(lab):
     world = lab[0]
     r = FaceRenderer(world.calib.intrinsics.scaled(640, 360))

@@ -77,6 +77,7 @@ class FaceRenderer:
         self._background = self._make_background(seed)
         rng = np.random.default_rng(seed + 1)
         self._noise = rng.normal(0.0, 1.0, size=(self.H, self.W, 1)).astype(np.float32)
+        self._level: tuple | None = None  # (pixel scale, dimmed background, noise x sigma): _dim_level
 
     @staticmethod
     def _close_lids(tex: np.ndarray, x0: int, y0: int) -> np.ndarray:
@@ -113,7 +114,10 @@ class FaceRenderer:
                settings: CameraSettings | None = None) -> np.ndarray:
         """RGB uint8 image (H, W, 3) of the scene from ``T_world_camera`` at light level
         ``illumination`` (%) with the camera's colour ``settings`` (the study's by default)."""
-        out = self._background.copy()
+        # fixed exposure: pixel values follow the light level (darker and, as the sensor's
+        # signal falls against its read noise, noisier): clip(pixel x f + noise x sigma)
+        f = pixel_scale(illumination, settings)
+        out = self._background.copy() if f == 1.0 else self._dim_level(f)[0].copy()
         dst = self.face_corners_px(T_world_camera, T_world_eye)
         if dst is not None:
             x0, y0 = np.floor(dst.min(0)).astype(int)
@@ -123,16 +127,32 @@ class FaceRenderer:
             if x1 > x0 and y1 > y0:
                 Hm = cv2.getPerspectiveTransform(self._src, dst - np.float32([x0, y0]))
                 roi = out[y0:y1, x0:x1]
+                if f != 1.0:  # the face goes onto the undimmed background, then the box is dimmed
+                    roi[:] = self._background[y0:y1, x0:x1]
                 cv2.warpPerspective(self.tex_closed if blink else self.tex_open, Hm, (x1 - x0, y1 - y0), dst=roi,
                                     flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_TRANSPARENT)
-        f = pixel_scale(illumination, settings)
-        if f != 1.0:
-            # fixed exposure: pixel values follow the light level (darker and, as the
-            # sensor's signal falls against its read noise, noisier)
-            sigma = 6.0 * max(0.0, 1.0 - f)
-            img = out.astype(np.float32) * f + self._noise * sigma
-            out = np.clip(img, 0, 255).astype(np.uint8)
+                if f != 1.0:
+                    roi[:] = self._dim(roi, f, self._dim_level(f)[1][y0:y1, x0:x1])
         return out
+
+    def _dim_level(self, f: float) -> tuple[np.ndarray, np.ndarray]:
+        """(the dimmed background, the noise image x sigma) at pixel scale ``f``: fixed per
+        light level, so computed once per level instead of per frame; only the face's box
+        is dimmed per frame (the same values as dimming the whole image; docs/perf/acq.md)."""
+        level = self._level
+        if level is None or level[0] != f:
+            sigma = 6.0 * max(0.0, 1.0 - f)
+            noise = np.ascontiguousarray(np.broadcast_to(self._noise * sigma, self._background.shape), np.float32)
+            level = self._level = (f, self._dim(self._background, f, noise), noise)  # replaced whole: thread-safe
+        return level[1], level[2]
+
+    @staticmethod
+    def _dim(img: np.ndarray, f: float, noise: np.ndarray) -> np.ndarray:
+        """clip(img x f + noise) in float32, truncated to uint8."""
+        x = np.multiply(img, np.float32(f), dtype=np.float32)
+        np.add(x, noise, out=x)
+        np.clip(x, 0, 255, out=x)
+        return x.astype(np.uint8)
 
     def eye_pixel(self, T_world_camera: SE3, eye_world) -> np.ndarray:
         """Where the eye midpoint projects (for tests)."""

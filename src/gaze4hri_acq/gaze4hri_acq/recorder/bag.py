@@ -38,6 +38,7 @@ from gaze4hri_core.errors import SessionError
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from .bag_files import FIX_DAMAGED, check_bag, mcap_file, metadata_agrees, require_intact
+from .bag_writer import add_connection, close_writer
 from .mcap_writer import CrcFile, CrcMcapWriter, chunk_head, chunk_index, message_index
 from .repair import RepairResult, repair_bag
 from .rosbag2_fields import (
@@ -46,9 +47,7 @@ from .rosbag2_fields import (
     bag_qos,
     declared_qos,
     ros_distro,
-    set_ros_distro,
     type_hash,
-    typestore,
 )
 
 __all__ = ["TrialBag", "repair_bag", "RepairResult", "COMPRESSIONS", "mcap_file", "DiskFullError", "metadata_agrees",
@@ -111,12 +110,9 @@ class TrialBag:
         self._w = Writer(self.bag_dir, version=9, storage_plugin=StoragePlugin.MCAP)
         self._w.open()
         self._crc_storage(compression, fail_after_bytes)
-        ts = typestore()
         qos = offered_qos or {}  # topic -> [rosbags Qos] of its publishers (bag_qos)
-        self._conns = {t: self._w.add_connection(t, ty, msgdef=ts.generate_msgdef(ty, ros_version=2)[0],
-                                                 rihs01=type_hash(ty),
-                                                 offered_qos_profiles=[as_discovered(q)
-                                                                       for q in qos.get(t) or [declared_qos(t)]])
+        self._conns = {t: add_connection(self._w, t, ty, type_hash(ty),
+                                         [as_discovered(q) for q in qos.get(t) or [declared_qos(t)]])
                        for t, ty in topics.items()}
         self._last_log: dict[str, int] = {}  # topic -> latest log time written (never backwards in file order)
         self.compression = compression
@@ -132,6 +128,7 @@ class TrialBag:
         self.broken = False
         self.reserve_bytes = int(reserve_bytes)
         self.reserve_hit = False
+        self._statfs: tuple[int, float, int] | None = None  # (free bytes, clock, bytes_written) at the last statvfs
         self.flush()  # header, schemas and channels on disk at once: even an early crash leaves the topics
 
     def _crc_storage(self, compression: str, fail_after_bytes: int | None) -> None:
@@ -186,9 +183,18 @@ class TrialBag:
                 raise DiskFullError(errno.ENOSPC, "No space left on device", str(self.bag_dir)) from e
             raise
 
+    #: the file system is asked again after this much wall time or this many bytes of
+    #: ours; in between, its last answer less what this bag wrote since (a statvfs per
+    #: message was a fifth of the writer thread's time: docs/perf/acq.md)
+    STATFS_EVERY_S, STATFS_EVERY_BYTES = 0.1, 4 << 20
+
     def free_bytes(self) -> int:
         """Free space for this bag: the file system's, or the test hook's virtual disk."""
-        free = shutil.disk_usage(self.bag_dir).free
+        now, seen = self._clock(), self._statfs
+        stale = seen is None or now - seen[1] >= self.STATFS_EVERY_S
+        if stale or self.bytes_written - seen[2] >= self.STATFS_EVERY_BYTES:
+            seen = self._statfs = (shutil.disk_usage(self.bag_dir).free, now, self.bytes_written)
+        free = seen[0] - (self.bytes_written - seen[2])
         bio = self._w.storage.bio if self._w.storage is not None else None
         bio = getattr(bio, "_f", bio)
         if isinstance(bio, _FullDisk):
@@ -267,8 +273,7 @@ class TrialBag:
             self.abort_and_repair()
             return self.bag_dir
         st = self._w.storage
-        self._w.close()
-        set_ros_distro(self.bag_dir)
+        close_writer(self._w)  # summary, then metadata.yaml (with the distro in use) atomically
         with open(st.path, "rb") as f:
             os.fsync(f.fileno())
         return self.bag_dir

@@ -180,7 +180,7 @@ class RecorderNode(ControlMixin, Node):
             self._latched[topic] = (t, data)
         pose = stamped and is_pose_topic(topic)
         tf = None
-        if pose and self._live_tf.active:  # live /tf for every pose, inside a trial or not
+        if pose and self._live_tf.wanted():  # live /tf for every pose, inside a trial or not, while someone listens
             tf = pose_to_tf(topic, data)
             self._live_tf.publish(tf)
         with self._recent_lock:  # a pose is either in handle_start's pre-roll or sees its bag, never both

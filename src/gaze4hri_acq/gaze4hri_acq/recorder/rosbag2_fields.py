@@ -18,6 +18,7 @@ field with ros2/rosbag2 jazzy, rosbag2_storage_mcap/src/mcap_storage.cpp).
 """
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -43,6 +44,13 @@ def ros_distro() -> str:
     (a sourced ROS), else the distro of the installed rclpy wheel (ros-<distro>-rclpy)."""
     if os.environ.get("ROS_DISTRO"):
         return os.environ["ROS_DISTRO"]
+    return _wheel_distro()
+
+
+@functools.lru_cache(maxsize=1)
+def _wheel_distro() -> str:
+    """The distro of the installed ros-<distro>-rclpy wheel (a walk over every installed
+    distribution, ~30 ms: once per process)."""
     from importlib import metadata
 
     for dist in metadata.distributions():
@@ -88,6 +96,13 @@ def _type_json_candidates(pkg: str, name: str) -> list[Path]:
 
 
 def type_hash(msgtype: str) -> str:
+    """RIHS01 type hash of ``pkg/msg/Name`` (``_type_hash``), looked up once per type and
+    ament prefix path: the recorder asks for ~20 types at every trial's start."""
+    return _type_hash(msgtype, os.environ.get("AMENT_PREFIX_PATH", ""))
+
+
+@functools.cache
+def _type_hash(msgtype: str, _ament_prefix_path: str) -> str:
     """RIHS01 type hash of ``pkg/msg/Name`` as the installed distro built it: rosidl's
     ``share/<pkg>/msg/<Name>.json`` (found through the ament index where AMENT_PREFIX_PATH is
     set, else beside the package's Python module: ``<prefix>/lib/pythonX.Y/site-packages/<pkg>``),
@@ -144,6 +159,8 @@ def with_distro(serialized: str) -> str:
     """rosbags' serialized metadata with the distro in use instead of ``ros_distro: rosbags``."""
     from gaze4hri_core.fileio import dump_yaml, load_yaml
 
+    if "ros_distro: rosbags" not in serialized:  # written with the distro already (bag_writer.close_writer)
+        return serialized
     data = load_yaml(serialized)
     if not isinstance(data, dict):
         return serialized

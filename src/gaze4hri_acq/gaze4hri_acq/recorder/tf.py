@@ -20,6 +20,7 @@ it ``LiveTf`` says so once and publishes nothing.
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +159,7 @@ class LiveTf:
     def __init__(self, node):
         global _MISSING_SAID
         self._tf = self._static = None
+        self._asked, self._listeners = float("-inf"), False
         try:
             from tf2_msgs.msg import TFMessage
         except ImportError:
@@ -173,6 +175,21 @@ class LiveTf:
     @property
     def active(self) -> bool:
         return self._tf is not None
+
+    #: how often (wall s) the number of /tf subscribers is asked again
+    LISTENERS_EVERY_S = 0.2
+
+    def wanted(self) -> bool:
+        """Whether anyone on the graph subscribes to /tf (RViz, Foxglove, a tf2 listener),
+        asked of the middleware at most every LISTENERS_EVERY_S: with none, the poses are
+        not converted for it (most of a session; a listener that joins is served within
+        that time)."""
+        if self._tf is None:
+            return False
+        now = time.monotonic()
+        if now - self._asked >= self.LISTENERS_EVERY_S:
+            self._asked, self._listeners = now, self._tf.get_subscription_count() > 0
+        return self._listeners
 
     def publish(self, cdr: bytes | None) -> None:
         """One /tf message (CDR from ``tf_cdr``/``pose_to_tf``); None is ignored."""
