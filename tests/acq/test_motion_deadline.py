@@ -147,7 +147,7 @@ def test_a_held_arm_fails_its_trial_within_the_stall_time(tmp_path, monkeypatch)
     monkeypatch.setattr(SimArm, "move_linear", move_and_plan_hold)
     monkeypatch.setattr(SimArm, "_tick", held_tick)
     sdir = run_sim_session(tmp_path, subject="S05", trial_ids=["mutual_v_fast"], resolution=(160, 90),
-                           trial_seconds=0.5, real_time_factor=50)
+                           trial_seconds=0.5, real_time_factor=50, device_process="no")  # the patched arm is here
     rec = load_manifest(sdir).trials["mutual_v_fast"]
     assert rec.status == "failed", rec
     import re

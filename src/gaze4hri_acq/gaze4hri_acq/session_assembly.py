@@ -29,6 +29,8 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     from .orchestrator.client import Interrupted
     from .orchestrator.session import check_inputs, run_session
     from .runner import Stack, StackConfig
+    from .sim_faults import inject_sim_faults
+    from .split import SplitStack, use_split
 
     params = {k: v for k, v in a.node_parameters().items() if k != "orchestrator"}
     sim = {"real_time_factor": float(a.real_time_factor), "seed": int(a.seed), "subject": a.subject}
@@ -57,13 +59,15 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     view = live = None
     try:
         live = _live_view(a)  # binds before the nodes start: a taken port asked for is one line, nothing started
-        with Stack(scfg) as stack:
+        faults = {k: getattr(a, k) for k in ("mocap_dropout", "protective_stop", "table_nudge")}
+        split = use_split(a.sim_device_process, a.backend, a.external_devices)
+        with (SplitStack(scfg, faults) if split else Stack(scfg)) as stack:
             client = stack.nodes["orchestrator"]
             client.session_id = f"{a.subject}"
             if live is not None:
                 live.attach(stack.bus, client)  # the bus for the session's streams, DDS for a gaze node elsewhere
-            if stack.world is not None:
-                _inject_sim_faults(stack, client, a)
+            if stack.world is not None:  # split: the child injects them into its world
+                inject_sim_faults(stack, a)
             if not a.quiet:
                 from .operator_view import OperatorView
 
@@ -142,45 +146,6 @@ def _eye_head_run(a: SessionArgs, view=None):
     prompt = (lambda msg: True) if a.auto_confirm else (view.ask if view is not None else None)
     return lambda out: eye_head_for_session(a.backend, a.subject, src, Path(out), seed=a.seed, motive_ip=a.motive_ip,
                                             local_ip=a.local_ip, prompt=prompt)
-
-
-def _inject_sim_faults(stack, client, a: SessionArgs) -> None:
-    """Test hooks: a mocap dropout or a protective stop in a named trial (sim only)."""
-    if not (a.mocap_dropout or a.protective_stop or a.table_nudge):
-        return
-    import json
-
-    from gaze4hri_core.session import Topics
-    from rclpy.serialization import deserialize_message
-    from std_msgs.msg import String
-
-    world = stack.world
-    current = {"trial": None}
-
-    def on_event(_t, data):
-        # faults are timed from the start of the trial's own robot motion (or of the
-        # recording for fixed-camera trials), so they land mid-motion whatever the load
-        e = json.loads(deserialize_message(data, String).data)
-        if e.get("event") == "start":
-            current["trial"] = e.get("trial")
-            from gaze4hri_core.protocol import trial_by_id
-
-            if trial_by_id(e["trial"]).camera_motion.kind != "fixed":
-                return
-        elif not (e.get("event") == "motion_start" and e.get("name") != "approach"):
-            return
-        now = world.clock.now_ns()
-        tid = current["trial"]
-        if a.mocap_dropout and tid == a.mocap_dropout[0]:
-            world.inject_dropout("head_band", float(a.mocap_dropout[2]), now + int(float(a.mocap_dropout[1]) * 1e9))
-        if a.protective_stop and tid == a.protective_stop[0]:
-            world.arm.inject_protective_stop(now + int(float(a.protective_stop[1]) * 1e9))
-        # the table is bumped; the subject keeps looking at the moving target
-        if a.table_nudge and tid == a.table_nudge[0]:
-            world.nudge_table(*(float(x) for x in a.table_nudge[2:]), at_ns=now + int(float(a.table_nudge[1]) * 1e9))
-            world.set_trial(world.current_trial)
-
-    stack.bus.subscribe(Topics.EVENTS, on_event)
 
 
 def _is_main_thread() -> bool:

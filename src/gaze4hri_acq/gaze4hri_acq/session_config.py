@@ -179,6 +179,12 @@ class SessionConfig(BaseModel):
         "off", description="Foxglove WebSocket live view at HOST:PORT (or PORT) for the operator: camera image, "
                            "3D scene, session state (Foxglove: open connection; layout config/foxglove_layout.json); "
                            "off: none", json_schema_extra=_cli(metavar="HOST:PORT|off", default=OPERATOR_LIVE_VIEW))
+    # the one-process command's simulated devices in a second process (split.py): Python
+    # threads share one core per process; split, the devices and the recorder run side by side
+    sim_device_process: Literal["auto", "yes", "no"] = Field(
+        "auto", description="sim backend: run the simulated devices in a second process (yes), in this one (no), or "
+                            "auto: a second process where the machine has two cores or more",
+        json_schema_extra=_cli(cli_only=True))
     external_devices: bool = Field(
         False, description="device nodes run in other processes (ros2 launch): start only the orchestrator",
         json_schema_extra=_cli(cli_only=True))

@@ -16,6 +16,7 @@ Pure: no I/O and no threads; time comes from the caller (host or simulation cloc
 """
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -77,12 +78,16 @@ def rotvec_of(R: np.ndarray) -> np.ndarray:
 
 def exp_so3(w: np.ndarray) -> np.ndarray:
     """Rotation matrix of a rotation vector (Rodrigues' formula)."""
-    th = float(np.linalg.norm(w))
+    x, y, z = w.tolist() if isinstance(w, np.ndarray) else map(float, w)  # floats: 3x3 numpy ops cost more
+    th = math.sqrt(x * x + y * y + z * z)
     if th < 1e-12:
         return np.eye(3)
-    k = w / th
-    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
-    return np.eye(3) + np.sin(th) * K + (1.0 - np.cos(th)) * (K @ K)
+    x, y, z = x / th, y / th, z / th
+    s, c = math.sin(th), math.cos(th)
+    v = 1.0 - c  # R = I + sin K + (1 - cos) K^2, K the cross-product matrix of the unit axis
+    return np.array([[c + v * x * x, v * x * y - s * z, v * x * z + s * y],
+                     [v * x * y + s * z, c + v * y * y, v * y * z - s * x],
+                     [v * x * z - s * y, v * y * z + s * x, c + v * z * z]])
 
 
 def compose(*Ts: SE3) -> SE3:

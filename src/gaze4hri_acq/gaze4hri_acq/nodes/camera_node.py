@@ -100,11 +100,13 @@ class CameraNode(DeviceNode):
             self.driver.stop()
 
     def setup_publishers(self) -> None:
-        self.pub_image = FastPublisher(self, Image, Topics.IMAGE, QOS_SENSOR, self.bus)
+        self.pub_image = FastPublisher(self, Image, Topics.IMAGE, QOS_SENSOR, self.bus, stream=True)
         self.pub_info = FastPublisher(self, CameraInfo, Topics.CAMERA_INFO, QOS_LATCHED, self.bus)
-        self.pub_meta = FastPublisher(self, DiagnosticStatus, Topics.FRAME_META, QOS_SENSOR, self.bus)
-        self.pub_gaze_truth = FastPublisher(self, Vector3Stamped, Topics.SIM_GAZE_TRUTH, QOS_SENSOR, self.bus)
-        self.pub_blink_truth = FastPublisher(self, DiagnosticStatus, Topics.SIM_BLINK_TRUTH, QOS_SENSOR, self.bus)
+        self.pub_meta = FastPublisher(self, DiagnosticStatus, Topics.FRAME_META, QOS_SENSOR, self.bus, stream=True)
+        self.pub_gaze_truth = FastPublisher(self, Vector3Stamped, Topics.SIM_GAZE_TRUTH, QOS_SENSOR, self.bus,
+                                            stream=True)
+        self.pub_blink_truth = FastPublisher(self, DiagnosticStatus, Topics.SIM_BLINK_TRUTH, QOS_SENSOR, self.bus,
+                                             stream=True)
 
     def step(self) -> None:
         f = self.driver.read(timeout_s=0.5)

@@ -198,3 +198,20 @@ class DeviceNode(ControlMixin, LifecycleNode):
 
     def handle_ping(self, req: dict) -> dict:
         return {"state": self._state_machine.current_state[1], "error": self.last_error}
+
+    # The lifecycle services' transitions over the bus, for an orchestrator whose bus is
+    # bridged to this process (the one-process CLI's devices in a second process,
+    # gaze4hri_acq/split.py), where no DDS graph joins the two: the same transitions and
+    # callbacks as change_state / get_state run.
+    _TRIGGERS = {"configure": "trigger_configure", "activate": "trigger_activate",
+                 "deactivate": "trigger_deactivate", "cleanup": "trigger_cleanup"}
+
+    def handle_lifecycle(self, req: dict) -> dict:
+        name = self._TRIGGERS.get(str(req.get("transition")))
+        if name is None:
+            raise Gaze4HRIError(f"{self.control_name}: unknown transition {req.get('transition')!r}")
+        ret = getattr(self, name)()
+        return {"success": ret == TransitionCallbackReturn.SUCCESS, "state": self._state_machine.current_state[1]}
+
+    def handle_lifecycle_state(self, req: dict) -> dict:
+        return {"state": self._state_machine.current_state[1]}

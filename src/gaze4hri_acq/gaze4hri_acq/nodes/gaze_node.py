@@ -281,9 +281,9 @@ class GazeNode(ControlMixin, LifecycleNode):
         self.last_error = None
         fid = p["frame_id"]
         self.frame_id = fid
-        self.pub_gaze = FastPublisher(self, Vector3Stamped, GazeTopics.GAZE, QOS_SENSOR, self.bus)
-        self.pub_markers = FastPublisher(self, MarkerArray, GazeTopics.MARKERS, QOS_SENSOR, self.bus)
-        self.pub_box = FastPublisher(self, PolygonStamped, GazeTopics.FACE_BOX, QOS_SENSOR, self.bus)
+        self.pub_gaze = FastPublisher(self, Vector3Stamped, GazeTopics.GAZE, QOS_SENSOR, self.bus, stream=True)
+        self.pub_markers = FastPublisher(self, MarkerArray, GazeTopics.MARKERS, QOS_SENSOR, self.bus, stream=True)
+        self.pub_box = FastPublisher(self, PolygonStamped, GazeTopics.FACE_BOX, QOS_SENSOR, self.bus, stream=True)
         self.pub_scene = FastPublisher(self, MarkerArray, GazeTopics.SCENE, QOS_LATCHED, self.bus)
         if self.cal is not None:
             self.pub_scene.publish(target_markers(self.cal.targets, time.time_ns()))

@@ -65,12 +65,13 @@ class MocapNode(DeviceNode):
             self.driver.close()
 
     def setup_publishers(self) -> None:
-        self.pub_status = FastPublisher(self, DiagnosticArray, Topics.MOCAP_STATUS, QOS_SENSOR, self.bus)
+        self.pub_status = FastPublisher(self, DiagnosticArray, Topics.MOCAP_STATUS, QOS_SENSOR, self.bus, stream=True)
 
     def _pub(self, name: str) -> FastPublisher:
         p = self._pubs.get(name)
         if p is None:
-            p = self._pubs[name] = FastPublisher(self, PoseStamped, Topics.rigid_body(name), QOS_SENSOR, self.bus)
+            p = self._pubs[name] = FastPublisher(self, PoseStamped, Topics.rigid_body(name), QOS_SENSOR, self.bus,
+                                                 stream=True)
         return p
 
     def step(self) -> None:

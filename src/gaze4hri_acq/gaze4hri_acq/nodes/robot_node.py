@@ -130,10 +130,10 @@ class RobotNode(DeviceNode):
                 self.driver.close()
 
     def setup_publishers(self) -> None:
-        self.pub_tcp = FastPublisher(self, PoseStamped, Topics.TCP_POSE, QOS_SENSOR, self.bus)
-        self.pub_js = FastPublisher(self, JointState, Topics.JOINT_STATES, QOS_SENSOR, self.bus)
-        self.pub_status = FastPublisher(self, DiagnosticArray, Topics.ROBOT_STATUS, QOS_SENSOR, self.bus)
-        self.pub_cmd = FastPublisher(self, TwistStamped, Topics.COMMANDED_SPEED, QOS_SENSOR, self.bus)
+        self.pub_tcp = FastPublisher(self, PoseStamped, Topics.TCP_POSE, QOS_SENSOR, self.bus, stream=True)
+        self.pub_js = FastPublisher(self, JointState, Topics.JOINT_STATES, QOS_SENSOR, self.bus, stream=True)
+        self.pub_status = FastPublisher(self, DiagnosticArray, Topics.ROBOT_STATUS, QOS_SENSOR, self.bus, stream=True)
+        self.pub_cmd = FastPublisher(self, TwistStamped, Topics.COMMANDED_SPEED, QOS_SENSOR, self.bus, stream=True)
         self.pub_safety = FastPublisher(self, DiagnosticArray, Topics.SAFETY, QOS_RELIABLE, self.bus)
         self.pub_events = FastPublisher(self, String, Topics.EVENTS, QOS_RELIABLE, self.bus)
         subscribe(self, self.bus, PoseStamped, Topics.HEAD_POSE, self._on_head, QOS_SENSOR)

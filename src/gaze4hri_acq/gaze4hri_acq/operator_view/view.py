@@ -260,6 +260,9 @@ class OperatorView:
     def _stop_service(self) -> str:
         from std_srvs.srv import Trigger
 
+        if getattr(self.client, "lifecycle_over_bus", False):  # the devices' process is bridged, not on DDS (split.py)
+            self.client.request("robot", "stop", timeout_s=5.0, reason="stop service")  # as /robot/stop says it
+            return "robot stopped"
         cli = getattr(self, "_stop_cli", None)
         if cli is None:
             cli = self._stop_cli = self.client.create_client(Trigger, "/robot/stop")

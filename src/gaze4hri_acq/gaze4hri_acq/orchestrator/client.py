@@ -76,6 +76,9 @@ class DeviceClient(Node):
         subscribe(self, bus, DiagnosticArray, Topics.DIAGNOSTICS, self._on_diag, QOS_RELIABLE)
         subscribe(self, bus, DiagnosticStatus, Topics.FRAME_META, self._on_frame_meta, QOS_SENSOR)
         self._lc_clients: dict[str, tuple] = {}
+        # the device nodes' lifecycle through their control commands instead of the DDS
+        # services: set when the bus is bridged to the devices' process (split.py)
+        self.lifecycle_over_bus = False
 
     # ------------------------------------------------------------ listeners
     def _on_ack(self, m: String) -> None:
@@ -183,9 +186,25 @@ class DeviceClient(Node):
         return fut.result()
 
     def lifecycle_state(self, node: str, timeout_s: float = 5.0) -> str | None:
+        if self.lifecycle_over_bus:
+            try:
+                return str(self.request(node, "lifecycle_state", timeout_s=timeout_s)["state"])
+            except Gaze4HRIError:
+                return None
         _, get = self._lifecycle_clients(node)
         r = self._call(get, GetState.Request(), timeout_s)
         return None if r is None else r.current_state.label
+
+    def _transition(self, node: str, tid: int, label: str, timeout_s: float) -> bool | None:
+        """One lifecycle transition: whether it succeeded, None without an answer."""
+        if self.lifecycle_over_bus:
+            try:
+                return bool(self.request(node, "lifecycle", timeout_s=timeout_s, transition=label)["success"])
+            except Gaze4HRIError:
+                return None
+        change, _ = self._lifecycle_clients(node)
+        r = self._call(change, ChangeState.Request(transition=Transition(id=tid)), timeout_s)
+        return None if r is None else bool(r.success)
 
     def bring_up(self, node: str, address: str, timeout_s: float = BRING_UP_PATIENCE_S) -> None:
         """configure + activate one lifecycle device node; one-line DeviceError on failure.
@@ -195,7 +214,6 @@ class DeviceClient(Node):
         device); ``timeout_s`` only ends the wait for a node that stopped answering.
         On a loaded machine (load 24 on 2 cores) a 15 s bound failed healthy nodes
         with "configure failed (state inactive)" (issue 20)."""
-        change, _ = self._lifecycle_clients(node)
         state = self.lifecycle_state(node, min(timeout_s, DISCOVERY_PATIENCE_S))
         if state is None:
             raise DeviceError(
@@ -210,24 +228,24 @@ class DeviceClient(Node):
         ):
             if state == want or (state == "active" and want == "inactive"):
                 continue
-            r = self._call(change, ChangeState.Request(transition=Transition(id=tid)), timeout_s)
+            ok = self._transition(node, tid, label, timeout_s)
             state = self.lifecycle_state(node, timeout_s)
-            if state != want or (r is not None and not r.success):
+            if state != want or ok is False:
                 why = self.device_error(node)
                 if why:  # the driver's own line names the device, its address and the fix
                     raise Gaze4HRIError(f"{node} node: {why}")
-                what = "no answer" if r is None else f"state {state}"
+                what = "no answer" if ok is None else f"state {state}"
                 raise DeviceError(
                     node,
                     address,
-                    f"{label} failed ({what} after {timeout_s:.0f} s)" if r is None else f"{label} failed ({what})",
+                    f"{label} failed ({what} after {timeout_s:.0f} s)" if ok is None else f"{label} failed ({what})",
                     "check the device, its address and cables, then retry",
                 )
 
     def shut_down(self, node: str, timeout_s: float = 5.0) -> None:
-        change, _ = self._lifecycle_clients(node)
-        for tid in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_CLEANUP):
-            self._call(change, ChangeState.Request(transition=Transition(id=tid)), timeout_s)
+        steps = ((Transition.TRANSITION_DEACTIVATE, "deactivate"), (Transition.TRANSITION_CLEANUP, "cleanup"))
+        for tid, label in steps:
+            self._transition(node, tid, label, timeout_s)
 
     def device_error(self, node: str) -> str | None:
         try:

@@ -33,8 +33,9 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ..nodes._bus import FastPublisher, IntraProcessBus
-from ..nodes._cdr import header_stamp_ns
+from ..nodes._cdr import header_stamp_ns, serialize
 from ..nodes.common import (
+    CONTROL,
     QOS_LATCHED,
     QOS_RELIABLE,
     QOS_SENSOR,
@@ -366,6 +367,9 @@ class RecorderNode(ControlMixin, Node):
         self.get_logger().error(self.fault)
         if self._robot_stop.service_is_ready():
             self._robot_stop.call_async(Trigger.Request())
+        elif self.bus is not None and self.bus.remote is not None:  # the robot in the bridged process (split.py)
+            self.bus.deliver(CONTROL, serialize(to_json({"to": "robot", "cmd": "stop", "seq": -1,
+                                                         "reason": "recorder: disk full"})))
         self._events.publish(to_json({"event": "fault", "source": "recorder", "code": "disk_full", "reason": self.fault,
                                       "trial": self.trial}))
 

@@ -1,0 +1,111 @@
+"""The one-process command's simulated devices in a second process (gaze4hri_acq/split.py):
+the bus bridge delivers every message once, in order, with its bytes; a split session
+records what the one-process session records; a child that cannot start is one line;
+a parent that dies takes the child with it."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("rclpy")
+from gaze4hri_acq.nodes._bridge import BusBridge  # noqa: E402
+from gaze4hri_acq.nodes._bus import IntraProcessBus  # noqa: E402
+from gaze4hri_acq.testing.wait import wait_for  # noqa: E402
+from gaze4hri_core.errors import Gaze4HRIError  # noqa: E402
+
+
+def test_the_bridge_delivers_each_message_once_in_order_with_its_bytes():
+    a_bus, b_bus = IntraProcessBus(), IntraProcessBus()
+    sa, sb = socket.socketpair()
+    a, b = BusBridge(a_bus, sa, "a").start(), BusBridge(b_bus, sb, "b").start()
+    got_b: dict[str, list[bytes]] = {}
+    got_a: list[bytes] = []
+    for t in ("/x", "/y", "/big"):
+        b_bus.subscribe(t, lambda topic, data: got_b.setdefault(topic, []).append(data))
+    a_bus.subscribe("/back", lambda _t, data: got_a.append(data))
+    b_bus.subscribe("/back", lambda _t, data: None)  # b's own subscriber: b's message goes to a once, not back
+    sent: dict[str, list[bytes]] = {"/x": [], "/y": [], "/big": []}
+
+    def publish(topic: str, n: int, size: int) -> None:
+        for i in range(n):
+            data = i.to_bytes(4, "little") * (size // 4)
+            sent[topic].append(data)
+            a_bus.deliver(topic, data)
+
+    threads = [threading.Thread(target=publish, args=args) for args in
+               (("/x", 3000, 40), ("/y", 3000, 300), ("/big", 40, 691_200))]  # 640x360 RGB frames among small ones
+    for th in threads:
+        th.start()
+    for i in range(50):
+        b_bus.deliver("/back", bytes([i]))
+    for th in threads:
+        th.join()
+    wait_for(lambda: sum(map(len, got_b.values())) == 6040 and len(got_a) == 50, 60.0, "every message across")
+    assert got_b == sent  # per topic (one publisher each): every message, in order, same bytes
+    assert got_a == [bytes([i]) for i in range(50)]
+    a.close()
+    b.close()
+    time.sleep(0.2)
+    assert a.received == 50 and b.received == 6040  # nothing echoed back
+
+
+def test_a_split_session_records_what_one_process_records(tmp_path):
+    from gaze4hri_acq.simulate import run_sim_session
+    from gaze4hri_core.session import load_manifest
+
+    trials = ["illum100_P1", "conflict_left_H1"]
+    out = {}
+    for mode in ("yes", "no"):
+        sdir = run_sim_session(tmp_path / mode, subject="S02", trial_ids=trials, resolution=(160, 90),
+                               trial_seconds=0.5, real_time_factor=20, device_process=mode)
+        out[mode] = load_manifest(sdir).trials
+    for t in trials:
+        for mode in ("yes", "no"):
+            assert out[mode][t].status == "done" and out[mode][t].dropped_frames == 0, (mode, out[mode][t])
+        assert out["yes"][t].frames == out["no"][t].frames >= 15  # 0.5 s at 30 Hz, both ends
+
+
+def test_a_child_that_cannot_start_is_one_line(tmp_path):
+    from gaze4hri_acq.runner import StackConfig
+    from gaze4hri_acq.split import SplitStack
+
+    bad = StackConfig(backend="sim", sim={"real_time_factor": -3.0}, nodes=("camera", "mocap", "robot", "recorder"))
+    with pytest.raises(Gaze4HRIError) as ei:
+        SplitStack(bad).start()
+    line = ei.value.line()
+    assert "simulated devices' process" in line and "real_time_factor" in line and "\n" not in line
+
+
+def _children(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [c.pid for c in psutil.Process(pid).children() if "gaze4hri_acq.split" in " ".join(c.cmdline())]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def test_a_killed_session_takes_its_device_process_with_it(tmp_path):
+    import psutil
+
+    cmd = [sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "S03", "--backend", "sim",
+           "--trials", "mutual_h_slow", "--resolution", "160x90", "--out-dir", str(tmp_path), "--quiet",
+           "--live-view", "off", "--skip-checks", "--sim-device-process", "yes"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: (tmp_path / "S03" / "bags").is_dir() and _children(p.pid), 120.0, "the session recording")
+        child = _children(p.pid)[0]
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        wait_for(lambda: not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE,
+                 30.0, "the device process to exit after its parent")
+    finally:
+        if p.poll() is None:
+            p.kill()
