@@ -153,6 +153,35 @@ def test_preview_refuses_unreachable_and_head_distance(cal):
     assert v.code in ("joint_speed", "ik_flip", "unreachable")
 
 
+def test_a_path_previewed_again_reuses_its_joints_and_is_checked_again(cal, monkeypatch):
+    """The simulated controller previews what the robot node has just previewed: the joint
+    path of the same samples from the same joints is taken from the last preview (same
+    numbers), while every check runs again (a head that came close refuses it)."""
+    from gaze4hri_core import safety
+
+    m = _monitor(cal)
+    m.update_head(0, _head_at_eye(cal, cal.eye_nominal_world))
+    T0 = _front_tool(cal)
+    t, poses, _, _ = sample_path([T0, SE3(T0.R, T0.t + [0.0, 0.05, 0.02])], 0.1, 0.5, 125)
+    calls = {"n": 0}
+    ik = safety.ik_track
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return ik(*a, **k)
+
+    monkeypatch.setattr(safety, "ik_track", counted)
+    v1, q1 = m.preview(t, poses, HOME_Q, 0.1, 0.5, now_ns=1 * MS)
+    n1 = calls["n"]
+    v2, q2 = m.preview(t, poses, HOME_Q, 0.1, 0.5, now_ns=2 * MS)
+    assert v1 and v2 and n1 == len(poses) and calls["n"] == n1 and np.array_equal(q1, q2)
+    v3, q3 = m.preview(t, poses, HOME_Q + 1e-3, 0.1, 0.5, now_ns=3 * MS)  # other start joints: solved again
+    assert v3 and calls["n"] == 2 * n1 and not np.array_equal(q3, q1)
+    m.update_head(4 * MS, _head_at_eye(cal, m.T_world_base.apply(T0.t) + [0.0, 0.0, -0.05]))  # eyes at the tool
+    v4, q4 = m.preview(t, poses, HOME_Q + 1e-3, 0.1, 0.5, now_ns=5 * MS)  # the same path, the head now at it
+    assert not v4 and v4.code == "head_distance" and q4 is None
+
+
 def test_preview_refuses_a_configuration_flip(cal):
     m = _monitor(cal, workspace_min=(-5, -5, -5), workspace_max=(5, 5, 5), require_head=False)
     T0 = _front_tool(cal)

@@ -250,6 +250,7 @@ class SafetyMonitor:
         self._head_seen_ns: int | None = None  # stamp of the last tracked sample
         self._head_first_lost_ns: int | None = None
         self._operator: str | None = None
+        self._ik_memo: tuple | None = None  # (path key, joint path) of the last preview that passed
 
     # ------------------------------------------------------------------ inputs
     def update_head(self, stamp_ns: int, T_world_head: SE3 | None) -> None:
@@ -425,6 +426,10 @@ class SafetyMonitor:
                                  f"{self.limits.max_tcp_accel:.2f} m/s^2"), None
         qs = np.zeros((len(poses_base), 6))
         q_prev = np.asarray(q_start, float).reshape(6)
+        # the joint path of the same sampled path from the same joints is the same: the
+        # simulated controller previews the motion the robot node has just previewed
+        key = (pos.tobytes(), np.array([p.R for p in poses_base]).tobytes(), q_prev.tobytes())
+        memo = self._ik_memo[1] if self._ik_memo is not None and self._ik_memo[0] == key else None
         for i, (ti, T) in enumerate(zip(t, poses_base, strict=True)):
             T_wt = compose(self.T_world_base, T)
             cam = T_wt.R @ self.T_tool0_camera.t + T_wt.t
@@ -435,7 +440,7 @@ class SafetyMonitor:
             v = self._head_distance(cam, head, radius)
             if not v:
                 return Verdict(False, f"{v.reason} at t={ti:.2f} s", v.code), None
-            q = ik_track(T.matrix, q_prev, self.robot_model)
+            q = memo[i] if memo is not None else ik_track(T.matrix, q_prev, self.robot_model)
             if q is None:
                 sols = kinematics.inverse(T.matrix, self.robot_model, q_near=q_prev)
                 if not sols:
@@ -455,6 +460,7 @@ class SafetyMonitor:
                                  f"{self.limits.max_joint_speed:.2f} rad/s)"), None
             qs[i] = q
             q_prev = q
+        self._ik_memo = (key, qs.copy())
         return OK, qs
 
 
