@@ -69,7 +69,9 @@ def test_a_split_session_records_what_one_process_records(tmp_path):
     for t in trials:
         for mode in ("yes", "no"):
             assert out[mode][t].status == "done" and out[mode][t].dropped_frames == 0, (mode, out[mode][t])
-        assert out["yes"][t].frames == out["no"][t].frames >= 15  # 0.5 s at 30 Hz, both ends
+        # 0.5 s at 30 Hz: 15 or 16 frames (whether a frame lands on the window's edge)
+        assert abs(out["yes"][t].frames - out["no"][t].frames) <= 1 and min(out["yes"][t].frames,
+                                                                            out["no"][t].frames) >= 15
 
 
 def test_a_child_that_cannot_start_is_one_line(tmp_path):

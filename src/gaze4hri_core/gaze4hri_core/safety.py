@@ -80,6 +80,8 @@ def exp_so3(w: np.ndarray) -> np.ndarray:
     """Rotation matrix of a rotation vector (Rodrigues' formula)."""
     x, y, z = w.tolist() if isinstance(w, np.ndarray) else map(float, w)  # floats: 3x3 numpy ops cost more
     th = math.sqrt(x * x + y * y + z * z)
+    if not math.isfinite(th):  # as numpy's formula gives it: a non-finite matrix, refused downstream
+        return np.full((3, 3), np.nan)
     if th < 1e-12:
         return np.eye(3)
     x, y, z = x / th, y / th, z / th

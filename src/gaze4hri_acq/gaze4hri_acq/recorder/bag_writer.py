@@ -33,7 +33,7 @@ def msgdef(msgtype: str) -> str:
 @functools.cache
 def _qos_yaml(qos: tuple) -> str:
     """A channel's ``offered_qos_profiles`` string, as rosbags' add_connection dumps it."""
-    from ruamel.yaml import YAML
+    from rosbags.rosbag2.writer import YAML  # the YAML class rosbags' writer dumps with (ruamel.yaml's)
 
     stream = StringIO()
     yaml = YAML(typ="safe")
