@@ -111,3 +111,32 @@ def test_a_killed_session_takes_its_device_process_with_it(tmp_path):
     finally:
         if p.poll() is None:
             p.kill()
+
+
+def test_a_device_process_that_dies_ends_the_session_with_its_trial_incomplete(tmp_path):
+    """The child killed mid-trial: the session ends at once as interrupted (not after a
+    minute of timeouts per trial), the recording trial marked incomplete for --resume,
+    with one line naming the cause; the trial recorded before it stays done."""
+    from gaze4hri_core.session import load_manifest
+
+    cmd = [sys.executable, "-m", "gaze4hri_acq.cli", "session", "--subject", "S04", "--backend", "sim",
+           "--trials", "mutual_h_slow", "illum100_P1", "--resolution", "160x90", "--out-dir", str(tmp_path), "--quiet",
+           "--live-view", "off", "--skip-checks", "--sim-device-process", "yes"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        def recording():
+            try:
+                return load_manifest(tmp_path / "S04").trials["mutual_h_slow"].status == "recording"
+            except Exception:  # noqa: BLE001 - not written yet
+                return False
+
+        wait_for(lambda: recording() and _children(p.pid), 120.0, "the first trial recording")
+        os.kill(_children(p.pid)[0], signal.SIGKILL)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 1, (out, err)
+    assert "session interrupted (the simulated devices' process ended (exit code -9))" in err
+    m = load_manifest(tmp_path / "S04")
+    assert m.trials["mutual_h_slow"].status == "incomplete" and m.trials["illum100_P1"].status == "done"  # ran first

@@ -61,7 +61,11 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
         live = _live_view(a)  # binds before the nodes start: a taken port asked for is one line, nothing started
         faults = {k: getattr(a, k) for k in ("mocap_dropout", "protective_stop", "table_nudge")}
         split = use_split(a.sim_device_process, a.backend, a.external_devices)
-        with (SplitStack(scfg, faults) if split else Stack(scfg)) as stack:
+
+        def lost(why: str) -> None:  # the devices' process died: the session ends as if interrupted
+            stop["reason"] = stop["reason"] or why
+
+        with (SplitStack(scfg, faults, on_lost=lost) if split else Stack(scfg)) as stack:
             client = stack.nodes["orchestrator"]
             client.session_id = f"{a.subject}"
             if live is not None:

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from types import SimpleNamespace
 
@@ -50,7 +51,7 @@ class SplitStack:
     """``Stack``'s interface (nodes, bus, world, start, close, context manager) over two
     processes: this one's recorder and orchestrator, the child's device nodes."""
 
-    def __init__(self, cfg: StackConfig, faults: dict | None = None):
+    def __init__(self, cfg: StackConfig, faults: dict | None = None, on_lost: Callable[[str], None] | None = None):
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")  # as Stack: the child inherits it
         mine, theirs = socket.socketpair()
         child = replace(cfg, nodes=tuple(n for n in cfg.nodes if n in DEVICE_NODES), wrap_drivers={})
@@ -60,6 +61,8 @@ class SplitStack:
         theirs.close()
         self._ready = threading.Event()
         self._error: str | None = None
+        self._closing = False
+        self._on_lost = on_lost  # the child ended on its own: the session cannot go on (the reason)
         self.world = None  # in the child
         self.stack = None
         try:
@@ -71,12 +74,29 @@ class SplitStack:
         self.nodes, self.bus = self.stack.nodes, self.stack.bus
         if "orchestrator" in self.nodes:
             self.nodes["orchestrator"].lifecycle_over_bus = True
-        self.bridge = BusBridge(self.bus, mine, "devices", on_control=self._on_control, on_close=self._ready.set)
+        self.bridge = BusBridge(self.bus, mine, "devices", on_control=self._on_control, on_close=self._ended)
 
     def _on_control(self, topic: str, data: bytes) -> None:
         if topic == ERROR:
             self._error = data.decode(errors="replace")
         self._ready.set()
+
+    def _ended(self) -> None:
+        """The stream ended: at our close, or because the child died (then the session ends)."""
+        self._ready.set()
+        if self._closing or self._on_lost is None:
+            return
+        try:
+            code = self.proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        why = f"the simulated devices' process ended (exit code {code})"
+        self._on_lost(why)
+        client = self.nodes.get("orchestrator")
+        if client is not None:  # a request waiting for a device's answer ends now, not at its timeout
+            client.lost.update({n: why for n in DEVICE_NODES})
+            with client._cv:
+                client._cv.notify_all()
 
     def start(self) -> SplitStack:
         self.stack.start()
@@ -98,6 +118,7 @@ class SplitStack:
     def close(self) -> None:
         """This process' nodes first (the recorder closes its bag), then the stream: the
         child stops its devices and exits."""
+        self._closing = True
         try:
             if self.stack is not None:
                 self.stack.close()

@@ -66,7 +66,7 @@ class DeviceClient(Node):
         self.device_ns = 0  # latest robot state stamp: the session's clock (host or simulation)
         self.stream_ns = {"camera": 0, "mocap": 0, "robot": 0}  # latest stamp per stream
         self.diag: dict[str, dict] = {}
-        self.abort: str | None = None
+        self.lost: dict[str, str] = {}  # node -> why: its process ended (split.py); a request to it is an interrupt
         self.pub_control = FastPublisher(self, String, CONTROL, QOS_RELIABLE, bus)
         self.pub_events = FastPublisher(self, String, Topics.EVENTS, QOS_RELIABLE, bus)
         subscribe(self, bus, String, ACK, self._on_ack, QOS_RELIABLE)
@@ -140,11 +140,15 @@ class DeviceClient(Node):
         """Send a command and wait for its acknowledgement; refusal or silence raise.
         ``timeout_s`` bounds the wait for a node that stopped answering; a loaded machine
         answers late, not never (issue 20: 10 s was within reach of a load of 24)."""
+        if to in self.lost:
+            raise Interrupted(self.lost[to])
         seq = next(self._seq)
         self.pub_control.publish(to_json({"to": to, "cmd": cmd, "seq": seq, "session": self.session_id, **fields}))
         deadline = time.monotonic() + timeout_s
         with self._cv:
             while seq not in self._acks:
+                if to in self.lost:  # its process ended while we waited (split.py)
+                    raise Interrupted(self.lost[to])
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise DeviceError(

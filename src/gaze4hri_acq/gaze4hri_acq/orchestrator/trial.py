@@ -201,8 +201,8 @@ def abort_trial(client: DeviceClient, recording: bool, reason: str, robot_timeou
     """Stop the robot and, when recording, the recorder; a device that does not answer is left to its own stop."""
     try:
         client.request("robot", "stop", reason=reason, timeout_s=robot_timeout_s)
-    except Gaze4HRIError:
-        pass  # the robot node is gone; the driver's own watchdog and the controller stop it
+    except (Gaze4HRIError, Interrupted):
+        pass  # the robot node (or its process) is gone; the driver's own watchdog and the controller stop it
     if recording:
         client.publish_event("stop", reason=reason)
         try:
