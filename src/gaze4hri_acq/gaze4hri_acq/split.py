@@ -94,9 +94,7 @@ class SplitStack:
         self._on_lost(why)
         client = self.nodes.get("orchestrator")
         if client is not None:  # a request waiting for a device's answer ends now, not at its timeout
-            client.lost.update({n: why for n in DEVICE_NODES})
-            with client._cv:
-                client._cv.notify_all()
+            client.mark_lost(DEVICE_NODES, why)
 
     def start(self) -> SplitStack:
         self.stack.start()

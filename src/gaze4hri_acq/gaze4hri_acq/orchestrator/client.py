@@ -163,6 +163,13 @@ class DeviceClient(Node):
             raise Gaze4HRIError(str(ack.get("error") or f"{to}: '{cmd}' refused"), None, None)
         return ack
 
+    def mark_lost(self, nodes, why: str) -> None:
+        """These nodes' process ended: a request to one of them, waiting or new, is an
+        interrupt with ``why`` from now on (split.py)."""
+        with self._cv:
+            self.lost.update({n: why for n in nodes})
+            self._cv.notify_all()
+
     def publish_event(self, event: str, **fields) -> None:
         self.pub_events.publish(to_json({"event": event, "stamp_ns": self.device_ns, **fields}))
 
