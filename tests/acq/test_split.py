@@ -70,8 +70,8 @@ def test_a_split_session_records_what_one_process_records(tmp_path):
         for mode in ("yes", "no"):
             assert out[mode][t].status == "done" and out[mode][t].dropped_frames == 0, (mode, out[mode][t])
         # 0.5 s at 30 Hz: 15 or 16 frames (whether a frame lands on the window's edge)
-        assert abs(out["yes"][t].frames - out["no"][t].frames) <= 1 and min(out["yes"][t].frames,
-                                                                            out["no"][t].frames) >= 15
+        frames = (out["yes"][t].frames, out["no"][t].frames)
+        assert abs(frames[0] - frames[1]) <= 1 and min(frames) >= 15, (t, out["yes"][t], out["no"][t])
 
 
 def test_a_child_that_cannot_start_is_one_line(tmp_path):
@@ -140,3 +140,14 @@ def test_a_device_process_that_dies_ends_the_session_with_its_trial_incomplete(t
     assert "session interrupted (the simulated devices' process ended (exit code -9))" in err
     m = load_manifest(tmp_path / "S04")
     assert m.trials["mutual_h_slow"].status == "incomplete" and m.trials["illum100_P1"].status == "done"  # ran first
+
+
+def test_auto_splits_a_sim_session_of_a_minute_or_more_on_two_cores(monkeypatch):
+    from gaze4hri_acq import split
+
+    monkeypatch.setattr(split.os, "cpu_count", lambda: 2)
+    assert split.use_split("auto", "sim", False, 283.0) and not split.use_split("auto", "sim", False, 4.0)
+    assert split.use_split("yes", "sim", False, 4.0) and not split.use_split("no", "sim", False, 283.0)
+    assert not split.use_split("yes", "real", False, 283.0) and not split.use_split("yes", "sim", True, 283.0)
+    monkeypatch.setattr(split.os, "cpu_count", lambda: 1)
+    assert not split.use_split("auto", "sim", False, 283.0)

@@ -27,6 +27,7 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     """Build the nodes, run the orchestrator, shut down cleanly; returns the session dir.
     ``command``: the session command as typed, for the summary's ``--redo`` hint."""
     from .orchestrator.client import Interrupted
+    from .orchestrator.disk import trial_seconds_estimate
     from .orchestrator.session import check_inputs, run_session
     from .runner import Stack, StackConfig
     from .sim_faults import inject_sim_faults
@@ -60,7 +61,8 @@ def run_session_args(a: SessionArgs, command: str | None = None) -> Path:
     try:
         live = _live_view(a)  # binds before the nodes start: a taken port asked for is one line, nothing started
         faults = {k: getattr(a, k) for k in ("mocap_dropout", "protective_stop", "table_nudge")}
-        split = use_split(a.sim_device_process, a.backend, a.external_devices)
+        recording_s = sum(trial_seconds_estimate(t, a.trial_seconds) for t in inputs.trials)
+        split = use_split(a.sim_device_process, a.backend, a.external_devices, recording_s)
 
         def lost(why: str) -> None:  # the devices' process died: the session ends as if interrupted
             stop["reason"] = stop["reason"] or why

@@ -183,7 +183,8 @@ class SessionConfig(BaseModel):
     # threads share one core per process; split, the devices and the recorder run side by side
     sim_device_process: Literal["auto", "yes", "no"] = Field(
         "auto", description="sim backend: run the simulated devices in a second process (yes), in this one (no), or "
-                            "auto: a second process where the machine has two cores or more",
+                            "auto: a second process where the machine has two cores or more and the session "
+                            "records a minute or more",
         json_schema_extra=_cli(cli_only=True))
     external_devices: bool = Field(
         False, description="device nodes run in other processes (ros2 launch): start only the orchestrator",

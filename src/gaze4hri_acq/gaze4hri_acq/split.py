@@ -38,13 +38,18 @@ DEVICE_NODES = ("camera", "mocap", "robot")
 READY_PATIENCE_S = 120.0
 
 
-def use_split(choice: str, backend: str, external_devices: bool) -> bool:
+#: "auto" splits a session that records at least this long (simulated s): the child's
+#: start (its own rclpy, nodes and world, ~2 s of a core) pays back on longer sessions
+SPLIT_FROM_S = 60.0
+
+
+def use_split(choice: str, backend: str, external_devices: bool, recording_s: float) -> bool:
     """Whether a session's simulated devices run in their own process: ``choice`` "yes",
-    "no" or "auto" (yes on a machine with two cores or more); only the sim backend of
-    the one-process command."""
+    "no" or "auto" (yes on a machine with two cores or more for a session recording at
+    least SPLIT_FROM_S); only the sim backend of the one-process command."""
     if backend != "sim" or external_devices or choice == "no":
         return False
-    return choice == "yes" or (os.cpu_count() or 1) >= 2
+    return choice == "yes" or ((os.cpu_count() or 1) >= 2 and recording_s >= SPLIT_FROM_S)
 
 
 class SplitStack:
