@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy")
+pytestmark = pytest.mark.replay
 from gaze4hri_acq.nodes._cdr import encode_image, encode_pose  # noqa: E402
 from gaze4hri_acq.recorder import bag as bagmod  # noqa: E402
 from gaze4hri_acq.recorder.bag import TrialBag, mcap_file  # noqa: E402

@@ -15,6 +15,7 @@ import time
 import pytest
 
 pytest.importorskip("rclpy")
+pytestmark = pytest.mark.node
 from gaze4hri_acq.nodes._bridge import BusBridge  # noqa: E402
 from gaze4hri_acq.nodes._bus import IntraProcessBus  # noqa: E402
 from gaze4hri_acq.testing.wait import wait_for  # noqa: E402
