@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 from gaze4hri_core.errors import Gaze4HRIError
 
-from .nodes._bridge import ERROR, READY, BusBridge
+from .nodes._bridge import ERROR, READY, BusBridge, send_frame
 from .runner import Stack, StackConfig
 
 __all__ = ["SplitStack", "DEVICE_NODES", "use_split"]
@@ -153,7 +153,7 @@ def _child(fd: int, spec: dict) -> int:
                                      "ros_args": tuple(st["ros_args"])}))
     except Exception as e:  # noqa: BLE001 - any failure is the parent's one error line
         line = e.line() if isinstance(e, Gaze4HRIError) else f"{type(e).__name__}: {e}"
-        BusBridge(SimpleNamespace(remote=None), sock, "error").send_now(ERROR, line.encode())
+        send_frame(sock, ERROR, line.encode())
         sock.close()
         return 2
     with stack:

@@ -17,7 +17,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["BusBridge", "READY", "ERROR"]
+__all__ = ["BusBridge", "READY", "ERROR", "send_frame"]
 
 _HEAD = struct.Struct("<HI")  # topic length, data length
 READY, ERROR = "\x00ready", "\x00error"
@@ -37,6 +37,13 @@ def _send_all(sock: socket.socket, bufs: list) -> None:
 
 
 _IOV_MAX = 512  # buffers per sendmsg (Linux allows 1024)
+
+
+def send_frame(sock: socket.socket, topic: str, data: bytes) -> None:
+    """One message written at once, in the bridge's framing, without a bridge (the
+    child's error line, before any bridge runs)."""
+    t = topic.encode()
+    sock.sendall(_HEAD.pack(len(t), len(data)) + t + data)
 
 
 class BusBridge:
@@ -135,12 +142,6 @@ class BusBridge:
                 self._cv.notify_all()
             if self._on_close is not None:
                 self._on_close()
-
-    def send_now(self, topic: str, data: bytes) -> None:
-        """One message written at once, without the sender thread (the child's error line
-        before any bridge runs)."""
-        t = topic.encode()
-        self.sock.sendall(_HEAD.pack(len(t), len(data)) + t + data)
 
     def close(self, wait_s: float = 5.0) -> None:
         """Send what is queued, end the stream (the peer sees its end) and wait for the
