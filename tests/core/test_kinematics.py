@@ -99,3 +99,35 @@ def test_unknown_model_is_the_registry_line():
         kinematics.forward(np.zeros(6), "ur5x")
     assert str(e.value) == "unknown robot model 'ur5x' (model parameter): did you mean ur5 or ur5e? known: ur5, ur5e"
     assert kinematics.forward(np.zeros(6), "UR5E").shape == (4, 4)  # case-insensitive (registry.py)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(*[joint] * 6), min_size=1, max_size=12), st.sampled_from(["ur5", "ur5e"]))
+@example([(0.4, -1.2, 1.5, -0.9, 1.1, 0.3), (1.0, 0.0, 0.0, -1.0, 0.0, 0.0)], "ur5")  # generic, wrist singular
+def test_ik_of_many_poses_at_once_is_the_analytic_ik_of_each(qs, model):
+    """inverse_many (a preview's poses at once) finds the branches inverse finds, pose by
+    pose, and flags the wrist singularity, which inverse solves on its own."""
+    qs = np.array(qs)
+    T = kinematics.forward_many(qs, model)
+    sols, singular = kinematics.inverse_many(T, model)
+    assert sols.shape == (len(qs), 8, 6)
+    for i, q in enumerate(qs):
+        np.testing.assert_allclose(T[i], kinematics.forward(q, model), atol=1e-12)
+        ref = kinematics.inverse(T[i], model)
+        got = [s for s in sols[i] if np.isfinite(s).all()]
+        if singular[i]:
+            assert abs(np.sin(q[4])) < 1e-3
+            continue
+        for s in got:
+            np.testing.assert_allclose(kinematics.forward(s, model), T[i], atol=1e-6)
+        def same(a, b):
+            return np.allclose((a - b + np.pi) % (2 * np.pi) - np.pi, 0.0, atol=1e-6)  # inverse merges closer ones
+        assert all(any(same(r, g) for g in got) for r in ref) and all(any(same(g, r) for r in ref) for g in got)
+
+
+def test_ik_of_many_poses_out_of_reach_is_nan():
+    T = np.tile(np.eye(4), (3, 1, 1))
+    T[1, :3, 3] = [2.0, 0, 0]
+    T[:, :3, 3] += [[0.3, 0.2, 0.3], [0, 0, 0], [0.0, 0.0, 0.0]]
+    sols, _ = kinematics.inverse_many(T)
+    assert np.isnan(sols[1]).all() and np.isfinite(sols[0]).any()

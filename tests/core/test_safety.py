@@ -164,22 +164,66 @@ def test_a_path_previewed_again_reuses_its_joints_and_is_checked_again(cal, monk
     T0 = _front_tool(cal)
     t, poses, _, _ = sample_path([T0, SE3(T0.R, T0.t + [0.0, 0.05, 0.02])], 0.1, 0.5, 125)
     calls = {"n": 0}
-    ik = safety.ik_track
+    ik = kinematics.inverse_many
 
     def counted(*a, **k):
         calls["n"] += 1
         return ik(*a, **k)
 
-    monkeypatch.setattr(safety, "ik_track", counted)
+    monkeypatch.setattr(safety.kinematics, "inverse_many", counted)
     v1, q1 = m.preview(t, poses, HOME_Q, 0.1, 0.5, now_ns=1 * MS)
-    n1 = calls["n"]
     v2, q2 = m.preview(t, poses, HOME_Q, 0.1, 0.5, now_ns=2 * MS)
-    assert v1 and v2 and n1 == len(poses) and calls["n"] == n1 and np.array_equal(q1, q2)
+    assert v1 and v2 and calls["n"] == 1 and np.array_equal(q1, q2)
     v3, q3 = m.preview(t, poses, HOME_Q + 1e-3, 0.1, 0.5, now_ns=3 * MS)  # other start joints: solved again
-    assert v3 and calls["n"] == 2 * n1 and not np.array_equal(q3, q1)
+    assert v3 and calls["n"] == 2 and np.allclose(q3, q1, atol=1e-9)
     m.update_head(4 * MS, _head_at_eye(cal, m.T_world_base.apply(T0.t) + [0.0, 0.0, -0.05]))  # eyes at the tool
     v4, q4 = m.preview(t, poses, HOME_Q + 1e-3, 0.1, 0.5, now_ns=5 * MS)  # the same path, the head now at it
     assert not v4 and v4.code == "head_distance" and q4 is None
+
+
+def _newton_path(poses, q0):
+    """The joint path as ik_track follows it sample by sample (the preview's rule before it
+    solved all samples at once), with the analytic fallback."""
+    out, q = [], np.asarray(q0, float)
+    for T in poses:
+        q = ik_track(T.matrix, q) if ik_track(T.matrix, q) is not None else kinematics.inverse(T.matrix, q_near=q)[0]
+        out.append(q)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("trial_id", ["arc_P5", "mutual_h_slow", "mutual_v_fast"])
+def test_a_previewed_joint_path_is_the_continuation_newton_steps_follow(cal, trial_id):
+    """The preview solves all samples' IK branches at once and follows the nearest: the same
+    joint path as Newton steps from each sample's predecessor, on the protocol's motions."""
+    from gaze4hri_core.protocol import trial_by_id
+    from gaze4hri_core.trajectories import TrajectorySettings, plan_trial
+
+    m = _monitor(cal)
+    m.update_head(0, _head_at_eye(cal, cal.eye_nominal_world))
+    plan = plan_trial(trial_by_id(trial_id), cal, cal.eye_nominal_world, TrajectorySettings())
+    start, q = _front_tool(cal), kinematics.inverse(_front_tool(cal).matrix, q_near=HOME_Q)[0]
+    for mv in (plan.approach, plan.motion):
+        t, poses, _, _ = sample_path(mv.path(start), mv.speed, mv.accel, 50.0, stops=mv.stops)
+        v, qs = m.preview(t, poses, q, mv.speed, mv.accel, now_ns=1 * MS)
+        assert v, v.reason
+        np.testing.assert_allclose(qs, _newton_path(poses, q), atol=1e-6)
+        start, q = poses[-1], qs[-1]
+
+
+def test_poses_at_the_wrist_singularity_are_solved_sample_by_sample(cal):
+    """At q5 = 0 q6 is free: such samples leave the all-at-once branches for the one-by-one
+    solver (Newton steps, then the analytic IK), which follows the previous joints."""
+    m = _monitor(cal, workspace_min=(-5, -5, -5), workspace_max=(5, 5, 5), require_head=False)
+    q0 = np.array([0.3, -1.3, 1.4, -1.2, 0.0, 0.4])
+    qs_true = q0 + np.outer(np.arange(40), [0.004, -0.003, 0.002, 0.003, 0.0, -0.002])
+    poses = [SE3(T[:3, :3], T[:3, 3]) for T in kinematics.forward_many(qs_true)]
+    t = np.arange(40) * 0.02
+    assert kinematics.inverse_many(np.array([p.matrix for p in poses]))[1].all()  # every sample singular
+    v, qs = m.preview(t, poses, q0, 0.05, 0.3)
+    assert v, v.reason
+    np.testing.assert_allclose(qs, _newton_path(poses, q0), atol=1e-9)
+    for q, T in zip(qs, poses, strict=True):
+        np.testing.assert_allclose(kinematics.forward(q), T.matrix, atol=1e-6)
 
 
 def test_preview_refuses_a_configuration_flip(cal):

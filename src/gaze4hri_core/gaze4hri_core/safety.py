@@ -318,8 +318,8 @@ class SafetyMonitor:
         return self.T_world_base @ T_base_tool0 @ self.T_tool0_camera
 
     def _box(self, p: np.ndarray, what: str) -> Verdict:
-        lo, hi = np.array(self.limits.workspace_min), np.array(self.limits.workspace_max)
-        if np.any(p < lo) or np.any(p > hi):
+        (x, y, z), (lx, ly, lz), (hx, hy, hz) = p.tolist(), self.limits.workspace_min, self.limits.workspace_max
+        if x < lx or y < ly or z < lz or x > hx or y > hy or z > hz:
             return _stop("workspace", f"{what} at {np.round(p, 3).tolist()} m leaves the workspace box "
                                       f"{list(self.limits.workspace_min)}..{list(self.limits.workspace_max)}")
         return OK
@@ -329,7 +329,7 @@ class SafetyMonitor:
         nearest point of the sphere of ``radius`` about the head band's origin."""
         if head is None:
             return OK
-        band = float(np.linalg.norm(cam - head))
+        band = math.dist(cam.tolist(), head.tolist())
         d = band - radius
         if d < self.limits.min_camera_head_m:
             how = "" if radius == 0 else (f" (head band {band:.3f} m away, eyes assumed anywhere within "
@@ -426,53 +426,139 @@ class SafetyMonitor:
                     return _stop("accel",
                                  f"planned TCP acceleration {acc.max():.2f} m/s^2 above the limit "
                                  f"{self.limits.max_tcp_accel:.2f} m/s^2"), None
-        qs = np.zeros((len(poses_base), 6))
         q_prev = np.asarray(q_start, float).reshape(6)
+        Ts = np.empty((len(poses_base), 4, 4))
+        Ts[:, :3, :3] = np.array([p.R for p in poses_base])
+        Ts[:, :3, 3], Ts[:, 3, :] = pos, (0.0, 0.0, 0.0, 1.0)
         # the joint path of the same sampled path from the same joints is the same: the
         # simulated controller previews the motion the robot node has just previewed
-        key = (pos.tobytes(), np.array([p.R for p in poses_base]).tobytes(), q_prev.tobytes())
+        key = (pos.tobytes(), Ts[:, :3, :3].tobytes(), q_prev.tobytes())
         memo = self._ik_memo[1] if self._ik_memo is not None and self._ik_memo[0] == key else None
-        for i, (ti, T) in enumerate(zip(t, poses_base, strict=True)):
-            T_wt = compose(self.T_world_base, T)
-            cam = T_wt.R @ self.T_tool0_camera.t + T_wt.t
-            for p, what in ((T_wt.t, "tool0"), (cam, "camera")):
-                v = self._box(p, what)
-                if not v:
-                    return Verdict(False, f"{v.reason} at t={ti:.2f} s", v.code), None
-            v = self._head_distance(cam, head, radius)
-            if not v:
-                return Verdict(False, f"{v.reason} at t={ti:.2f} s", v.code), None
-            q = memo[i] if memo is not None else ik_track(T.matrix, q_prev, self.robot_model)
+        g, refusal = self._first_refused_pose(t, Ts, head, radius)
+        v, qs = self._joint_path(t, Ts, q_prev, memo, g)
+        if not v:
+            return v, None
+        if refusal is not None:
+            return refusal, None
+        self._ik_memo = (key, qs.copy())
+        return OK, qs
+
+    def _joint_path(self, t: np.ndarray, Ts: np.ndarray, q_prev: np.ndarray, memo, g: int
+                    ) -> tuple[Verdict, np.ndarray]:
+        """The joint path of the first ``g`` samples (tool0 poses ``Ts``) from ``q_prev``, each
+        sample on the IK branch nearest the previous sample's joints (the continuation a linear
+        move follows, as ik_track's Newton steps), ``memo`` the last passed path of the same
+        samples from the same joints; refused where a pose is out of reach or a joint would
+        move faster than ``max_joint_speed`` allows (a configuration flip)."""
+        qs = np.zeros((len(t), 6))
+        sols = singular = None
+        if memo is not None:
+            qs[:g], i0 = memo[:g], g
+        else:
+            sols, singular = kinematics.inverse_many(Ts[:g], self.robot_model)
+            i0 = _continue_branch(sols, singular, q_prev, qs)
+        if i0 > 1:  # the joint-speed rule below, over the samples solved at once
+            dt = np.maximum(np.diff(t[:i0]), 1e-3)
+            over = np.abs(np.diff(qs[:i0], axis=0)).max(axis=1) > self.limits.max_joint_speed * dt * 1.5 + 1e-3
+            i0 = int(np.argmax(over)) + 1 if over.any() else i0
+        if i0 > 0:
+            q_prev = qs[i0 - 1]
+        for i in range(i0, g):  # from where one branch stopped being the nearest: sample by sample
+            ti = t[i]
+            q = memo[i] if memo is not None else _nearest(sols[i], q_prev) if not singular[i] else None
+            if q is None:  # no branch solved at once (the wrist singularity): solved alone, as before
+                q = ik_track(Ts[i], q_prev, self.robot_model)
             if q is None:
-                sols = kinematics.inverse(T.matrix, self.robot_model, q_near=q_prev)
-                if not sols:
+                sols_i = kinematics.inverse(Ts[i], self.robot_model, q_near=q_prev)
+                if not sols_i:
                     return _stop("unreachable",
-                                 f"pose at t={ti:.2f} s, tool0 {np.round(T.t, 3).tolist()} m in base, "
-                                 "is out of reach"), None
-                q = sols[0]
+                                 f"pose at t={ti:.2f} s, tool0 {np.round(Ts[i, :3, 3], 3).tolist()} m in base, "
+                                 "is out of reach"), qs
+                q = sols_i[0]
             if i > 0:
                 dt_i = max(ti - t[i - 1], 1e-3)
                 jump = float(np.max(np.abs(q - q_prev)))
-                if jump > self.limits.max_joint_speed * dt_i * 1.5 + 1e-3:
+                limit = self.limits.max_joint_speed * dt_i * 1.5 + 1e-3
+                if jump > limit and memo is None:
+                    # near a singularity the branches' formulas can miss the continuation that
+                    # Newton steps from the previous joints find: the smaller move is the one judged
+                    q2 = ik_track(Ts[i], q_prev, self.robot_model)
+                    if q2 is not None and float(np.max(np.abs(q2 - q_prev))) < jump:
+                        q, jump = q2, float(np.max(np.abs(q2 - q_prev)))
+                if jump > limit:
                     j = int(np.argmax(np.abs(q - q_prev)))
                     code = "ik_flip" if jump > 0.5 else "joint_speed"
                     return _stop(code,
                                  f"joint {j + 1} would move {np.degrees(jump):.1f} deg in {dt_i * 1e3:.0f} ms at "
                                  f"t={ti:.2f} s (configuration flip or joint speed above "
-                                 f"{self.limits.max_joint_speed:.2f} rad/s)"), None
+                                 f"{self.limits.max_joint_speed:.2f} rad/s)"), qs
             qs[i] = q
             q_prev = q
-        self._ik_memo = (key, qs.copy())
         return OK, qs
+
+    def _first_refused_pose(self, t: np.ndarray, Ts: np.ndarray, head, radius: float) -> tuple[int, Verdict | None]:
+        """The first sample whose tool0 or camera leaves the workspace box or comes too near
+        the head, with the refusal (``len(t)``, None: none). The margins of all samples are
+        computed at once; the samples at or within 1e-9 of a limit are then checked one by
+        one with the live check's rules (``_box``, ``_head_distance``), which decide."""
+        R = self.T_world_base.R @ Ts[:, :3, :3]
+        tool = Ts[:, :3, 3] @ self.T_world_base.R.T + self.T_world_base.t
+        cam = R @ self.T_tool0_camera.t + tool
+        lo, hi = np.array(self.limits.workspace_min), np.array(self.limits.workspace_max)
+        margin = np.minimum(np.minimum(tool - lo, hi - tool), np.minimum(cam - lo, hi - cam)).min(axis=1)
+        if head is not None:
+            d = np.linalg.norm(cam - head, axis=1) - radius - self.limits.min_camera_head_m
+            margin = np.minimum(margin, d)
+        for i in np.flatnonzero(margin <= 1e-9):
+            T_wt = compose(self.T_world_base, se3_unchecked(Ts[i, :3, :3], Ts[i, :3, 3]))
+            cam_i = T_wt.R @ self.T_tool0_camera.t + T_wt.t
+            for v in (self._box(T_wt.t, "tool0"), self._box(cam_i, "camera"), self._head_distance(cam_i, head, radius)):
+                if not v:
+                    return int(i), Verdict(False, f"{v.reason} at t={t[i]:.2f} s", v.code)
+        return len(t), None
+
+
+def _continue_branch(sols: np.ndarray, singular: np.ndarray, q_start: np.ndarray, qs: np.ndarray) -> int:
+    """The joint path while one IK branch stays the nearest to the previous sample's joints
+    (``_nearest`` at every sample, computed at once): fills ``qs`` and returns how many
+    samples it covers (all of them along a path that meets no singularity or branch change)."""
+    n = len(sols)
+    if n == 0:
+        return 0
+    first = _nearest(sols[0], q_start) if not singular[0] else None
+    if first is None:
+        return 0
+    b = int(np.nanargmin(np.einsum("ij,ij->i", *(2 * [(sols[0] - first + np.pi) % (2 * np.pi) - np.pi]))))
+    step = (np.diff(sols[:, b], axis=0) + np.pi) % (2 * np.pi) - np.pi
+    path = first + np.concatenate([np.zeros((1, 6)), np.cumsum(step, axis=0)])
+    # sample i's branches against sample i-1's joints: b must be the nearest (ties go to the
+    # lowest index, as nanargmin) and every sample solvable without the one-by-one solver
+    d = (sols[1:] - path[:-1, None, :] + np.pi) % (2 * np.pi) - np.pi
+    dist = np.einsum("nbj,nbj->nb", d, d)
+    dist = np.where(np.isnan(dist), np.inf, dist)
+    good = (np.argmin(dist, axis=1) == b) & np.isfinite(dist[:, b]) & ~singular[1:]
+    k = n if good.all() else int(np.argmin(good)) + 1
+    qs[:k] = path[:k]
+    return k
+
+
+def _nearest(sols: np.ndarray, q_prev: np.ndarray) -> np.ndarray | None:
+    """The IK branch (rows of ``sols``, NaN: none) nearest ``q_prev``, each joint moved to its
+    2*pi-equivalent nearest ``q_prev`` (as ``kinematics.inverse``'s sort); None: no branch."""
+    d = (sols - q_prev + np.pi) % (2 * np.pi) - np.pi
+    n = np.einsum("ij,ij->i", d, d)
+    if not np.isfinite(n).any():
+        return None
+    return q_prev + d[int(np.nanargmin(n))]
 
 
 def _non_finite(t: np.ndarray, poses_base: list[SE3], q_start) -> Verdict | None:
     """A refusal when the sampled motion or the start joints hold NaN/inf (or do not match)."""
     if len(t) != len(poses_base) or not np.all(np.isfinite(t)):
         return _stop("workspace", "planned motion has non-finite or mismatched sample times")
-    for i, T in enumerate(poses_base):
-        if not finite_pose(T):
-            return _stop("workspace", f"planned pose {i} is not finite")
+    ok = [np.isfinite(T.t).all() and np.isfinite(T.R).all() for T in poses_base]
+    if not all(ok):
+        return _stop("workspace", f"planned pose {ok.index(False)} is not finite")
     q = np.asarray(q_start, float).ravel()
     if q.size != 6 or not np.all(np.isfinite(q)):
         return _stop("unreachable", "start joint angles are not 6 finite numbers")

@@ -8,6 +8,7 @@ camera ask for the pose at a frame's stamp in the recent past.
 """
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -35,6 +36,17 @@ class _Motion:
     duration: float
     tau: float = 0.0  # motion time reached (advances at speed_scaling x real time)
     name: str = "move"
+
+
+def _segment(t: np.ndarray, x: float) -> tuple[int, float]:
+    """Where ``x`` falls on the sample times ``t``: index j and weight w of the linear blend
+    of samples j and j + 1 (w 0: sample j itself), clamped to the ends as np.interp."""
+    if x <= t[0]:
+        return 0, 0.0
+    if x >= t[-1]:
+        return len(t) - 1, 0.0
+    j = int(np.searchsorted(t, x, side="right")) - 1
+    return j, float((x - t[j]) / (t[j + 1] - t[j]))
 
 
 class SimArm:
@@ -120,17 +132,18 @@ class SimArm:
             if self._head_feed is not None:
                 self._head_feed(t)
             m.tau = min(m.tau + dt * self.speed_scaling, m.duration)
-            q_new = np.array([np.interp(m.tau, m.t, m.q[:, j]) for j in range(6)])
+            j, w = _segment(m.t, m.tau)
+            q_new = m.q[j] + w * (m.q[j + 1] - m.q[j]) if w else m.q[j].copy()
             T_old = self._forward(self._q)
             T_new = self._forward(q_new)
             self._qd = (q_new - self._q) / dt if dt > 0 else np.zeros(6)
             v_lin = (T_new[:3, 3] - T_old[:3, 3]) / dt if dt > 0 else np.zeros(3)
             self._tcp_v = np.concatenate([v_lin, np.zeros(3)])
             self._q = q_new
-            v_cmd = float(np.interp(m.tau, m.t, m.v)) * self.speed_scaling
-            self.commanded_log.append((t, v_cmd, float(np.linalg.norm(v_lin))))
-            verdict = self.monitor.check(t, se3_unchecked(T_new[:3, :3], T_new[:3, 3]), float(np.linalg.norm(v_lin)),
-                                         moving=True)
+            v_cmd = float(m.v[j] + w * (m.v[j + 1] - m.v[j]) if w else m.v[j]) * self.speed_scaling
+            speed = math.hypot(*v_lin.tolist())
+            self.commanded_log.append((t, v_cmd, speed))
+            verdict = self.monitor.check(t, se3_unchecked(T_new[:3, :3], T_new[:3, 3]), speed, moving=True)
             if not verdict:
                 self._halt(f"safety stop: {verdict.reason}", verdict.code)
             elif m.tau >= m.duration:
@@ -191,13 +204,13 @@ class SimArm:
             T = self._forward(q)
             Tp = self._forward(q_prev)
             v_lin = (T[:3, 3] - Tp[:3, 3]) * self.rate_hz
-            st = self.state(_update=False)
+            m = self._motion
             return RobotState(
                 stamp_ns=t_ns, q=q, qd=qd, T_base_tool0=se3_unchecked(T[:3, :3], T[:3, 3]),
-                tcp_speed=np.concatenate([v_lin, np.zeros(3)]), speed_scaling=st.speed_scaling,
-                protective_stop=st.protective_stop, connected=st.connected, moving=st.moving,
-                controller_time_s=(t_ns - self.clock.start_ns) * 1e-9, stop_reason=st.stop_reason,
-                commanded_speed=st.commanded_speed,
+                tcp_speed=np.concatenate([v_lin, np.zeros(3)]), speed_scaling=self.speed_scaling,
+                protective_stop=self.protective_stop, connected=self.connected, moving=m is not None,
+                controller_time_s=(t_ns - self.clock.start_ns) * 1e-9, stop_reason=self.stop_reason,
+                commanded_speed=self._commanded_speed(),
             )
 
     def state(self, _update: bool = True) -> RobotState:
@@ -206,7 +219,7 @@ class SimArm:
                 self.update()
             T = self._forward(self._q)
             m = self._motion
-            v_cmd = float(np.interp(m.tau, m.t, m.v)) * self.speed_scaling if m is not None else 0.0
+            v_cmd = self._commanded_speed()
             return RobotState(
                 stamp_ns=self._t, q=self._q.copy(), qd=self._qd.copy(), T_base_tool0=se3_unchecked(T[:3, :3], T[:3, 3]),
                 tcp_speed=self._tcp_v.copy(), speed_scaling=self.speed_scaling, protective_stop=self.protective_stop,
@@ -214,6 +227,14 @@ class SimArm:
                 controller_time_s=(self._t - self.clock.start_ns) * 1e-9,
                 stop_reason=self.stop_reason, commanded_speed=v_cmd,
             )
+
+    def _commanded_speed(self) -> float:
+        """The planned TCP speed at the active motion's time (m/s), scaled as the arm runs it."""
+        m = self._motion
+        if m is None:
+            return 0.0
+        j, w = _segment(m.t, m.tau)
+        return float(m.v[j] + w * (m.v[j + 1] - m.v[j]) if w else m.v[j]) * self.speed_scaling
 
     def is_moving(self) -> bool:
         with self._lock:

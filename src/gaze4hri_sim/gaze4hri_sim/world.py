@@ -287,6 +287,8 @@ class SimWorld:
             return
         with self.arm._lock:  # called by the arm under its lock; never take the world's lock here
             k_now = self.mocap_index(t_ns)
+            if self._fed_k is not None and k_now <= self._fed_k:
+                return  # every sample up to t_ns given already (the arm feeds at each tick)
             k0 = k_now - 20 if self._fed_k is None else self._fed_k + 1
             k0 = max(k0, k_now - 20)  # after a long idle gap only the recent past matters
             for k in range(k0, k_now + 1):
