@@ -153,21 +153,24 @@ def rotation_to_quat_xyzw(R: np.ndarray) -> np.ndarray:
     (Shepperd's method, J. Guidance and Control 1(3), 1978), without scipy's per-call cost
     (the robot and motion-capture streams call it 100-125 times a second). For a matrix
     that may be off a rotation, :func:`matrix_to_quat_xyzw` finds the nearest one."""
-    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = np.asarray(R, dtype=float)[:3, :3].tolist()
+    tr = r00 + r11 + r22
     if tr > 0:
-        s = 2.0 * np.sqrt(tr + 1.0)
-        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
+        s = 2.0 * math.sqrt(tr + 1.0)
+        x, y, z, w = (r21 - r12) / s, (r02 - r20) / s, (r10 - r01) / s, 0.25 * s
+    elif r00 >= r11 and r00 >= r22:  # the largest diagonal element (the first of equals, as argmax)
+        s = 2.0 * math.sqrt(1.0 + r00 - r11 - r22)
+        x, y, z, w = 0.25 * s, (r10 + r01) / s, (r20 + r02) / s, (r21 - r12) / s
+    elif r11 >= r22:
+        s = 2.0 * math.sqrt(1.0 + r11 - r22 - r00)
+        x, y, z, w = (r01 + r10) / s, 0.25 * s, (r21 + r12) / s, (r02 - r20) / s
     else:
-        i = int(np.argmax([R[0, 0], R[1, 1], R[2, 2]]))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        q = np.zeros(4)
-        q[i] = 0.25 * s
-        q[j] = (R[j, i] + R[i, j]) / s
-        q[k] = (R[k, i] + R[i, k]) / s
-        q[3] = (R[k, j] - R[j, k]) / s
-    q /= np.linalg.norm(q)
-    return -q if q[3] < 0 else q
+        s = 2.0 * math.sqrt(1.0 + r22 - r00 - r11)
+        x, y, z, w = (r02 + r20) / s, (r12 + r21) / s, 0.25 * s, (r10 - r01) / s
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    if w < 0:
+        n = -n
+    return np.array([x / n, y / n, z / n, w / n])
 
 
 def matrix_to_quat_xyzw(R) -> np.ndarray:

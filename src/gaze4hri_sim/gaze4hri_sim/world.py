@@ -241,11 +241,15 @@ class SimWorld:
     def _dropped(self, body: str, t_ns: int) -> bool:
         return any(d.body == body and d.t0_ns <= t_ns < d.t1_ns for d in self._dropouts)
 
-    def _noisy(self, T: SE3, rng) -> SE3:
+    def _noise_scales(self) -> np.ndarray:
+        """Standard deviations of one body's draws: position (m, 3), rotation (rad, 3) and
+        marker error (m): one call of the generator gives the numbers three calls gave."""
         cfg = self.config
-        dp = rng.normal(0.0, cfg.marker_noise_m, 3)
-        dr = rng.normal(0.0, np.radians(cfg.marker_noise_deg), 3)
-        return se3_unchecked(exp_so3(dr) @ T.R, T.t + dp)
+        key = (cfg.marker_noise_m, cfg.marker_noise_deg)
+        if getattr(self, "_scales_key", None) != key:
+            self._scales_key = key
+            self._scales = np.array([cfg.marker_noise_m] * 3 + [np.radians(cfg.marker_noise_deg)] * 3 + [0.0002])
+        return self._scales
 
     def mocap_frame(self, k: int) -> MocapFrame:
         """Frame ``k`` of the simulated motion capture (poses exact in k; noise drawn fresh)."""
@@ -253,15 +257,19 @@ class SimWorld:
         rng = self._noise_rng  # one stream: noise differs per call, which is all noise needs
         bodies: dict[str, RigidBodySample] = {}
 
+        scales = self._noise_scales()
+
         def add(name: str, T: SE3 | None) -> None:
             if T is None:
                 return
-            lost = self._dropped(name, t)
-            Tn = self._noisy(T, rng)
-            q = quat_of(Tn.R)
-            bodies[name] = RigidBodySample(name, BODY_IDS[name], Tn.t if not lost else np.zeros(3),
-                                           q if not lost else np.array([0.0, 0.0, 0.0, 1.0]), not lost,
-                                           float(abs(rng.normal(0, 0.0002))) if not lost else float("nan"))
+            if self._dropouts and self._dropped(name, t):  # the noise drawn all the same: one stream
+                rng.normal(0.0, scales[:6])
+                bodies[name] = RigidBodySample(name, BODY_IDS[name], np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]),
+                                               False, float("nan"))
+                return
+            z = rng.normal(0.0, scales)  # position, rotation vector, marker error
+            bodies[name] = RigidBodySample(name, BODY_IDS[name], T.t + z[:3], quat_of(exp_so3(z[3:6]) @ T.R), True,
+                                           float(abs(z[6])))
 
         Te = self.subject.T_world_eye(t)
         add("head_band", compose(Te, self.subject.T_eye_head))
@@ -274,7 +282,9 @@ class SimWorld:
         if self.config.table_tracked and self.T_world_table0 is not None:
             add("table", self.T_world_table(t))
         if self.config.camera_body and self.calib.T_cambody_camera is not None:
-            add("camera", compose(self.T_world_camera(t), self.calib.T_cambody_camera.inv()))
+            if getattr(self, "_cambody_of", None) is not self.calib.T_cambody_camera:
+                self._cambody_of, self._camera_cambody = self.calib.T_cambody_camera, self.calib.T_cambody_camera.inv()
+            add("camera", compose(self.T_world_camera(t), self._camera_cambody))
         if self.props.robot_marker:
             Tw = compose(self.T_world_base, self.T_base_tool0(t))
             add("robot_marker", se3_unchecked(Tw.R, Tw.apply(self.props.marker_in_tool0)))

@@ -23,7 +23,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ._bus import FastPublisher
-from ._cdr import encode_joint_state, encode_pose, encode_twist
+from ._cdr import decode_diagnostics, encode_joint_state, encode_pose, encode_twist, header_stamp_ns
 from .common import QOS_RELIABLE, QOS_SENSOR, Param, diag_array, diag_status, subscribe, to_json
 from .device import DeviceNode
 
@@ -137,7 +137,7 @@ class RobotNode(DeviceNode):
         self.pub_safety = FastPublisher(self, DiagnosticArray, Topics.SAFETY, QOS_RELIABLE, self.bus)
         self.pub_events = FastPublisher(self, String, Topics.EVENTS, QOS_RELIABLE, self.bus)
         subscribe(self, self.bus, PoseStamped, Topics.HEAD_POSE, self._on_head, QOS_SENSOR)
-        subscribe(self, self.bus, DiagnosticArray, Topics.MOCAP_STATUS, self._on_mocap_status, QOS_SENSOR)
+        subscribe(self, self.bus, DiagnosticArray, Topics.MOCAP_STATUS, self._on_mocap_status_cdr, QOS_SENSOR, raw=True)
 
     # ------------------------------------------------------------- mocap feed
     # Safety is evaluated on the motion-capture stream's own clock (the stamp of its
@@ -164,6 +164,16 @@ class RobotNode(DeviceNode):
             if s.name == "head_band" and s.message == "lost":
                 self.monitor.update_head(t, None)
         self._mocap_seen(t)
+
+    def _on_mocap_status_cdr(self, _topic: str, cdr: bytes) -> None:
+        """The 100 Hz status as bytes: decoded only when some body is 'lost' (the monitor's
+        loss timer starts); any other frame only moves the stream's time, its stamp."""
+        if self.monitor is None:
+            return
+        if b"lost" in cdr:
+            self._on_mocap_status(decode_diagnostics(cdr))
+        else:
+            self._mocap_seen(header_stamp_ns(cdr))
 
     def _mocap_seen(self, t_ns: int) -> None:
         if t_ns > self._mocap_ns:
