@@ -50,3 +50,26 @@ def test_an_orchestrator_only_process_builds_no_simulated_world():
     with Stack(StackConfig(backend="sim", nodes=("orchestrator",), intra_process=False)) as st:
         assert st.world is None
         assert all(n.get_name() != "sim_world" for n in st._extra_nodes)
+
+
+@pytest.mark.node
+def test_the_robot_node_reads_a_lost_head_band_from_the_status_bytes():
+    """The 100 Hz motion-capture status reaches the robot node as bytes: a frame where every
+    body is tracked only moves the stream's time; one that says 'lost' is decoded and starts
+    the monitor's loss timer (the node's own check stops a motion on it)."""
+    from gaze4hri_acq.nodes._cdr import encode_diagnostics
+
+    with Stack(StackConfig(backend="sim", nodes=("robot",), sim={"real_time_factor": 2.0})) as st:
+        robot = st.nodes["robot"]
+        assert robot.trigger_configure() == TransitionCallbackReturn.SUCCESS, robot.last_error
+        t = st.world.clock.now_ns() + 10**12  # later than any sample the simulated arm feeds
+
+        def status(stamp, head):
+            vals = {"id": 1, "tracking_valid": head == "tracked", "marker_error_m": 0.0001, "frame_number": 7}
+            return encode_diagnostics(stamp, "world", [(0, "table", "tracked", "", vals),
+                                                       (0 if head == "tracked" else 1, "head_band", head, "", vals)])
+
+        robot._on_mocap_status_cdr("/mocap/status", status(t, "tracked"))
+        assert robot._mocap_ns == t and robot.monitor._head_first_lost_ns is None
+        robot._on_mocap_status_cdr("/mocap/status", status(t + 10_000_000, "lost"))
+        assert robot._mocap_ns == t + 10_000_000 and robot.monitor._head_first_lost_ns == t + 10_000_000
