@@ -279,3 +279,30 @@ def test_disk_ballast_holds_real_blocks_and_gives_them_back(tmp_path):
     assert b.release() and not (tmp_path / "bags" / BALLAST_NAME).exists()
     assert not b.release()
     assert not DiskBallast(tmp_path, 0).allocate() and not (tmp_path / BALLAST_NAME).exists()
+
+
+def test_the_os_is_asked_to_write_frames_out_while_the_bag_records(tmp_path, monkeypatch):
+    """Every WRITEBACK_EVERY_BYTES of frames (and at each flush) the written bytes are handed to
+    the OS's writeback (posix_fadvise), so the fsync at close waits for the last few MB only;
+    the bag reads back whole."""
+    import os
+
+    calls = []
+    real = os.posix_fadvise
+    def advise(fd, off, n, adv):
+        calls.append((off, n, adv))
+        return real(fd, off, n, adv)
+
+    monkeypatch.setattr(os, "posix_fadvise", advise)
+    d = tmp_path / "trial"
+    b = TrialBag(d, TOPICS, flush_interval_s=60.0)
+    calls.clear()  # the header's flush
+    big = lambda i: np.full((480, 800, 3), i, np.uint8)  # noqa: E731  1.15 MB
+    for i in range(20):
+        b.write(Topics.IMAGE, i, encode_image(i, "cam", big(i)))
+    assert len(calls) == 2 and all(adv == os.POSIX_FADV_DONTNEED for *_x, adv in calls)
+    assert calls[0][0] == 0 and calls[1][0] == calls[0][1] & ~0xFFF  # each from where the last one ended
+    assert b._written_out > 16 << 20  # before the close
+    b.close()
+    imgs = [deserialize_message(raw, Image) for tp, _t, raw in _read_mcap(d) if tp == Topics.IMAGE]
+    assert [m.data[0] for m in imgs] == list(range(20))

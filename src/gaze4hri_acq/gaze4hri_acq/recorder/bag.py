@@ -119,6 +119,8 @@ class TrialBag:
         self.flush_interval_s = flush_interval_s
         self.fail_after_bytes = fail_after_bytes
         self.bytes_written = 0
+        self._written_out = 0  # file offset up to which the OS was asked to start the writeback
+        self._writeback_at = 0  # bytes_written then
         self.counts: dict[str, int] = defaultdict(int)
         self.first_ns: int | None = None
         self.last_ns: int | None = None
@@ -177,11 +179,18 @@ class TrialBag:
             self.last_ns = t_ns if self.last_ns is None else max(self.last_ns, t_ns)
             if self._clock() - self._last_flush >= self.flush_interval_s:
                 self.flush()
+            elif self.bytes_written - self._writeback_at >= self.WRITEBACK_EVERY_BYTES and self._w.storage is not None:
+                self._w.storage.bio.flush()  # the frames written straight to the file (not the pending chunk)
+                self._start_writeback(self._w.storage.bio)
         except OSError as e:
             self.broken = True
             if e.errno == errno.ENOSPC:
                 raise DiskFullError(errno.ENOSPC, "No space left on device", str(self.bag_dir)) from e
             raise
+
+    #: the OS is asked to start writing out what was written after this many bytes too (as at
+    #: every flush): the frames, tens of MB a second, would otherwise wait for the bag's fsync
+    WRITEBACK_EVERY_BYTES = 8 << 20
 
     #: the file system is asked again after this much wall time or this many bytes of
     #: ours; in between, its last answer less what this bag wrote since (a statvfs per
@@ -263,6 +272,22 @@ class TrialBag:
             st.close_chunk()
         st.bio.flush()
         self._last_flush = self._clock()
+        self._start_writeback(st.bio)
+
+    def _start_writeback(self, bio) -> None:
+        """Have the OS start writing out the bytes flushed since the last call, without waiting
+        (posix_fadvise DONTNEED starts the writeback of dirty pages, then drops the clean ones
+        from the page cache): the fsync at the bag's close then waits for about the last
+        second's bytes instead of the whole trial's (docs/perf/acq.md)."""
+        if not hasattr(os, "posix_fadvise"):
+            return
+        try:
+            end = bio.tell()
+            os.posix_fadvise(bio.fileno(), self._written_out, end - self._written_out, os.POSIX_FADV_DONTNEED)
+        except (OSError, ValueError, AttributeError):
+            return  # a file object without a descriptor, a file system that refuses advice: fsync does it all
+        self._written_out = end & ~0xFFF  # a partly written page is given again next time
+        self._writeback_at = self.bytes_written
 
     def close(self) -> Path:
         """Finish the bag (summary, then metadata.yaml written atomically), fsync."""
