@@ -410,23 +410,26 @@ class RecorderNode(ControlMixin, Node):
                                 "check the output directory and free space") from None
         self.trial = str(req.get("trial"))
         self.dropped_messages = 0
-        # the window opens after everything already delivered, so no stream has
-        # published a sample inside it before the bag existed
-        self._start_ns = max(int(req.get("start_ns", 0)), self.latest_ns + 1)
         self._end_ns = None
         with self._frames_cv:
             self._frame_stamps = {}
-        for topic, (_t, data) in self._latched.items():  # CameraInfo once per trial even if published before it began
-            self._on_data_direct(bag, topic, max(self._start_ns, _t), data)
-        if static is not None:
-            static_msg = static_cdr(static, self._start_ns)
-            self._on_data_direct(bag, TF_STATIC, self._start_ns, static_msg)
-            self._live_tf.publish_static(static_msg)  # the same message live, kept for late joiners
+        static_msg = None
         with self._recent_lock:
+            # the window opens after everything already delivered, under the lock that hands a
+            # message its bag: one delivered before is older than the window, one delivered
+            # after sees the bag (a frame that came in between was lost to both)
+            self._start_ns = max(int(req.get("start_ns", 0)), self.latest_ns + 1)
+            for topic, (_t, data) in list(self._latched.items()):  # CameraInfo once per trial, even if sent before
+                self._on_data_direct(bag, topic, max(self._start_ns, _t), data)
+            if static is not None:
+                static_msg = static_cdr(static, self._start_ns)
+                self._on_data_direct(bag, TF_STATIC, self._start_ns, static_msg)
             for topic, recent in self._recent.items():  # the poses of the 20 ms before the window (see _on_data)
                 for t, data in [x for x in recent if self._start_ns - _POSE_TAIL_NS <= x[0] < self._start_ns]:
                     self._enqueue(bag, topic, t, data)  # no backpressure wait yet: self.bag is still None
             self.bag = bag
+        if static_msg is not None:
+            self._live_tf.publish_static(static_msg)  # the same message live, kept for late joiners
         return {"bag": str(bag_dir), "start_ns": self._start_ns}
 
     def _on_data_direct(self, bag: TrialBag, topic: str, t: int, data: bytes) -> None:
