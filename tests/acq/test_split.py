@@ -70,9 +70,27 @@ def test_a_split_session_records_what_one_process_records(tmp_path):
     for t in trials:
         for mode in ("yes", "no"):
             assert out[mode][t].status == "done" and out[mode][t].dropped_frames == 0, (mode, out[mode][t])
-        # 0.5 s at 30 Hz: 15 or 16 frames (whether a frame lands on the window's edge)
-        frames = (out["yes"][t].frames, out["no"][t].frames)
-        assert abs(frames[0] - frames[1]) <= 1 and min(frames) >= 15, (t, out["yes"][t], out["no"][t])
+        # the frames inside the 0.5 s window at 30 Hz: 15 or 16 (whether a frame lands on its edge);
+        # past its end the recorder keeps what it wrote before the stop came (docs/acquisition.md),
+        # more when the devices run ahead in their own process
+        inside = {mode: _frames_in_window(tmp_path / mode, t, 0.5) for mode in ("yes", "no")}
+        assert abs(inside["yes"] - inside["no"]) <= 1 and min(inside.values()) >= 15, (t, inside, out["yes"][t])
+        assert out["yes"][t].frames >= inside["yes"] and out["no"][t].frames >= inside["no"]
+
+
+def _frames_in_window(root, trial: str, seconds: float) -> int:
+    """Images of a trial's bag stamped within ``seconds`` of its window's start (the log time
+    of the /tf_static the recorder writes when the window opens)."""
+    from gaze4hri_core.session import Topics, bag_dir
+    from rosbags.rosbag2 import Reader
+
+    (sdir,) = [p.parent for p in root.rglob("session.yaml")]
+    with Reader(bag_dir(sdir, trial)) as r:
+        stamps = {c.topic: [] for c in r.connections}
+        for c, t, _raw in r.messages():
+            stamps[c.topic].append(t)
+    start = min(stamps["/tf_static"])
+    return sum(start <= t <= start + int(seconds * 1e9) for t in stamps[Topics.IMAGE])
 
 
 def test_a_child_that_cannot_start_is_one_line(tmp_path):
