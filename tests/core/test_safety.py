@@ -186,7 +186,8 @@ def _newton_path(poses, q0):
     solved all samples at once), with the analytic fallback."""
     out, q = [], np.asarray(q0, float)
     for T in poses:
-        q = ik_track(T.matrix, q) if ik_track(T.matrix, q) is not None else kinematics.inverse(T.matrix, q_near=q)[0]
+        nq = ik_track(T.matrix, q)
+        q = nq if nq is not None else kinematics.inverse(T.matrix, q_near=q)[0]
         out.append(q)
     return np.array(out)
 

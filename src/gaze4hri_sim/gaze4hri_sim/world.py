@@ -103,6 +103,8 @@ class SimWorld:
         self._lock = threading.RLock()
         self._fed_k: int | None = None
         self._noise_rng = np.random.default_rng((cfg.seed, 7))
+        self._scales_key = self._scales = None  # the noise's standard deviations (_noise_scales)
+        self._cambody_of = self._camera_cambody = None  # the camera body's hand-eye, inverted once
         self.mocap_rate_hz = cfg.mocap_rate_hz
         self.current_trial: Trial | None = None
         # the table: where it stood at the target survey (calibration table.yaml), and
@@ -246,7 +248,7 @@ class SimWorld:
         marker error (m): one call of the generator gives the numbers three calls gave."""
         cfg = self.config
         key = (cfg.marker_noise_m, cfg.marker_noise_deg)
-        if getattr(self, "_scales_key", None) != key:
+        if self._scales_key != key:
             self._scales_key = key
             self._scales = np.array([cfg.marker_noise_m] * 3 + [np.radians(cfg.marker_noise_deg)] * 3 + [0.0002])
         return self._scales
@@ -282,7 +284,7 @@ class SimWorld:
         if self.config.table_tracked and self.T_world_table0 is not None:
             add("table", self.T_world_table(t))
         if self.config.camera_body and self.calib.T_cambody_camera is not None:
-            if getattr(self, "_cambody_of", None) is not self.calib.T_cambody_camera:
+            if self._cambody_of is not self.calib.T_cambody_camera:
                 self._cambody_of, self._camera_cambody = self.calib.T_cambody_camera, self.calib.T_cambody_camera.inv()
             add("camera", compose(self.T_world_camera(t), self._camera_cambody))
         if self.props.robot_marker:
