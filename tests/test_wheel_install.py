@@ -39,7 +39,7 @@ def installed(tmp_path_factory) -> Path:
 def test_one_pip_command_installs_the_face_models_without_torch(installed):
     names = _run([str(installed / "python"), "-m", "pip", "list", "--format", "freeze"], 120).stdout.lower()
     versions = dict(line.split("==", 1) for line in names.split() if "==" in line)
-    assert versions.get("mediapipe") == "0.10.21+gaze4hri.1"
+    assert versions.get("mediapipe") == "0.10.21+gaze4hri.1" and versions.get("ai-edge-litert") == "2.3.0"
     assert versions.get("opencv-python-headless") and versions["numpy"].startswith("2.")
     for heavy in ("torch", "torchvision", "ultralytics", "jax", "opencv-python", "opencv-contrib-python"):
         assert heavy not in versions, f"{heavy} was installed"

@@ -1,6 +1,6 @@
 """faces.ear_pass.TrackedEar's sampling, with a stand-in face mesh whose EAR is a known
 function of the frame: which frames are measured, refined or interpolated, re-detection
-after a lost face, and the rows at a trial's end. (The real MediaPipe graphs against the
+after a lost face, and the rows at a trial's end. (The real landmark model against the
 full pass: tests/bench/data/test_sim_session.py.)"""
 from __future__ import annotations
 
@@ -27,25 +27,25 @@ def _landmarks(ear: float, cx: float = 0.5, cy: float = 0.5) -> np.ndarray:
     return pts
 
 
-class _Graph:
-    """The tracking mesh: EAR of the frame the image stands for (image[0, 0, 0] = index);
-    it loses the face on its first try at a frame in ``lost`` and never finds one in ``gone``."""
+class _Mesh:
+    """The face mesh: EAR of the frame the image stands for (every pixel = its index), as
+    image-pixel landmarks; it loses the face on its first try at a frame in ``lost`` and
+    never finds one in ``gone``. ``runs``: the frames it measured, in order."""
 
     def __init__(self, ear, lost=(), gone=()):
         self.ear, self.lost, self.gone, self.runs = ear, set(lost), set(gone), []
 
-    def run(self, rgb):
-        i = int(rgb[0, 0, 0]) if rgb.size else -1
+    def __call__(self, image, roi):
+        i = int(image[0, 0, 0])
         first = i not in self.runs
         self.runs.append(i)
-        return None if i in self.gone or (first and i in self.lost) else _landmarks(self.ear(i))
-
-    def forget(self):
-        pass
+        if i in self.gone or (first and i in self.lost):
+            return None
+        return _landmarks(self.ear(i)) * [200.0, 200.0, 1.0] + [100.0, 50.0, 0.0]
 
 
 def _pass(ear, lost=(), no_face=(), **kw):
-    graph = _Graph(ear, lost, no_face)
+    mesh = _Mesh(ear, lost, no_face)
     detections: list[int] = []
 
     def detect(image):
@@ -53,15 +53,8 @@ def _pass(ear, lost=(), no_face=(), **kw):
         detections.append(i)
         return [] if i in no_face else [FaceDetection(np.array([100.0, 100.0, 200.0, 200.0]), 0.9)]
 
-    refined: list[int] = []
-
-    def refine(image, box):
-        i = int(image[0, 0, 0])
-        refined.append(i)
-        return None if i in no_face else _landmarks(ear(i))
-
-    tr = TrackedEar(detect, graph, refine, EarPassSettings(warmup=4, **kw))
-    return tr, graph, detections, refined
+    tr = TrackedEar(detect, mesh, EarPassSettings(warmup=4, **kw))
+    return tr, mesh, detections
 
 
 def _frame(i: int) -> np.ndarray:
@@ -77,40 +70,40 @@ def _run(tr, n):
 
 
 def test_open_eyes_measure_every_second_frame_and_interpolate_the_rest():
-    tr, graph, detections, refined = _pass(lambda i: 0.3)
+    tr, mesh, detections = _pass(lambda i: 0.3)
     rows = _run(tr, 21)
     assert sorted(rows) == list(range(21)) and all(r["ear"] == pytest.approx(0.3) for r in rows.values())
-    assert detections == [0] and refined == [20]  # the last frame has no next neighbour: measured
-    assert graph.runs == [*range(4), *range(5, 20, 2)]  # the warm-up, then every second frame
+    assert detections == [0] and tr.refined == 1  # the last frame has no next neighbour: measured
+    assert mesh.runs == [*range(4), *range(5, 20, 2), 20]  # the warm-up, then every second frame
 
 
 def test_frames_next_to_a_blink_are_measured_not_interpolated():
     blink = {10, 11, 12}
-    tr, _graph, _det, refined = _pass(lambda i: 0.1 if i in blink else 0.3)
+    tr, mesh, _det = _pass(lambda i: 0.1 if i in blink else 0.3)
     rows = _run(tr, 20)
     assert {i for i, r in rows.items() if r["ear"] < 0.85 * 0.3} == blink  # every blinked frame found, no other
-    assert {10, 12} <= set(refined)  # the skipped frames beside a low EAR (11) were measured
+    assert {10, 12} <= set(mesh.runs) and tr.refined >= 2  # the skipped frames beside a low EAR (11): measured
 
 
 def test_a_lost_face_is_found_again_by_the_detector():
-    tr, _graph, detections, _refined = _pass(lambda i: 0.3, lost={7})
+    tr, _mesh, detections = _pass(lambda i: 0.3, lost={7})
     rows = _run(tr, 12)
     assert 7 in detections and all("ear" in r for r in rows.values())
 
 
 def test_no_face_rows_stay_without_ear_and_their_neighbours_are_measured():
-    tr, _graph, _det, refined = _pass(lambda i: 0.3, no_face=set(range(8, 11)))
+    tr, mesh, _det = _pass(lambda i: 0.3, no_face=set(range(8, 11)))
     rows = _run(tr, 16)
     assert [i for i, r in rows.items() if "ear" not in r] == [8, 9, 10]
-    assert {8, 10} <= set(refined)  # skipped beside a frame without a face: measured
+    assert {8, 10} <= set(mesh.runs)  # skipped beside a frame without a face: measured
 
 
 @pytest.mark.parametrize("stride", [2, 3])
 def test_each_stride_covers_every_frame_once(stride):
-    tr, graph, _det, refined = _pass(lambda i: 0.3 + 0.001 * (i % 2), stride=stride)
+    tr, mesh, _det = _pass(lambda i: 0.3 + 0.001 * (i % 2), stride=stride)
     rows = _run(tr, 30)
     assert sorted(rows) == list(range(30))
-    measured = set(graph.runs) | set(refined)
-    assert len(set(graph.runs)) < 30  # frames were skipped
+    measured = set(mesh.runs)
+    assert len(measured) < 30  # frames were skipped
     gaps = [j - i - 1 for i, j in zip(sorted(measured), sorted(measured)[1:], strict=False)]
     assert 0 in measured and 29 in measured and max(gaps) == stride - 1  # at most stride - 1 in a row unmeasured

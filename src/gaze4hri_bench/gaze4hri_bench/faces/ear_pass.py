@@ -4,13 +4,12 @@ the full face pass's cost, with the same blink decisions.
 The full pass (pipeline.face_pass.FaceTrack) detects the face in every frame and runs
 the face mesh on its box: ~2/3 of its time is the detector. Here the detector runs only
 to find the face (the first frame, or after the mesh lost it); between, the face mesh
-tracks it (MediaPipe's tracking mode, faces.mesh_graph) on a crop that follows the
-previous landmarks. Landmarks are measured on every ``stride``-th frame; a frame between
-two measured ones is measured too when either neighbour may be near a blink (EAR under
-``refine_below`` x the running median, or the two differ by over ``refine_jump`` x it) or
-lacks a face, else it takes their mean. Those refinements go through the full pass's
-own mesh path (detection inside the crop), so near a blink the EAR is measured as the
-full pass measures it. EAR: Soukupova & Cech, CVWW 2016, Eq. 1 (faces.landmarks).
+tracks it: each frame's region comes from the last landmarks (MediaPipe Face Mesh's
+tracking; faces.mesh_lite runs its landmark model on that region directly). Landmarks
+are measured on every ``stride``-th frame; a frame between two measured ones is measured
+too when either neighbour may be near a blink (EAR under ``refine_below`` x the running
+median, or the two differ by over ``refine_jump`` x it) or lacks a face, else it takes
+their mean. EAR: Soukupova & Cech, CVWW 2016, Eq. 1 (faces.landmarks).
 benchmarks/face_pass.py measures the cost and the agreement with the full pass.
 """
 from __future__ import annotations
@@ -21,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from gaze4hri_core.registry import Registry
 
-from .crops import crop_square
-from .landmarks import mean_ear, to_image
+from .landmarks import mean_ear
+from .mesh_lite import Roi, roi_from_box, roi_from_landmarks
 
 __all__ = ["EarPassSettings", "TrackedEar", "EAR_PASSES"]
 
@@ -35,8 +34,7 @@ class EarPassSettings:
     refine_below: float = 0.95  # measure a skipped frame when a neighbour's EAR < this x the running median
     refine_jump: float = 0.08  # ... or the neighbours' EARs differ by more than this x the running median
     warmup: int = 30  # frames measured one by one at a trial's start (the running median needs them)
-    margin: float = 0.25  # crop = the face box grown by this on each side (as faces.landmarks.FaceMesh)
-    side: int = 192  # crop side in pixels: the landmark model's input size
+    margin: float = 0.25  # region = the face box grown by this on each side: 1.5 x (faces.mesh_lite.ROI_SCALE)
 
 
 _BOX = ("x1", "y1", "x2", "y2")
@@ -51,14 +49,13 @@ EAR_PASSES.add("full", None)
 class TrackedEar:
     """One trial's EAR rows (pipeline.face_pass.FACE_COLUMNS) from ``step(index, image)``
     called in frame order, then :meth:`rows`. ``detect(image) -> [FaceDetection]`` finds
-    the face; ``graph`` is a tracking faces.mesh_graph.MeshGraph; ``refine(image, box)``
-    the full pass's landmarker (faces.landmarks.FaceMesh.landmarks)."""
+    the face; ``mesh(image, roi) -> landmarks | None`` measures it in a region
+    (faces.mesh_lite.LiteMesh.landmarks)."""
 
-    def __init__(self, detect, graph, refine, settings: EarPassSettings | None = None):
-        self.detect, self.graph, self.refine = detect, graph, refine
+    def __init__(self, detect, mesh, settings: EarPassSettings | None = None):
+        self.detect, self.mesh = detect, mesh
         self.s = settings or EarPassSettings()
-        self.region: np.ndarray | None = None  # square crop for the next tracked frame
-        self._fit: tuple[float, np.ndarray] | None = None  # crop side and centre offset per landmark extent
+        self.roi: Roi | None = None  # the region of the next measured frame
         self._n_faces = 0
         self._rows: dict[int, dict] = {}
         self._ears: list[float] = []  # measured EARs, sorted (the running median)
@@ -66,46 +63,36 @@ class TrackedEar:
         self._pending: list[tuple[int, np.ndarray]] = []  # skipped frames waiting for their next neighbour
         self._count = 0  # frames stepped
         self.measured = self.refined = self.acquired = 0
-        graph.forget()  # the graph may still track the last trial's face
 
     # ------------------------------------------------------------------ measuring
-    def _acquire(self, image: np.ndarray) -> np.ndarray | None:
-        """The detector's face (the largest: the subject sits closest) -> the crop around it."""
+    def _acquire(self, image: np.ndarray) -> Roi | None:
+        """The detector's face (the largest: the subject sits closest) -> the region around it."""
         self.acquired += 1
         dets = self.detect(image)
         self._n_faces = len(dets)
-        self._fit = None
         if not dets:
             return None
-        b = np.asarray(max(dets, key=lambda d: d.area).box, float)
-        s = max(b[2] - b[0], b[3] - b[1]) * (1.0 + 2.0 * self.s.margin)
-        c = 0.5 * (b[:2] + b[2:])
-        return np.array([c[0] - s / 2, c[1] - s / 2, c[0] + s / 2, c[1] + s / 2])
+        return roi_from_box(max(dets, key=lambda d: d.area).box, 1.0 + 2.0 * self.s.margin)
 
     def _track(self, image: np.ndarray) -> np.ndarray | None:
-        fresh = self.region is None
+        """This frame's landmarks from the tracked region (the detector's when there is none,
+        or when the mesh lost the face); the next region from them."""
+        fresh = self.roi is None
         if fresh:
-            self.region = self._acquire(image)
-            if self.region is None:
+            self.roi = self._acquire(image)
+            if self.roi is None:
                 return None
-        pts = self.graph.run(crop_square(image, self.region, self.s.side))
-        if pts is None and not fresh:  # lost: find the face again in this frame
-            self.region = self._acquire(image)
-            if self.region is None:
-                return None
-            fresh, pts = True, self.graph.run(crop_square(image, self.region, self.s.side))
-        if pts is None:
-            self.region = None
-            return None
-        lm = to_image(pts, self.region)
-        lo, hi = lm[:, :2].min(axis=0), lm[:, :2].max(axis=0)
-        ext, c = float(max(hi - lo)), 0.5 * (lo + hi)
-        if fresh or self._fit is None:  # the crop keeps the detector's framing of this face
-            self._fit = ((self.region[2] - self.region[0]) / ext, (0.5 * (self.region[:2] + self.region[2:]) - c) / ext)
-        k, off = self._fit
-        cc, s = c + off * ext, k * ext
-        self.region = np.array([cc[0] - s / 2, cc[1] - s / 2, cc[0] + s / 2, cc[1] + s / 2])
+        lm = self.mesh(image, self.roi)
+        if lm is None and not fresh:  # lost: find the face again in this frame
+            self.roi = self._acquire(image)
+            lm = self.mesh(image, self.roi) if self.roi is not None else None
+        self.roi = roi_from_landmarks(lm, 1.0 + 2.0 * self.s.margin) if lm is not None else None
         return lm
+
+    def _box(self, roi: Roi) -> tuple[float, ...]:
+        """The face box inside a region (the region without its margin; axis-aligned)."""
+        h = 0.5 * roi.side / (1.0 + 2.0 * self.s.margin)
+        return roi[0] - h, roi[1] - h, roi[0] + h, roi[1] + h
 
     def _row(self, index: int, box=None, ear: float | None = None) -> dict:
         """A face-table row: the frame alone, or with the face's box and EAR (no detector
@@ -122,10 +109,7 @@ class TrackedEar:
         if lm is None:
             self._rows[index] = self._row(index)
         else:
-            r = self.region
-            s = (r[2] - r[0]) / (1.0 + 2.0 * self.s.margin)  # the face box inside the crop
-            c = 0.5 * (r[:2] + r[2:])
-            self._rows[index] = self._row(index, (c[0] - s / 2, c[1] - s / 2, c[0] + s / 2, c[1] + s / 2), mean_ear(lm))
+            self._rows[index] = self._row(index, self._box(self.roi), mean_ear(lm))
             bisect.insort(self._ears, self._rows[index]["ear"])
         self._last = index
 
@@ -150,9 +134,12 @@ class TrackedEar:
             return
         boxes = [np.array([r[k] for k in _BOX]) for r in (a, b) if r and "x1" in r]
         box = np.mean(boxes, axis=0) if boxes else None
+        # measured in the region tracked from the later neighbour, else around the neighbours' box
+        roi = self.roi if self.roi is not None else roi_from_box(box, 1.0 + 2.0 * self.s.margin) \
+            if box is not None else None
         for index, image in pending:
             self.refined += 1
-            lm = self.refine(image, box) if box is not None else None
+            lm = self.mesh(image, roi) if box is not None else None
             self._rows[index] = self._row(index, box, mean_ear(lm) if lm is not None else None)
 
     # ------------------------------------------------------------------ the pass

@@ -2,11 +2,8 @@
 less Python around it than ``SolutionBase.process``: one image packet in, the landmark
 list read back from its serialized bytes in one numpy view. ``process`` builds a
 namedtuple class and parses 468 protobuf messages per call: ~1 ms of a 5 ms frame.
-
-``track=True`` sets the graph's ``use_prev_landmarks``: after a face is found, the next
-frame's region comes from the previous landmarks and the graph's own face detector is
-skipped (MediaPipe Face Mesh's tracking mode; Kartynnik et al., "Real-time Facial
-Surface Geometry from Monocular Video on Mobile GPUs", CVPR-W 2019, Sec. 2).
+Each call finds the face anew (the graph's own detector on the crop); the tracked EAR
+pass runs the landmark model without the graph (faces.mesh_lite).
 """
 from __future__ import annotations
 
@@ -55,9 +52,9 @@ def parse_landmark_list(data: bytes) -> np.ndarray:
 
 class MeshGraph:
     """One face-mesh graph: ``run(rgb) -> (468|478, 3)`` normalized landmarks of the
-    first face, or None. ``track``: the graph's tracking mode (see the module)."""
+    first face, or None."""
 
-    def __init__(self, refine: bool = False, track: bool = False):
+    def __init__(self, refine: bool = False):
         mediapipe_import()
         from mediapipe.python import packet_creator
         from mediapipe.python._framework_bindings import _packet_getter, image_frame
@@ -65,7 +62,7 @@ class MeshGraph:
 
         self._sb = SolutionBase(
             binary_graph_path=GRAPH,
-            side_inputs={"num_faces": 1, "with_attention": bool(refine), "use_prev_landmarks": bool(track)},
+            side_inputs={"num_faces": 1, "with_attention": bool(refine), "use_prev_landmarks": False},
             outputs=["multi_face_landmarks"],
         )
         # SolutionBase's graph and its output callback (mediapipe==0.10.21, pinned in requirements/nodeps.txt)
@@ -85,11 +82,6 @@ class MeshGraph:
             return None
         faces = self._serialized(pkt)
         return parse_landmark_list(faces[0]) if faces else None
-
-    def forget(self) -> None:
-        """Drop the tracked face (a new trial): one frame without a face clears the graph's
-        previous landmarks, so the next frame starts from detection."""
-        self.run(np.zeros((64, 64, 3), np.uint8))
 
     def close(self) -> None:
         self._sb.close()

@@ -124,8 +124,7 @@ class FaceModels:
         self.conf = conf  # a profile's detector threshold (YOLO detectors; others keep their own)
         self._det = None
         self._mesh = None
-        self._ear_mesh = None  # the tracked EAR pass's refinement mesh and tracking graph (ear_pass)
-        self._track_graph = None
+        self._ear_mesh = None  # the tracked EAR pass's landmark model (faces.mesh_lite)
 
     def detector(self):
         if self._det is None:
@@ -165,30 +164,26 @@ class FaceModels:
         return self._mesh.landmarks
 
     def ear_pass(self, settings: EarPassSettings) -> TrackedEar:
-        """A tracked EAR pass for one trial (faces.ear_pass), on this run's detector and the
-        full pass's face mesh (refinements), with one tracking graph shared by every trial."""
-        from ..faces.landmarks import FaceMesh
-        from ..faces.mesh_graph import MeshGraph
+        """A tracked EAR pass for one trial (faces.ear_pass), on this run's detector and one
+        landmark model shared by every trial (faces.mesh_lite)."""
+        from ..faces.mesh_lite import LiteMesh
 
         det = self.detector()
         try:
             if self._ear_mesh is None:
-                self._ear_mesh = FaceMesh()
-            if self._track_graph is None:
-                self._track_graph = MeshGraph(track=True)
+                self._ear_mesh = LiteMesh()
         except Gaze4HRIError as e:
-            raise Gaze4HRIError(f"EAR blink detection needs MediaPipe's face mesh ({e.what})", "--blinks",
-                                _NO_MESH_FIX
-                                ) from None
-        return TrackedEar(det.detect, self._track_graph, self._ear_mesh.landmarks, settings)
+            raise Gaze4HRIError(f"EAR blink detection needs MediaPipe's face mesh model and LiteRT ({e.what})",
+                                "--blinks", _NO_MESH_FIX) from None
+        return TrackedEar(det.detect, self._ear_mesh.landmarks, settings)
 
     def close(self) -> None:
         for sib in getattr(self, "_siblings", {}).values():
             sib.close()
-        for m in (self._det, self._mesh, self._ear_mesh, self._track_graph):
+        for m in (self._det, self._mesh, self._ear_mesh):
             if m is not None:
                 m.close()
-        self._det = self._mesh = self._ear_mesh = self._track_graph = None
+        self._det = self._mesh = self._ear_mesh = None
 
 
 class TrialFaces:
