@@ -18,18 +18,26 @@ from gaze4hri_bench.predict import COLUMNS
 W, H = 224, 168
 
 
-def _face_video(path: Path, n: int, fourcc: str = "MJPG") -> Path:
-    """``n`` rendered frames of the simulated subject 0.55 m in front of the camera,
-    head turning from -10 to +10 degrees of yaw."""
-    import cv2
+def face_scene(w: int, h: int):
+    """The simulator's face renderer (gaze4hri_sim.render) for a ``w`` x ``h`` camera 0.55 m
+    in front of the subject's eyes, and that camera's pose (world frame at the eyes)."""
     from gaze4hri_core.calibration import CameraIntrinsics
     from gaze4hri_core.transforms import SE3
     from gaze4hri_sim.render import FaceRenderer
 
-    K = np.array([[0.9 * W, 0, W / 2], [0, 0.9 * W, H / 2], [0, 0, 1.0]])
-    r = FaceRenderer(CameraIntrinsics(W, H, K, np.zeros(5)))
+    K = np.array([[0.9 * w, 0, w / 2], [0, 0.9 * w, h / 2], [0, 0, 1.0]])
     # camera on the world x axis looking back at the eyes (-x): image right = +y, image down = -z
     T_cam = SE3(np.column_stack([[0, 1, 0], [0, 0, -1], [-1, 0, 0]]).astype(float), np.array([0.55, 0.0, 0.0]))
+    return FaceRenderer(CameraIntrinsics(w, h, K, np.zeros(5))), T_cam
+
+
+def _face_video(path: Path, n: int, fourcc: str = "MJPG") -> Path:
+    """``n`` rendered frames of the simulated subject 0.55 m in front of the camera,
+    head turning from -10 to +10 degrees of yaw."""
+    import cv2
+    from gaze4hri_core.transforms import SE3
+
+    r, T_cam = face_scene(W, H)
     vw = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 10, (W, H))
     assert vw.isOpened()
     for i in range(n):

@@ -44,17 +44,13 @@ def test_region_from_a_box():
 
 
 def _rendered_face(roll_deg: float) -> np.ndarray:
-    """The simulator's face (gaze4hri_sim.render) 0.55 m in front of a 640x360 camera, the
-    head rolled by ``roll_deg`` (about the viewing axis)."""
-    from gaze4hri_core.calibration import CameraIntrinsics
+    """The simulator's face 0.55 m in front of a 640x360 camera, the head rolled by
+    ``roll_deg`` (about the viewing axis)."""
     from gaze4hri_core.transforms import SE3
-    from gaze4hri_sim.render import FaceRenderer
 
-    W, H = 640, 360
-    K = np.array([[0.9 * W, 0, W / 2], [0, 0.9 * W, H / 2], [0, 0, 1.0]])
-    r = FaceRenderer(CameraIntrinsics(W, H, K, np.zeros(5)))
-    # camera on the world x axis looking back at the eyes (-x): image right = +y, image down = -z
-    T_cam = SE3(np.column_stack([[0, 1, 0], [0, 0, -1], [-1, 0, 0]]).astype(float), np.array([0.55, 0.0, 0.0]))
+    from tests.bench.test_predict import face_scene
+
+    r, T_cam = face_scene(640, 360)
     a = np.radians(roll_deg)
     Rx = np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]])
     return r.render(T_cam, SE3(Rx, np.zeros(3)))

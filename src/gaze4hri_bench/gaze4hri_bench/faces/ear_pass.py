@@ -34,7 +34,7 @@ class EarPassSettings:
     refine_below: float = 0.95  # measure a skipped frame when a neighbour's EAR < this x the running median
     refine_jump: float = 0.08  # ... or the neighbours' EARs differ by more than this x the running median
     warmup: int = 30  # frames measured one by one at a trial's start (the running median needs them)
-    margin: float = 0.25  # region = the face box grown by this on each side: 1.5 x (faces.mesh_lite.ROI_SCALE)
+    margin: float = 0.25  # region = the face box grown by this on each side: 1.5 x, MediaPipe's (mesh_lite.ROI_SCALE)
 
 
 _BOX = ("x1", "y1", "x2", "y2")
@@ -55,6 +55,7 @@ class TrackedEar:
     def __init__(self, detect, mesh, settings: EarPassSettings | None = None):
         self.detect, self.mesh = detect, mesh
         self.s = settings or EarPassSettings()
+        self._scale = 1.0 + 2.0 * self.s.margin  # region side / face box side
         self.roi: Roi | None = None  # the region of the next measured frame
         self._n_faces = 0
         self._rows: dict[int, dict] = {}
@@ -72,7 +73,7 @@ class TrackedEar:
         self._n_faces = len(dets)
         if not dets:
             return None
-        return roi_from_box(max(dets, key=lambda d: d.area).box, 1.0 + 2.0 * self.s.margin)
+        return roi_from_box(max(dets, key=lambda d: d.area).box, self._scale)
 
     def _track(self, image: np.ndarray) -> np.ndarray | None:
         """This frame's landmarks from the tracked region (the detector's when there is none,
@@ -86,13 +87,13 @@ class TrackedEar:
         if lm is None and not fresh:  # lost: find the face again in this frame
             self.roi = self._acquire(image)
             lm = self.mesh(image, self.roi) if self.roi is not None else None
-        self.roi = roi_from_landmarks(lm, 1.0 + 2.0 * self.s.margin) if lm is not None else None
+        self.roi = roi_from_landmarks(lm, self._scale) if lm is not None else None
         return lm
 
     def _box(self, roi: Roi) -> tuple[float, ...]:
         """The face box inside a region (the region without its margin; axis-aligned)."""
-        h = 0.5 * roi.side / (1.0 + 2.0 * self.s.margin)
-        return roi[0] - h, roi[1] - h, roi[0] + h, roi[1] + h
+        h = 0.5 * roi.side / self._scale
+        return roi.cx - h, roi.cy - h, roi.cx + h, roi.cy + h
 
     def _row(self, index: int, box=None, ear: float | None = None) -> dict:
         """A face-table row: the frame alone, or with the face's box and EAR (no detector
@@ -135,11 +136,10 @@ class TrackedEar:
         boxes = [np.array([r[k] for k in _BOX]) for r in (a, b) if r and "x1" in r]
         box = np.mean(boxes, axis=0) if boxes else None
         # measured in the region tracked from the later neighbour, else around the neighbours' box
-        roi = self.roi if self.roi is not None else roi_from_box(box, 1.0 + 2.0 * self.s.margin) \
-            if box is not None else None
+        roi = None if box is None else self.roi if self.roi is not None else roi_from_box(box, self._scale)
         for index, image in pending:
             self.refined += 1
-            lm = self.mesh(image, roi) if box is not None else None
+            lm = self.mesh(image, roi) if roi is not None else None
             self._rows[index] = self._row(index, box, mean_ear(lm) if lm is not None else None)
 
     # ------------------------------------------------------------------ the pass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MeshGraph", "parse_landmark_list", "mediapipe_import"]
+__all__ = ["MeshGraph", "parse_landmark_list", "mediapipe_import", "faces_extra_import"]
 
 GRAPH = "mediapipe/modules/face_landmark/face_landmark_front_cpu.binarypb"
 
@@ -21,20 +21,27 @@ _PACKED = np.dtype([("tag", "u1"), ("len", "u1"), ("tx", "u1"), ("x", "<f4"), ("
 assert _PACKED.itemsize == 17
 
 
-def mediapipe_import():
-    """Import mediapipe or raise one line saying how to install it."""
+def faces_extra_import(module: str, what: str):
+    """Import ``module`` (a package of the benchmark's faces extra) or raise one line saying
+    how to install it."""
+    import importlib
+
     try:
-        import mediapipe as mp
+        return importlib.import_module(module)
     except ImportError as e:
         from gaze4hri_core.errors import Gaze4HRIError
 
         raise Gaze4HRIError(
-            f"mediapipe is not importable ({e})",
+            f"{what} is not importable ({e})",
             "faces",
             "install the benchmark's faces extra: python scripts/build_wheels.py, then "
             'pip install --find-links dist "gaze4hri-bench[faces]" (README, "Install the benchmark alone")',
         ) from None
-    return mp
+
+
+def mediapipe_import():
+    """Import mediapipe or raise one line saying how to install it."""
+    return faces_extra_import("mediapipe", "mediapipe")
 
 
 def parse_landmark_list(data: bytes) -> np.ndarray:

@@ -17,36 +17,31 @@ benchmarks/face_pass.py measures the EAR this gives against the full pass's.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import cv2
 import numpy as np
 
-__all__ = ["LiteMesh", "Roi", "roi_from_box", "roi_from_landmarks", "roi_affine", "litert_import"]
+from .mesh_graph import faces_extra_import, mediapipe_import
+
+__all__ = ["LiteMesh", "Roi", "roi_from_box", "roi_from_landmarks", "roi_affine", "from_roi"]
 
 ROI_SCALE = 1.5  # face_landmark_landmarks_to_roi.pbtxt: RectTransformation scale_x = scale_y = 1.5
 EYE_LINE = (33, 263)  # outer eye corners (the subject's right, then left): the region's roll
 
 
-class Roi(tuple):
+class Roi(NamedTuple):
     """A square region: centre (x, y) in image pixels (edges at 0 and W), side in pixels,
     roll in radians (the eye line's angle in the image, y down)."""
 
-    __slots__ = ()
-
-    def __new__(cls, cx: float, cy: float, side: float, angle: float = 0.0):
-        return super().__new__(cls, (float(cx), float(cy), float(side), float(angle)))
+    cx: float
+    cy: float
+    side: float
+    angle: float = 0.0
 
     @property
     def centre(self) -> np.ndarray:
-        return np.array(self[:2])
-
-    @property
-    def side(self) -> float:
-        return self[2]
-
-    @property
-    def angle(self) -> float:
-        return self[3]
+        return np.array([self.cx, self.cy])
 
 
 def roi_from_box(box, scale: float) -> Roi:
@@ -60,7 +55,7 @@ def roi_from_landmarks(lm: np.ndarray, scale: float = ROI_SCALE) -> Roi:
     face_landmark_landmarks_to_roi: box centre, ``scale`` x the longer side, eye-line roll)."""
     lo, hi = lm[:, :2].min(axis=0), lm[:, :2].max(axis=0)
     d = lm[EYE_LINE[1], :2] - lm[EYE_LINE[0], :2]
-    return Roi(0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), scale * float(max(hi - lo)),
+    return Roi(float(lo[0] + hi[0]) / 2, float(lo[1] + hi[1]) / 2, scale * float(max(hi - lo)),
                float(np.arctan2(d[1], d[0])))
 
 
@@ -81,26 +76,10 @@ def from_roi(pts: np.ndarray, roi: Roi, size: int) -> np.ndarray:
     c, sn = np.cos(roi.angle), np.sin(roi.angle)
     out = np.empty(pts.shape, float)
     u, v = pts[:, 0] - 0.5 * size, pts[:, 1] - 0.5 * size
-    out[:, 0] = roi[0] + (c * u - sn * v) / s
-    out[:, 1] = roi[1] + (sn * u + c * v) / s
+    out[:, 0] = roi.cx + (c * u - sn * v) / s
+    out[:, 1] = roi.cy + (sn * u + c * v) / s
     out[:, 2] = pts[:, 2] / s
     return out
-
-
-def litert_import():
-    """LiteRT's interpreter class, or one line saying how to install it."""
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError as e:
-        from gaze4hri_core.errors import Gaze4HRIError
-
-        raise Gaze4HRIError(
-            f"LiteRT is not importable ({e})",
-            "faces",
-            "install the benchmark's faces extra: python scripts/build_wheels.py, then "
-            'pip install --find-links dist "gaze4hri-bench[faces]" (README, "Install the benchmark alone")',
-        ) from None
-    return Interpreter
 
 
 class LiteMesh:
@@ -109,10 +88,8 @@ class LiteMesh:
     are busy with the gaze network."""
 
     def __init__(self, threads: int = 1):
-        from .mesh_graph import mediapipe_import
-
         mp = mediapipe_import()
-        Interpreter = litert_import()
+        Interpreter = faces_extra_import("ai_edge_litert.interpreter", "LiteRT").Interpreter
         path = os.path.join(os.path.dirname(mp.__file__), "modules", "face_landmark", "face_landmark.tflite")
         self._it = Interpreter(model_path=path, num_threads=threads)
         self._it.allocate_tensors()
