@@ -364,6 +364,17 @@ DETECTORS.register(
 )
 
 
+def mediapipe_name(name: str) -> str | None:
+    """The name detector ``name`` gets when it runs MediaPipe's BlazeFace ("mediapipe", or
+    "auto:mediapipe" for auto without YOLO weights: _auto's naming), else None."""
+    entry = DETECTORS.find(name)
+    if entry is not None and entry is DETECTORS.find("mediapipe"):
+        return "mediapipe"
+    if entry is not None and entry is DETECTORS.find("auto") and find_yolo_weights() is None:
+        return "auto:mediapipe"
+    return None
+
+
 def detector_names() -> list[str]:
     return DETECTORS.names()
 

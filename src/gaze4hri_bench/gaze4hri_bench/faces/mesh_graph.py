@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MeshGraph", "parse_landmark_list", "mediapipe_import", "faces_extra_import"]
+__all__ = ["MeshGraph", "parse_landmark_list", "mediapipe_import", "mediapipe_model", "faces_extra_import"]
 
 GRAPH = "mediapipe/modules/face_landmark/face_landmark_front_cpu.binarypb"
 
@@ -42,6 +42,24 @@ def faces_extra_import(module: str, what: str):
 def mediapipe_import():
     """Import mediapipe or raise one line saying how to install it."""
     return faces_extra_import("mediapipe", "mediapipe")
+
+
+def mediapipe_model(relpath: str) -> str:
+    """The path of a model file of the mediapipe wheel (``relpath`` from the site-packages
+    root, e.g. mediapipe/modules/...), found without importing mediapipe (~0.6 CPU-s: its
+    solutions import matplotlib), or one line saying how to install it."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("mediapipe")
+    path = os.path.join(os.path.dirname(spec.origin), *relpath.split("/")[1:]) if spec and spec.origin else None
+    if path is None or not os.path.isfile(path):
+        mediapipe_import()  # not installed: its one-line fix
+        from gaze4hri_core.errors import Gaze4HRIError
+
+        raise Gaze4HRIError(f"the mediapipe package has no {relpath}", path or "mediapipe",
+                            "reinstall the benchmark's faces extra (mediapipe==0.10.21)")
+    return path
 
 
 def parse_landmark_list(data: bytes) -> np.ndarray:

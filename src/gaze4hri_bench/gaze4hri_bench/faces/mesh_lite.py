@@ -16,16 +16,16 @@ benchmarks/face_pass.py measures the EAR this gives against the full pass's.
 """
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 import cv2
 import numpy as np
 
-from .mesh_graph import faces_extra_import, mediapipe_import
+from .mesh_graph import faces_extra_import, mediapipe_model
 
 __all__ = ["LiteMesh", "Roi", "roi_from_box", "roi_from_landmarks", "roi_affine", "from_roi"]
 
+MODEL = "mediapipe/modules/face_landmark/face_landmark.tflite"
 ROI_SCALE = 1.5  # face_landmark_landmarks_to_roi.pbtxt: RectTransformation scale_x = scale_y = 1.5
 EYE_LINE = (33, 263)  # outer eye corners (the subject's right, then left): the region's roll
 
@@ -88,10 +88,8 @@ class LiteMesh:
     are busy with the gaze network."""
 
     def __init__(self, threads: int = 1):
-        mp = mediapipe_import()
         Interpreter = faces_extra_import("ai_edge_litert.interpreter", "LiteRT").Interpreter
-        path = os.path.join(os.path.dirname(mp.__file__), "modules", "face_landmark", "face_landmark.tflite")
-        self._it = Interpreter(model_path=path, num_threads=threads)
+        self._it = Interpreter(model_path=mediapipe_model(MODEL), num_threads=threads)
         self._it.allocate_tensors()
         inp = self._it.get_input_details()[0]
         self.size = int(inp["shape"][1])

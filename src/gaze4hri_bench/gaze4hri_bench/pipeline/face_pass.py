@@ -125,6 +125,7 @@ class FaceModels:
         self._det = None
         self._mesh = None
         self._ear_mesh = None  # the tracked EAR pass's landmark model (faces.mesh_lite)
+        self._ear_det = None  # ... and its detector when the run's is MediaPipe's (faces.blazeface_lite)
 
     def detector(self):
         if self._det is None:
@@ -135,6 +136,13 @@ class FaceModels:
             except TypeError:  # a detector without a confidence setting (mediapipe, haar)
                 self._det = get_detector(self.detector_name)
         return self._det
+
+    def detector_label(self) -> str:
+        """The detector's name as face tables record it (auto's says what it picked), without
+        building the run's detector when the tracked pass ran MediaPipe's through LiteRT."""
+        if self._det is None and self._ear_det is not None:
+            return self._ear_det.name
+        return getattr(self.detector(), "name", self.detector_name)
 
     def with_conf(self, conf: float | None) -> FaceModels:
         """The same detector at another confidence threshold (built once, closed with this one)."""
@@ -165,25 +173,31 @@ class FaceModels:
 
     def ear_pass(self, settings: EarPassSettings) -> TrackedEar:
         """A tracked EAR pass for one trial (faces.ear_pass), on this run's detector and one
-        landmark model shared by every trial (faces.mesh_lite)."""
+        landmark model shared by every trial (faces.mesh_lite). MediaPipe's detector runs
+        through LiteRT there with the graph's own rules (faces.blazeface_lite: the same
+        boxes), so the default run never imports mediapipe."""
+        from ..faces.blazeface_lite import LiteFaces
+        from ..faces.detectors import mediapipe_name
         from ..faces.mesh_lite import LiteMesh
 
-        det = self.detector()
         try:
+            if self._ear_det is None and (name := mediapipe_name(self.detector_name)) is not None:
+                self._ear_det = LiteFaces(name)
             if self._ear_mesh is None:
                 self._ear_mesh = LiteMesh()
         except Gaze4HRIError as e:
-            raise Gaze4HRIError(f"EAR blink detection needs MediaPipe's face mesh model and LiteRT ({e.what})",
+            raise Gaze4HRIError(f"EAR blink detection needs MediaPipe's face models and LiteRT ({e.what})",
                                 "--blinks", _NO_MESH_FIX) from None
+        det = self._ear_det if self._ear_det is not None else self.detector()
         return TrackedEar(det.detect, self._ear_mesh.landmarks, settings)
 
     def close(self) -> None:
         for sib in getattr(self, "_siblings", {}).values():
             sib.close()
-        for m in (self._det, self._mesh, self._ear_mesh):
+        for m in (self._det, self._mesh, self._ear_mesh, self._ear_det):
             if m is not None:
                 m.close()
-        self._det = self._mesh = self._ear_mesh = None
+        self._det = self._mesh = self._ear_mesh = self._ear_det = None
 
 
 class TrialFaces:
@@ -254,7 +268,7 @@ class TrialFaces:
             return
         t = pa.Table.from_pandas(self.table(), preserve_index=False)
         md = {"landmarks": self.landmarks,
-              "detector": getattr(self.models.detector(), "name", self.models.detector_name),
+              "detector": self.models.detector_label(),
               "ear_pass": dataclasses.asdict(self.ear_pass) if self.ear_pass is not None else "full"}
         t = t.replace_schema_metadata({**(t.schema.metadata or {}), b"gaze4hri_faces": json.dumps(md).encode()})
         self.cache.parent.mkdir(parents=True, exist_ok=True)
