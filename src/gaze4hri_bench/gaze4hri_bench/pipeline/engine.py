@@ -253,7 +253,9 @@ class Engine:
 
     def _infer(self, ji: int, batch: list[tuple[_Trial, Sample]]) -> None:
         """Run one batch: at once (one stream), or in the pool with at most
-        ``runner.streams`` batches in flight, the oldest finished first (_complete)."""
+        ``runner.streams`` batches in flight, the oldest finished first. A stream that
+        frees up gets its next batch before the finished one's outputs are decoded and
+        its trials written (this thread's work overlaps the network's, in order still)."""
         runner = self.runners[ji]
         samples = [s for _, s in batch]
         if runner.streams <= 1:
@@ -262,9 +264,13 @@ class Engine:
         if self.pool is None:
             self.pool = ThreadPoolExecutor(max(r.streams for r in self.runners if r is not None),
                                            thread_name_prefix="g4h-infer")
+        done = []
         while len(self.running) >= runner.streams:
-            self._complete()
+            oldest_ji, oldest, fut = self.running.popleft()
+            done.append((oldest_ji, oldest, *fut.result()))
         self.running.append((ji, batch, self.pool.submit(_timed_run, runner.run, samples)))
+        for d in done:
+            self._finish_batch(*d)
 
     def _complete(self) -> None:
         """Wait for the oldest running batch and take its outputs."""

@@ -14,6 +14,7 @@ cdr.py, the tracked-table and camera-source inputs in tracked.py (re-exported he
 from __future__ import annotations
 
 import json
+import os
 import struct
 import threading
 from collections.abc import Iterator
@@ -88,6 +89,20 @@ def detect(root: Path) -> bool:
         return True
     return root.is_dir() and any(manifest_path(p).is_file() for p in root.iterdir() if p.is_dir())
 
+
+
+def _bag_damages(bags: list) -> list:
+    """bag_damage of each (bag, trial) (None entries: not checked), several bags at once:
+    the check is one CRC pass over each bag (zlib and file reads release the GIL), the
+    listing's whole cost, paid before any inference starts."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = [b for b in bags if b is not None]
+    if len(todo) <= 1:
+        return [bag_damage(*b) if b is not None else None for b in bags]
+    with ThreadPoolExecutor(min(len(todo), os.cpu_count() or 1, 4), thread_name_prefix="g4h-crc") as ex:
+        found = iter(list(ex.map(lambda b: bag_damage(*b), todo)))
+    return [next(found) if b is not None else None for b in bags]
 
 class SessionDataset:
     """Sessions under ``root`` (a folder of subject directories, or one subject
@@ -175,12 +190,12 @@ class SessionDataset:
             info = man.settings.get("subject_info")
             info = dict(info) if isinstance(info, dict) else {}
             order = []
-            for tid, rec in man.trials.items():
-                if self.trial_filter and tid not in self.trial_filter:
-                    continue
+            listed = [(tid, rec, sd / rec.bag if rec.bag else bag_dir(sd, tid)) for tid, rec in man.trials.items()
+                      if not self.trial_filter or tid in self.trial_filter]
+            damages = _bag_damages([(bd, tid) if rec.status in TRIAL_STATUSES_READ else None
+                                    for tid, rec, bd in listed])
+            for (tid, rec, bd), damage in zip(listed, damages, strict=True):
                 tr = trial_by_id(tid, str(manifest_path(sd)))
-                bd = sd / rec.bag if rec.bag else bag_dir(sd, tid)
-                damage = bag_damage(bd, tid) if rec.status in TRIAL_STATUSES_READ else None
                 if damage is not None:  # never read: listed, and the run goes on with the other trials
                     self.skipped.append(SkippedTrial(subject, tid, damage.where or str(bd), damage.line(),
                                                      damaged=True))
