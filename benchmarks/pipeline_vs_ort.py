@@ -11,7 +11,8 @@ time and by CPU time of the process (all threads). Order per method: the data si
 (producer_alone: where the CPU gap goes), then ORT, pipeline, ORT, pipeline, ORT, ...;
 each pipeline run is compared with the mean of the ORT runs just before and after it,
 so that a load that drifts during a pair hits both sides alike (the machine is shared);
-the 1-minute load average is printed with each pair. Under heavy load ONNX Runtime's
+the 1-minute load average is printed with each pair, and `idle_core_s`: the core-seconds
+the pipeline left unused during its run (process CPU sampled every 50 ms). Under heavy load ONNX Runtime's
 spinning worker threads burn CPU while they wait for a core, so neither ratio is clean
 then: rerun, and read the load column.
 
@@ -114,6 +115,36 @@ def ort_best(
     return best[0], best[1], {k: round(v[0], 2) for k, v in got.items()}
 
 
+class _IdleMeter:
+    """Core-seconds this process left unused while the block ran: its CPU time (all
+    threads) sampled every 50 ms, and per sample max(0, cores - cores used) x its length
+    (where the pipeline starves its own inference streams: start, trial ends, last batch)."""
+
+    def __init__(self, period_s: float = 0.05):
+        self.period_s, self.core_s = period_s, 0.0
+        self._stop = None
+
+    def _sample(self) -> None:
+        cores = os.cpu_count() or 1
+        t, c = time.perf_counter(), _cpu()
+        while not self._stop.wait(self.period_s):
+            t1, c1 = time.perf_counter(), _cpu()
+            self.core_s += max(0.0, cores * (t1 - t) - (c1 - c))
+            t, c = t1, c1
+
+    def __enter__(self):
+        import threading
+
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="idle-meter", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def _cpu() -> float:
     """CPU seconds of this process, every thread (user + system)."""
     t = os.times()
@@ -151,8 +182,10 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
     runner = Runner(j.model.path, j.spec, "cpu", args.batch, args.threads, streams=args.streams)
     runner.run(*sample_inputs(j.spec, args.batch).values())  # warm-up, as for ORT alone
     said: list[str] = []
+    idle = _IdleMeter()
     c0, t0 = _cpu(), time.perf_counter()
-    (path,) = _run.run_benchmark(cfg, log=said.append, jobs=jobs, runners={j.key: runner})
+    with idle:
+        (path,) = _run.run_benchmark(cfg, log=said.append, jobs=jobs, runners={j.key: runner})
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     t = read_metadata(path)["timing"]
     return t["frames"] / wall, {
@@ -161,6 +194,7 @@ def pipeline(args, m: str, data: Path, models: Path, out: Path, face_cache: Path
         "frames": t["frames"],
         "samples": network_samples(j, path),
         "wall": wall,
+        "idle_core_s": idle.core_s,
         "lines": [ln for ln in said if ln.startswith("timing:")],
     }
 
@@ -368,7 +402,8 @@ def main() -> int:
                     "ratios": ratios,
                     "load": [round(x[2], 1) for x in pairs],
                     "cpu_ratio": statistics.median(x[3]["cpu_ratio"] for x in pairs),
-                    "stages": {k: round(v, 1) for k, v in t.items() if k.endswith("_s") and k != "wall_s"},
+                    "stages": {k: round(v, 1) for k, v in t.items()
+                               if k.endswith("_s") and k not in ("wall_s", "idle_core_s")},
                     "cpu": t["cpu"],
                     "side": side,
                 }

@@ -124,6 +124,29 @@ def test_a_frame_past_the_windows_end_stays_whole(recorder, tmp_path):
     assert counts[Topics.IMAGE] == counts[Topics.FRAME_META] == counts[Topics.SIM_GAZE_TRUTH] == 3
 
 
+@pytest.mark.parametrize("how", ["duration at the start", "end before the stop"])
+def test_a_window_known_before_the_stop_records_exactly_its_frames(recorder, tmp_path, how):
+    """A fixed camera's window is known at the start (duration_ns), a moving camera's when its
+    motion is done (the orchestrator's `end`): frames stamped past it are not recorded, not
+    even those the writer would have kept before the stop came (the open deviation of
+    docs/session_layout.md before this)."""
+    node, bus = recorder
+    bag_dir = tmp_path / "bags" / "t"
+    end = T0 + 2 * DT + DT // 2  # the window ends between frames 2 and 3
+    duration = {"duration_ns": end - T0} if how == "duration at the start" else {}
+    node.handle_start({"bag_dir": str(bag_dir), "trial": "t", "start_ns": T0, "need_bytes": 0, **duration})
+    if not duration:
+        _whole_frames(bus, range(2))
+        assert node.handle_end({"end_ns": end}) == {}
+        _whole_frames(bus, range(2, 5))
+    else:
+        _whole_frames(bus, range(5))
+    _drain(node)
+    node.handle_stop({"end_ns": end})
+    counts = _counts(bag_dir)
+    assert counts[Topics.IMAGE] == counts[Topics.FRAME_META] == counts[Topics.SIM_GAZE_TRUTH] == 3
+
+
 def test_a_camera_stalled_mid_frame_costs_the_stop_a_bounded_wait(recorder, tmp_path):
     node, bus = recorder
     bag_dir = _start(node, tmp_path)

@@ -42,7 +42,10 @@ def run_trial(cfg, client: DeviceClient, sdir, manifest, trial: Trial, calib, se
         trial_camera = camera_settings_of(client)
         if "error" in trial_camera:
             trial_camera = camera_settings or trial_camera
-        t0 = _start_recording(cfg, client, sdir, manifest, trial, view)
+        # the window's end goes to the recorder as soon as it is known: with the start for a
+        # fixed camera, when the motion is done for a moving one (_record)
+        duration = int(cfg.trial_seconds * 1e9) if plan.motion is None else None
+        t0 = _start_recording(cfg, client, sdir, manifest, trial, view, duration)
         recording = True
         client.publish_event("start", trial=tid, target=trial.target, condition=trial.condition,
                              experiment=trial.experiment, illumination=trial.illumination,
@@ -120,10 +123,11 @@ def _prepare(cfg, client: DeviceClient, trial: Trial, calib, settings, view, con
     return plan
 
 
-def _start_recording(cfg, client: DeviceClient, sdir, manifest, trial: Trial, view) -> int:
-    """Mark the trial recording and start the recorder; returns the bag's start (device
-    time, ns). A recorder that refuses for want of room puts the trial back as it was
-    and ends the session with the disk-full line."""
+def _start_recording(cfg, client: DeviceClient, sdir, manifest, trial: Trial, view,
+                     duration_ns: int | None = None) -> int:
+    """Mark the trial recording and start the recorder (the window's length when it is
+    known now); returns the bag's start (device time, ns). A recorder that refuses for
+    want of room puts the trial back as it was and ends the session with the disk-full line."""
     tid = trial.trial_id
     rec = manifest.trials[tid]
     prev = (rec.status, rec.attempts, rec.started, rec.reason, rec.bag)
@@ -133,7 +137,7 @@ def _start_recording(cfg, client: DeviceClient, sdir, manifest, trial: Trial, vi
     try:
         ack = client.request("recorder", "start", timeout_s=30.0, trial=tid, bag_dir=str(bag_dir(sdir, tid)),
                              compression=cfg.compression, fail_after_bytes=cfg.fail_after_bytes,
-                             start_ns=client.device_ns, need_bytes=need)
+                             start_ns=client.device_ns, need_bytes=need, duration_ns=duration_ns)
     except Gaze4HRIError:
         if free_bytes(sdir) >= need:
             raise
@@ -158,6 +162,7 @@ def _record(cfg, client: DeviceClient, plan, t0: int, check) -> int:
     if run is not None:
         wait_motion(cfg, client, run, check)
         end = max(end, client.motion_done[run.name])
+        client.request("recorder", "end", end_ns=end)
     if not client.wait_device_time(end, timeout_wall_s=120.0, check=check, streams=("camera", "mocap", "robot")):
         lag = {k: (end - v) / 1e9 for k, v in client.stream_ns.items() if v < end}
         behind = ", ".join(f"{k} {v:.1f} s behind" for k, v in lag.items())

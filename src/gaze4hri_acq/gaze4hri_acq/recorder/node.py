@@ -419,6 +419,8 @@ class RecorderNode(ControlMixin, Node):
             # message its bag: one delivered before is older than the window, one delivered
             # after sees the bag (a frame that came in between was lost to both)
             self._start_ns = max(int(req.get("start_ns", 0)), self.latest_ns + 1)
+            if req.get("duration_ns") is not None:  # a trial whose end is known now (no camera motion)
+                self._end_ns = self._start_ns + int(req["duration_ns"])
             for topic, (_t, data) in list(self._latched.items()):  # CameraInfo once per trial, even if sent before
                 self._on_data_direct(bag, topic, max(self._start_ns, _t), data)
             if static is not None:
@@ -454,6 +456,14 @@ class RecorderNode(ControlMixin, Node):
         out[TF] = [bag_qos(tf_qos())]
         out[TF_STATIC] = [bag_qos(tf_static_qos())]
         return out
+
+    def handle_end(self, req: dict) -> dict:
+        """The window's end as soon as the orchestrator knows it (a moving camera's trial:
+        when the motion is done): from then on a frame stamped past it is not recorded,
+        where before the stop's arrival it would have been (_to_bag, _in_window)."""
+        if self.bag is not None and req.get("end_ns") is not None:
+            self._end_ns = int(req["end_ns"])
+        return {}
 
     def handle_stop(self, req: dict) -> dict:
         with self._stop_lock:  # the orchestrator's stop and the shutdown's (SIGINT) never close one bag twice
@@ -525,9 +535,12 @@ class RecorderNode(ControlMixin, Node):
                                         [diag_status("gaze4hri/recorder", level, self.fault or "ok", s)]))
 
     def shutdown(self) -> None:
-        """Close an open bag (SIGINT/SIGTERM path) and stop the writer thread."""
+        """Close an open bag (SIGINT/SIGTERM path) and stop the writer thread; off the bus
+        (a bridged device process can still deliver while the node is destroyed)."""
         if self.bag is not None:
             self.handle_stop({"timeout_s": 30.0})
+        if self.bus is not None:
+            self.bus.unsubscribe_all(self)
         self._q.put(None)
         self._thread.join(timeout=10.0)
 
