@@ -89,9 +89,10 @@ PIP_ONLY: dict[str, str] = {
     "natnet": "natnet",  # OptiTrack NatNet (backend:=real)
     "foxglove": "foxglove-sdk",  # the session's Foxglove live view (live_view.py)
     "zstandard": "zstandard",  # mcap_crc's fallback when backports.zstd is absent; not needed with rosbags
+    "isal": "isal",  # mcap_crc's faster CRC-32 where installed (the benchmark's dependency); zlib otherwise
 }
 # a fallback import (try/except ImportError) needs no declaration
-OPTIONAL_FALLBACKS = {"zstandard"}
+OPTIONAL_FALLBACKS = {"zstandard", "isal"}
 
 # first-party packages that are not (yet) ament packages of the workspace: imported lazily by
 # the live gaze node only (issue 21 item 4 puts gaze4hri_bench into ros2_ws)

@@ -242,3 +242,21 @@ def test_replay_skips_a_damaged_trial_in_one_line(damaged_session, capsys):
     assert len([ln for ln in err if bad in ln]) == 1 and "chunk CRC mismatch at offset" in err[0]
     with pytest.raises(SessionError, match="chunk CRC mismatch"):
         replay_session(sd, trials=[bad], quiet=True)
+
+
+def test_the_fast_crc_is_zlibs_crc32():
+    """mcap_crc's streaming pass uses ISA-L's CRC-32 where python-isal is installed (the
+    benchmark's dependency): the same function as zlib's, chained values included."""
+    import os
+    import zlib
+
+    from gaze4hri_core import mcap_crc
+
+    data = os.urandom(3 << 20)
+    assert mcap_crc._crc32(data[1000:], mcap_crc._crc32(data[:1000])) == zlib.crc32(data)
+    try:
+        import isal  # noqa: F401
+    except ImportError:
+        assert mcap_crc._crc32 is zlib.crc32
+    else:
+        assert mcap_crc._crc32 is not zlib.crc32
