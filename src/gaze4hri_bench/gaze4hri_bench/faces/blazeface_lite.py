@@ -15,14 +15,15 @@ GPUs", CVPR-W 2019, Sec. 2; the sparse full-range variant of the model card):
   (x, y, w, h, 6 keypoints) / 192, centres offset by the anchor; score = sigmoid of the
   logit clipped to +-100; kept at >= the detector's threshold;
 - the suppression (NonMaxSuppressionCalculator, WEIGHTED, IoU > 0.3): each kept face is
-  the score-weighted mean of the boxes and keypoints that overlap the best remaining one.
+  the score-weighted mean of the boxes that overlap the best remaining one (the graph
+  averages the keypoints too; the tracked pass does not use them).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .detectors import Detector, FaceDetection, _check_image
-from .mesh_graph import faces_extra_import, mediapipe_model
+from .detectors import Detector, FaceDetection, check_image
+from .mesh_graph import litert_model
 
 __all__ = ["LiteFaces", "ssd_anchors", "decode_boxes", "weighted_nms"]
 
@@ -88,9 +89,7 @@ class LiteFaces(Detector):
     gaze network."""
 
     def __init__(self, name: str = "mediapipe_lite", min_score: float = 0.5, threads: int = 1):
-        Interpreter = faces_extra_import("ai_edge_litert.interpreter", "LiteRT").Interpreter
-        self._it = Interpreter(model_path=mediapipe_model(MODEL), num_threads=threads)
-        self._it.allocate_tensors()
+        self._it = litert_model(MODEL, threads)
         inp = self._it.get_input_details()[0]
         self._in, self.size = inp["index"], int(inp["shape"][1])
         outs = {int(o["shape"][-1]): o["index"] for o in self._it.get_output_details()}
@@ -102,7 +101,7 @@ class LiteFaces(Detector):
     def detect(self, image: np.ndarray) -> list[FaceDetection]:
         import cv2
 
-        img = _check_image(image)
+        img = check_image(image)
         H, W = img.shape[:2]
         side, x0 = letterbox_square(W, H)
         s = self.size / side

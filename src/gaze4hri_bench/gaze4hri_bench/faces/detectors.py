@@ -67,7 +67,7 @@ class Detector:
         pass
 
 
-def _check_image(image: np.ndarray) -> np.ndarray:
+def check_image(image: np.ndarray) -> np.ndarray:
     a = np.asarray(image)
     if a.ndim != 3 or a.shape[2] != 3 or a.dtype != np.uint8:
         raise ValueError(f"detect: expected an RGB uint8 (H, W, 3) image, got {a.dtype} {a.shape}")
@@ -199,7 +199,7 @@ class YoloV8FaceOnnx(Detector):
         self.name, self.path, self.conf, self.iou, self.size = name, path, conf, iou, size
 
     def detect(self, image: np.ndarray) -> list[FaceDetection]:
-        img = _check_image(image)
+        img = check_image(image)
         lb, r, pad = letterbox(img, self.size)
         x = (lb.astype(np.float32) / 255.0).transpose(2, 0, 1)[None]
         out = self.session.run(None, {self.input: x})[0]
@@ -233,7 +233,7 @@ class YoloV8FacePt(Detector):
         self.name, self.conf = name, conf
 
     def detect(self, image: np.ndarray) -> list[FaceDetection]:
-        img = _check_image(image)
+        img = check_image(image)
         r = self.model.predict(img[..., ::-1], conf=self.conf, verbose=False)[0]
         out = []
         kps = r.keypoints.xy.cpu().numpy() if getattr(r, "keypoints", None) is not None else None
@@ -269,7 +269,7 @@ class MediaPipeFaces(Detector):
     def detect(self, image: np.ndarray) -> list[FaceDetection]:
         from .landmarks import keypoints5
 
-        img = _check_image(image)
+        img = check_image(image)
         H, W = img.shape[:2]
         res = self._fd.process(img)
         out = []
@@ -316,7 +316,7 @@ class HaarFaces(Detector):
     def detect(self, image: np.ndarray) -> list[FaceDetection]:
         import cv2
 
-        img = _check_image(image)
+        img = check_image(image)
         g = cv2.equalizeHist(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY))
         m = max(int(min(g.shape) * self.msf), 20)
         rects, _levels, weights = self._c.detectMultiScale3(

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MeshGraph", "parse_landmark_list", "mediapipe_import", "mediapipe_model", "faces_extra_import"]
+__all__ = ["MeshGraph", "parse_landmark_list", "mediapipe_import", "mediapipe_model", "litert_model",
+           "faces_extra_import"]
 
 GRAPH = "mediapipe/modules/face_landmark/face_landmark_front_cpu.binarypb"
 
@@ -60,6 +61,15 @@ def mediapipe_model(relpath: str) -> str:
         raise Gaze4HRIError(f"the mediapipe package has no {relpath}", path or "mediapipe",
                             "reinstall the benchmark's faces extra (mediapipe==0.10.21)")
     return path
+
+
+def litert_model(relpath: str, threads: int = 1):
+    """A LiteRT interpreter (tensors allocated) for a model file of the mediapipe wheel
+    (:func:`mediapipe_model`), or one line saying how to install what is missing."""
+    Interpreter = faces_extra_import("ai_edge_litert.interpreter", "LiteRT").Interpreter
+    it = Interpreter(model_path=mediapipe_model(relpath), num_threads=threads)
+    it.allocate_tensors()
+    return it
 
 
 def parse_landmark_list(data: bytes) -> np.ndarray:

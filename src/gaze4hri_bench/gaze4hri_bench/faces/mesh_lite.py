@@ -21,7 +21,7 @@ from typing import NamedTuple
 import cv2
 import numpy as np
 
-from .mesh_graph import faces_extra_import, mediapipe_model
+from .mesh_graph import litert_model
 
 __all__ = ["LiteMesh", "Roi", "roi_from_box", "roi_from_landmarks", "roi_affine", "from_roi"]
 
@@ -88,9 +88,7 @@ class LiteMesh:
     are busy with the gaze network."""
 
     def __init__(self, threads: int = 1):
-        Interpreter = faces_extra_import("ai_edge_litert.interpreter", "LiteRT").Interpreter
-        self._it = Interpreter(model_path=mediapipe_model(MODEL), num_threads=threads)
-        self._it.allocate_tensors()
+        self._it = litert_model(MODEL, threads)
         inp = self._it.get_input_details()[0]
         self.size = int(inp["shape"][1])
         self._in = inp["index"]

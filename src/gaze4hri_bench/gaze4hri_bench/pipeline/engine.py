@@ -266,16 +266,19 @@ class Engine:
                                            thread_name_prefix="g4h-infer")
         done = []
         while len(self.running) >= runner.streams:
-            oldest_ji, oldest, fut = self.running.popleft()
-            done.append((oldest_ji, oldest, *fut.result()))
+            done.append(self._oldest())
         self.running.append((ji, batch, self.pool.submit(_timed_run, runner.run, samples)))
         for d in done:
             self._finish_batch(*d)
 
+    def _oldest(self) -> tuple:
+        """Wait for the oldest running batch: (job, batch, outputs, run seconds)."""
+        ji, batch, fut = self.running.popleft()
+        return (ji, batch, *fut.result())
+
     def _complete(self) -> None:
         """Wait for the oldest running batch and take its outputs."""
-        ji, batch, fut = self.running.popleft()
-        self._finish_batch(ji, batch, *fut.result())
+        self._finish_batch(*self._oldest())
 
     def _finish_batch(self, ji: int, batch: list[tuple[_Trial, Sample]], outs: list, run_s: float) -> None:
         """Decode a batch's outputs into its trials' accumulators, then write what is done.

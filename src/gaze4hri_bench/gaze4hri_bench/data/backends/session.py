@@ -90,19 +90,17 @@ def detect(root: Path) -> bool:
     return root.is_dir() and any(manifest_path(p).is_file() for p in root.iterdir() if p.is_dir())
 
 
-
 def _bag_damages(bags: list) -> list:
     """bag_damage of each (bag, trial) (None entries: not checked), several bags at once:
-    the check is one CRC pass over each bag (zlib and file reads release the GIL), the
+    the check is one CRC pass over each bag (the CRC and file reads release the GIL), the
     listing's whole cost, paid before any inference starts."""
     from concurrent.futures import ThreadPoolExecutor
 
     todo = [b for b in bags if b is not None]
-    if len(todo) <= 1:
-        return [bag_damage(*b) if b is not None else None for b in bags]
-    with ThreadPoolExecutor(min(len(todo), os.cpu_count() or 1, 4), thread_name_prefix="g4h-crc") as ex:
+    with ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1, 4)), thread_name_prefix="g4h-crc") as ex:
         found = iter(list(ex.map(lambda b: bag_damage(*b), todo)))
     return [next(found) if b is not None else None for b in bags]
+
 
 class SessionDataset:
     """Sessions under ``root`` (a folder of subject directories, or one subject
